@@ -1,0 +1,73 @@
+"""Lookup over the shipped data file, loaded once on first use."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from instance_catalog._model import InstanceType, UnknownInstanceType
+
+DATA_FILE = "instances.json"
+
+
+def read_data() -> dict[str, Any]:
+    """The parsed data file: ``{"header": {...}, "instance_types": {name: fields}}``."""
+    # pkgutil reads package data from a directory or a zip alike. importlib.resources would too,
+    # but importing it costs several times the rest of the first lookup. Imported here so that
+    # importing the package pays for neither.
+    import pkgutil
+
+    raw = pkgutil.get_data("instance_catalog", f"data/{DATA_FILE}")
+    if raw is None:  # only for exotic loaders that cannot read data files
+        raise FileNotFoundError(f"instance_catalog cannot read its data file data/{DATA_FILE}")
+    data: dict[str, Any] = json.loads(raw)
+    return data
+
+
+@functools.cache
+def _by_name() -> dict[str, InstanceType]:
+    rows = read_data()["instance_types"]
+    return {name: InstanceType(name=name, **fields) for name, fields in rows.items()}
+
+
+@functools.cache
+def instance_types() -> tuple[InstanceType, ...]:
+    """Every SageMaker training instance type in the catalog, sorted by name."""
+    return tuple(sorted(_by_name().values(), key=lambda entry: entry.name))
+
+
+def get(name: str) -> InstanceType:
+    """The catalog entry for a training instance type such as ``"ml.p3.8xlarge"``.
+
+    Raises TypeError when ``name`` is not a string and UnknownInstanceType (a LookupError)
+    when it is not a training type; the error names the closest real types.
+    """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"instance type must be a string such as 'ml.p3.8xlarge', "
+            f"not {type(name).__name__} ({name!r})"
+        )
+    entries = _by_name()
+    entry = entries.get(name)
+    if entry is None:
+        raise UnknownInstanceType(name, _suggestions(name, entries))
+    return entry
+
+
+def gpu_count(name: str) -> int:
+    """GPUs per instance of ``name``: 0 for CPU types and for Trainium/Inferentia types."""
+    return get(name).gpu_count
+
+
+def _suggestions(name: str, known: dict[str, InstanceType]) -> list[str]:
+    # SageMaker names are exact: "ML.P3.8XLARGE", " ml.p3.8xlarge" and "p3.8xlarge" are all
+    # rejected by CreateTrainingJob, so they are errors here too, but with the fix spelled out.
+    normalised = "".join(name.split()).lower()
+    if not normalised.startswith("ml."):
+        normalised = "ml." + normalised
+    if normalised in known:
+        return [normalised]
+    import difflib  # only the error path pays for it
+
+    return difflib.get_close_matches(normalised, known, n=3, cutoff=0.6)

@@ -1,0 +1,174 @@
+"""The only module that imports ``sagemaker``: it turns a resolved job into a real estimator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._resolve import ResolvedJob
+from safe_estimators._resolved import Explanation
+
+EXPLANATION_ATTRIBUTE = "safe_estimators"
+
+
+def _classes(estimator: str) -> tuple[Any, Any]:
+    """The estimator class and its TrainingCompilerConfig class."""
+    import importlib
+
+    module: Any = importlib.import_module(f"sagemaker.{estimator}")
+    name = {"huggingface": "HuggingFace", "pytorch": "PyTorch"}[estimator]
+    return getattr(module, name), module.TrainingCompilerConfig
+
+
+def _sdk_refused(exc: Exception, what: str) -> ConfigError:
+    return ConfigError(
+        [
+            Problem(
+                "<sagemaker>",
+                f"the SageMaker SDK refused the job while {what}: {exc}",
+                "this is a case safe_estimators does not check yet; please report it with the "
+                "spec that caused it.",
+            )
+        ]
+    )
+
+
+def estimator_arguments(job: ResolvedJob, sagemaker_session: Any = None) -> dict[str, Any]:
+    """The exact keyword arguments handed to the SDK estimator class."""
+    kwargs = dict(job.kwargs)
+    if job.training_compiler is not None:
+        config_class = _classes(job.estimator)[1]
+        kwargs["compiler_config"] = config_class(enabled=True, debug=job.training_compiler.debug)
+    if sagemaker_session is not None:
+        kwargs["sagemaker_session"] = sagemaker_session
+    return kwargs
+
+
+def _local_session(job: ResolvedJob, sagemaker_session: Any) -> Any:
+    """Local mode needs a LocalSession: make one, or refuse a remote session up front."""
+    if job.spec.instance_type not in ("local", "local_gpu"):
+        return sagemaker_session
+    if sagemaker_session is None:
+        from sagemaker.local import LocalSession
+
+        return LocalSession()
+    if not getattr(sagemaker_session, "local_mode", False):
+        raise ConfigError(
+            [
+                Problem(
+                    "sagemaker_session",
+                    f"instance_type={job.spec.instance_type!r} runs in local mode, which needs a "
+                    f"LocalSession, not a {type(sagemaker_session).__name__}.",
+                    "pass sagemaker_session=sagemaker.local.LocalSession(), or leave it out.",
+                )
+            ]
+        )
+    return sagemaker_session
+
+
+def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
+    """Construct the SageMaker estimator for ``job`` and attach its Explanation."""
+    estimator_class = _classes(job.estimator)[0]
+    kwargs = estimator_arguments(job, _local_session(job, sagemaker_session))
+    try:
+        estimator = estimator_class(**kwargs)
+    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
+        raise _sdk_refused(exc, f"constructing {estimator_class.__name__}") from exc
+    image_uri = None
+    if isinstance(job.kwargs.get("instance_type"), str):
+        try:
+            image_uri = estimator.training_image_uri()
+        except (ValueError, KeyError) as exc:
+            raise _sdk_refused(exc, "resolving the training image") from exc
+    explanation = Explanation(
+        estimator=job.estimator,
+        instance_type=str(job.spec.instance_type),
+        instance_count=job.spec.instance_count,
+        gpus_per_instance=job.instance.gpu_count if job.instance else None,
+        injections=job.injections,
+        warnings=job.warnings,
+        layout=job.layout,
+        image_uri=image_uri if isinstance(image_uri, str) else None,
+        script_findings=job.script_findings,
+    )
+    setattr(estimator, EXPLANATION_ATTRIBUTE, explanation)
+    return estimator
+
+
+def explain(estimator: Any) -> Explanation:
+    """The Explanation of an estimator built by safe_estimators."""
+    explanation = getattr(estimator, EXPLANATION_ATTRIBUTE, None)
+    if not isinstance(explanation, Explanation):
+        raise ValueError(
+            f"{type(estimator).__name__} object was not built by safe_estimators; "
+            "build it with safe_estimators.huggingface() or safe_estimators.pytorch()."
+        )
+    return explanation
+
+
+# --- offline requests (plan) ------------------------------------------------------------------
+
+PLACEHOLDER_REGION = "us-east-1"
+PLACEHOLDER_BUCKET = "sagemaker-plan-placeholder-bucket"
+PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/SageMakerExecutionRolePlaceholder"
+
+
+class OfflineCallRefused(RuntimeError):
+    """A plan tried to reach an AWS API other than the (simulated) S3 code upload."""
+
+
+class _EmptyBody:
+    def stream(self, **_: Any) -> Any:
+        yield b""
+
+
+def _offline_send(request: Any, **_: Any) -> Any:
+    """Answer S3 uploads locally and refuse everything else: a plan never leaves the machine."""
+    from botocore.awsrequest import AWSResponse
+
+    host = request.url.split("/")[2]
+    if host.startswith("s3.") or ".s3." in host or ".s3-" in host:
+        return AWSResponse(request.url, 200, {"ETag": '"plan"'}, _EmptyBody())
+    raise OfflineCallRefused(f"plan is offline and does not call {request.method} {request.url}")
+
+
+def offline_session(region: str | None, bucket: str | None) -> Any:
+    """A real sagemaker.Session that captures CreateTrainingJob instead of sending it.
+
+    The SDK builds the request with its own code (``Session._get_train_request``) and hands it to
+    ``_intercept_create_request`` (the hook PipelineSession uses); here that hook keeps the
+    request. S3 uploads of the source code are answered locally; any other call is refused.
+    The SDK defaults config (organisation tags, KMS keys, VPC) still applies; telemetry is off.
+    """
+    import boto3
+    import sagemaker
+    from sagemaker.config import load_sagemaker_config
+
+    class _CapturingSession(sagemaker.Session):  # type: ignore[misc]
+        captured: dict[str, Any] | None = None
+
+        def default_bucket(self) -> str:
+            return bucket or PLACEHOLDER_BUCKET
+
+        def _intercept_create_request(
+            self, request: dict[Any, Any], create: Any, func_name: str | None = None
+        ) -> Any:
+            self.captured = request
+
+    config = load_sagemaker_config()
+    modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
+    modules.setdefault("Modules", {})["TelemetryOptOut"] = True
+    boto_session = boto3.Session(
+        region_name=region or PLACEHOLDER_REGION,
+        aws_access_key_id="PLAN",
+        aws_secret_access_key="PLAN",  # never sent: every call is answered locally
+    )
+    boto_session.events.register("before-send", _offline_send)
+    return _CapturingSession(boto_session=boto_session, sagemaker_config=config)
+
+
+def capture_request(estimator: Any, inputs: Any = None, job_name: str | None = None) -> Any:
+    """Run the SDK's own fit() on an offline session; return the CreateTrainingJob request."""
+    session = estimator.sagemaker_session
+    estimator.fit(inputs=inputs, wait=False, logs=False, job_name=job_name)
+    return session.captured

@@ -1,0 +1,190 @@
+"""The ``safe-estimators`` command: validate, plan, submit, lint, catalog and schema."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from safe_estimators._problems import ConfigError, Problem
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def _quiet(verbose: bool) -> None:
+    """Keep the output to what the user asked for: no SDK banners, INFO lines or deprecations."""
+    if verbose:
+        logging.basicConfig(level=logging.INFO)
+        return
+    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    logging.disable(logging.WARNING)
+    warnings.simplefilter("ignore")
+
+
+def _print_problem(out: TextIO, source: str, problem: Problem) -> None:
+    label = "warning: " if problem.severity == "warning" else ""
+    hint = f" ({problem.hint})" if problem.hint else ""
+    out.write(f"{source}: {problem.path}: {label}{problem.message}{hint}\n")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from safe_estimators._validate import validate_file
+
+    invalid = False
+    for path in args.files:
+        problems = validate_file(path)
+        for problem in problems:
+            _print_problem(sys.stdout, path, problem)
+        errors = sum(p.severity == "error" for p in problems)
+        invalid |= errors > 0
+        if not errors:
+            print(f"{path}: valid")
+    return EXIT_INVALID if invalid else EXIT_OK
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from safe_estimators._plan import plan
+
+    result = plan(args.file)
+    print(result.to_json() if args.json else str(result))
+    return EXIT_OK
+
+
+def _submit(args: argparse.Namespace) -> int:
+    import boto3
+    import sagemaker
+
+    from safe_estimators._build import build_estimator
+    from safe_estimators._files import load_spec
+    from safe_estimators._resolve import resolve_arguments
+    from safe_estimators._spec import spec_arguments
+
+    spec = load_spec(args.file)
+    job = resolve_arguments({"estimator": spec.estimator, **spec_arguments(spec)})
+    session = sagemaker.Session(boto_session=boto3.Session())
+    estimator = build_estimator(job, session)
+    inputs = dict(spec.inputs) if isinstance(spec.inputs, dict) else spec.inputs
+    estimator.fit(inputs=inputs, wait=args.wait, logs=args.wait)
+    print(estimator.latest_training_job.name)
+    return EXIT_OK
+
+
+def _catalog(args: argparse.Namespace) -> int:
+    import instance_catalog
+
+    rows = [
+        t
+        for t in instance_catalog.instance_types()
+        if t.gpu_count >= args.min_gpus
+        and (
+            args.accelerator is None
+            or (t.accelerator_name or "").lower() == args.accelerator.lower()
+        )
+    ]
+    if args.json:
+        import attrs
+
+        print(json.dumps([attrs.asdict(t) for t in rows], indent=2))
+        return EXIT_OK
+    header = ("instance type", "GPUs", "accelerator", "devices", "memory/device", "vCPUs", "EFA")
+    table = [header] + [
+        (
+            t.name,
+            str(t.gpu_count),
+            t.accelerator_name or "-",
+            str(t.accelerator_count),
+            f"{t.accelerator_memory_mib // 1024} GiB" if t.accelerator_memory_mib else "-",
+            str(t.vcpus),
+            "yes" if t.efa_supported else "no",
+        )
+        for t in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip())
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from safe_estimators._schema import spec_schema
+
+    print(json.dumps(spec_schema(), indent=2))
+    return EXIT_OK
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from safe_estimators._validate import lint_target
+
+    findings = lint_target(args.target)
+    for finding in findings:
+        print(finding)
+    if not findings:
+        print(f"{args.target}: no findings")
+    return EXIT_INVALID if any(f.severity == "error" for f in findings) else EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="safe-estimators",
+        description="Check SageMaker training job specs and plan them offline.",
+    )
+    parser.add_argument("--verbose", action="store_true", help="show the SageMaker SDK's logs")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    validate = commands.add_parser("validate", help="check spec files (no AWS, no sagemaker)")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate.set_defaults(run=_validate)
+
+    plan = commands.add_parser("plan", help="show the resolved job and its request, offline")
+    plan.add_argument("file", metavar="FILE")
+    plan.add_argument("--json", action="store_true", help="one JSON document")
+    plan.set_defaults(run=_plan)
+
+    submit = commands.add_parser("submit", help="start the training job (calls AWS)")
+    submit.add_argument("file", metavar="FILE")
+    submit.add_argument("--wait", action="store_true", help="wait for the job and show its logs")
+    submit.set_defaults(run=_submit)
+
+    lint = commands.add_parser("lint", help="check a training script, or the script of a spec")
+    lint.add_argument("target", metavar="FILE_OR_SPEC")
+    lint.set_defaults(run=_lint)
+
+    catalog = commands.add_parser("catalog", help="list training instance types")
+    catalog.add_argument("--min-gpus", type=int, default=0, metavar="N")
+    catalog.add_argument("--accelerator", metavar="NAME", help="e.g. A100, V100, Trainium")
+    catalog.add_argument("--json", action="store_true")
+    catalog.set_defaults(run=_catalog)
+
+    schema = commands.add_parser("schema", help="print the JSON Schema of spec files")
+    schema.set_defaults(run=_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (0 ok, 1 invalid spec, 2 usage error)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    _quiet(args.verbose)
+    try:
+        result: Any = args.run(args)
+    except ConfigError as error:
+        source = error.source or getattr(args, "file", None) or "spec"
+        for problem in error.problems:
+            _print_problem(sys.stdout, source, problem)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        return 130
+    return int(result)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""The public factories: typed keyword arguments in, a checked SageMaker estimator out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from safe_estimators._build import build_estimator
+from safe_estimators._resolve import resolve_arguments
+from safe_estimators._spec import TrainingCompiler
+
+if TYPE_CHECKING:
+    from sagemaker.huggingface import HuggingFace
+    from sagemaker.pytorch import PyTorch
+
+    from safe_estimators._model_parallel import ModelParallel
+
+
+def _given(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments the caller set: None means "not given", as in the SageMaker SDK."""
+    extra = arguments.get("kwargs", {})
+    named = {k: v for k, v in arguments.items() if k not in ("kwargs", "sagemaker_session")}
+    return {k: v for k, v in {**named, **extra}.items() if v is not None}
+
+
+def huggingface(
+    *,
+    entry_point: str,
+    instance_type: str,
+    role: str | None = None,
+    instance_count: int = 1,
+    transformers_version: str | None = None,
+    pytorch_version: str | None = None,
+    py_version: str | None = None,
+    source_dir: str | None = None,
+    hyperparameters: Mapping[str, Any] | None = None,
+    environment: Mapping[str, str] | None = None,
+    distribution: Mapping[str, Any] | None = None,
+    training_compiler: bool | TrainingCompiler = False,
+    model_parallel: ModelParallel | Mapping[str, Any] | None = None,
+    sagemaker_session: Any = None,
+    check_script: bool = True,
+    **kwargs: Any,
+) -> HuggingFace:
+    """Build a checked ``sagemaker.huggingface.HuggingFace`` estimator.
+
+    Takes the SageMaker SDK's own keyword names (every other estimator keyword, such as
+    ``output_path``, ``tags`` or ``volume_size``, is passed through unchanged) plus:
+
+    - ``training_compiler``: ``True`` or ``TrainingCompiler(debug=...)`` turns on SageMaker
+      Training Compiler with its safe defaults: ``GPU_NUM_DEVICES`` from the instance's GPU count,
+      the PyTorch/XLA distribution for multi-GPU jobs, profiler and debugger off.
+    - ``model_parallel``: ``ModelParallel(...)`` or a dict with the same keys, for the SageMaker
+      model parallel library (v1); the MPI and smdistributed distribution is derived from it.
+    - ``check_script``: check the entry point for known pitfalls before launch (default on).
+
+    Every problem found is reported at once in one ``ConfigError`` before anything is built.
+    ``safe_estimators.explain(estimator)`` tells what was injected and why.
+    """
+    job = resolve_arguments({"estimator": "huggingface", **_given(locals())})
+    return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
+
+
+def pytorch(
+    *,
+    entry_point: str,
+    instance_type: str,
+    role: str | None = None,
+    instance_count: int = 1,
+    framework_version: str | None = None,
+    py_version: str | None = None,
+    source_dir: str | None = None,
+    hyperparameters: Mapping[str, Any] | None = None,
+    environment: Mapping[str, str] | None = None,
+    distribution: Mapping[str, Any] | None = None,
+    training_compiler: bool | TrainingCompiler = False,
+    model_parallel: ModelParallel | Mapping[str, Any] | None = None,
+    sagemaker_session: Any = None,
+    check_script: bool = True,
+    **kwargs: Any,
+) -> PyTorch:
+    """Build a checked ``sagemaker.pytorch.PyTorch`` estimator.
+
+    Same options and guarantees as :func:`huggingface`, with ``framework_version`` naming the
+    PyTorch container (short versions such as ``"1.13"`` resolve as the SDK resolves them).
+    """
+    job = resolve_arguments({"estimator": "pytorch", **_given(locals())})
+    return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]

@@ -1,0 +1,68 @@
+"""Problems found in a job configuration, and the one exception that carries them."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Literal
+
+import attrs
+
+Severity = Literal["error", "warning"]
+
+
+@attrs.frozen
+class Problem:
+    """One thing wrong (or worth a warning) in a job configuration.
+
+    ``path`` is dotted, as the user wrote it (``model_parallel.tensor_parallel_degree``,
+    ``environment.GPU_NUM_DEVICES``); ``message`` states what is wrong with the numbers involved;
+    ``hint`` says how to fix it.
+    """
+
+    path: str
+    message: str
+    hint: str = ""
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {self.message}"
+        if self.hint:
+            text += f" Fix: {self.hint}"
+        return text
+
+
+def warning(path: str, message: str, hint: str = "") -> Problem:
+    return Problem(path, message, hint, "warning")
+
+
+class ConfigError(ValueError):
+    """A job configuration that SageMaker would reject or run wrongly.
+
+    Raised before any estimator is built. ``problems`` holds every problem found, not only the
+    first; ``str()`` lists them one per line.
+    """
+
+    def __init__(self, problems: Iterable[Problem], *, source: str | None = None):
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.source = source
+        count = len(self.problems)
+        where = source or "the training job configuration"
+        head = f"{count} problem{'s' if count != 1 else ''} in {where}:"
+        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+
+    @property
+    def paths(self) -> list[str]:
+        """The dotted paths of the problems, in order."""
+        return [p.path for p in self.problems]
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return a hint naming the closest choice to ``word``, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
+def join_path(*parts: object) -> str:
+    """Join path parts with dots, skipping empty ones (``join_path("", "a") == "a"``)."""
+    return ".".join(str(p) for p in parts if p not in ("", None))

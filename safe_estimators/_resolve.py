@@ -1,0 +1,289 @@
+"""From a typed spec to a resolved job: checked, with every safe default injected and recorded.
+
+Pure: no ``sagemaker`` import. The result is plain estimator keyword arguments that the build
+step hands to the SDK unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import instance_catalog
+from safe_estimators import _facts
+from safe_estimators._model_parallel import (
+    ParallelLayout,
+    check_model_parallel,
+    parse_model_parallel,
+    resolve_model_parallel,
+    split_distribution,
+)
+from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._resolved import Injection
+from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
+from safe_estimators._script_checks import Finding, ScriptContext, check_script
+from safe_estimators._spec import JobSpec, TrainingCompiler, structure_spec
+
+logger = logging.getLogger("safe_estimators")
+
+# Spec fields handed to the estimator as they are (when set).
+_PASSED_THROUGH = (
+    "entry_point", "source_dir", "role", "instance_type", "instance_count", "py_version",
+    "framework_version", "transformers_version", "pytorch_version", "tensorflow_version",
+    "image_uri", "instance_groups", "use_spot_instances", "max_run", "max_wait",
+    "checkpoint_s3_uri",
+)  # fmt: skip
+
+
+@attrs.frozen
+class ResolvedJob:
+    """A checked job: the estimator's keyword arguments and the record of what was injected."""
+
+    spec: JobSpec
+    kwargs: dict[str, Any]
+    training_compiler: TrainingCompiler | None
+    injections: tuple[Injection, ...]
+    warnings: tuple[Problem, ...]
+    instance: instance_catalog.InstanceType | None
+    layout: ParallelLayout | None = None
+    script_findings: tuple[Finding, ...] = ()
+
+    @property
+    def estimator(self) -> str:
+        return self.spec.estimator
+
+
+def _lookup(instance_type: str) -> instance_catalog.InstanceType | None:
+    if instance_type in LOCAL_TYPES:
+        return None
+    try:
+        return instance_catalog.get(instance_type)
+    except (LookupError, TypeError):
+        return None  # the instance_type rule reports it with suggestions
+
+
+def _model_parallel(spec: JobSpec) -> tuple[Any, dict[str, Any], list[Problem]]:
+    """The typed model-parallel options from either place the user may have written them."""
+    problems: list[Problem] = []
+    from_distribution, rest, found = split_distribution(spec.distribution or {})
+    problems += found
+    from_argument, found = parse_model_parallel(spec.model_parallel)
+    problems += found
+    if from_argument is not None and from_distribution is not None:
+        problems.append(
+            Problem(
+                "model_parallel",
+                "is given twice: as model_parallel= and inside distribution['smdistributed'].",
+                "keep one of them (model_parallel= is checked the same way and is shorter).",
+            )
+        )
+    return from_argument or from_distribution, rest, problems
+
+
+def _model_parallel_rules(ctx: Context) -> list[Problem]:
+    if ctx.model_parallel is None:
+        return []
+    problems: list[Problem] = []
+    if ctx.spec.instance_groups is not None:
+        problems.append(
+            Problem(
+                "instance_groups",
+                "model parallelism needs one homogeneous cluster; instance_groups is not "
+                "supported with smdistributed model parallelism.",
+                "use instance_type and instance_count instead.",
+            )
+        )
+    if ctx.instance is None:
+        return problems  # local mode or unknown type: reported elsewhere
+    return problems + check_model_parallel(
+        ctx.model_parallel,
+        instance_type=ctx.spec.instance_type,
+        gpus_per_instance=ctx.instance.gpu_count,
+        instance_count=ctx.spec.instance_count,
+        pytorch_version=ctx.pytorch_version,
+        hyperparameters=ctx.spec.hyperparameters,
+    )
+
+
+def script_context(ctx: Context) -> ScriptContext:
+    """What the script checks need to know about the job."""
+    mp = ctx.model_parallel
+    return ScriptContext(
+        training_compiler=ctx.compiler,
+        xla_distributed=ctx.wants_xla_distribution,
+        gpus_per_instance=ctx.gpus_per_instance,
+        model_parallel=mp is not None,
+        model_parallel_fp16=bool(mp is not None and (mp.fp16 or mp.fp16_params)),
+    )
+
+
+def _script_path(spec: JobSpec) -> Path | None:
+    """The entry point as a readable local file, or None (S3, git, pipeline variable)."""
+    if spec.extra.get("git_config") or not isinstance(spec.entry_point, str):
+        return None
+    if isinstance(spec.source_dir, str) and "://" in spec.source_dir:
+        return None
+    path = Path(spec.source_dir or "") / spec.entry_point
+    return path if path.is_file() else None
+
+
+def check_entry_point(ctx: Context) -> list[Finding]:
+    """Run the training-script checks when the entry point is a local file."""
+    if not ctx.spec.check_script or _script_path(ctx.spec) is None:
+        return []
+    return check_script(ctx.spec.entry_point, script_context(ctx), source_dir=ctx.spec.source_dir)
+
+
+def _finding_problem(finding: Finding) -> Problem:
+    return Problem(
+        "entry_point",
+        f"{finding.file}:{finding.line}: {finding.message}",
+        finding.hint,
+        finding.severity,
+    )
+
+
+def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
+    """Run every rule and the script checks over ``spec``.
+
+    Returns the context, all problems (errors and warnings; script errors among them, with the
+    path ``entry_point``) and the script findings.
+    """
+    model_parallel, rest, problems = _model_parallel(spec)
+    ctx = Context(spec, _lookup(spec.instance_type), rest, model_parallel)
+    problems += run_rules(ctx)
+    problems += _model_parallel_rules(ctx)
+    findings = check_entry_point(ctx)
+    problems += [_finding_problem(f) for f in findings if f.severity == "error"]
+    return ctx, problems, findings
+
+
+def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Injection]) -> None:
+    spec = ctx.spec
+    env: dict[str, str] = kwargs.setdefault("environment", {})
+    gpus = ctx.gpus_per_instance
+    if gpus is not None and "GPU_NUM_DEVICES" not in env:
+        env["GPU_NUM_DEVICES"] = str(gpus)
+        record.append(
+            Injection(
+                "environment.GPU_NUM_DEVICES",
+                str(gpus),
+                f"{spec.instance_type} has {gpus} GPUs; Training Compiler needs it "
+                "(\"Missing XLA configuration\" otherwise).",
+            )
+        )
+    distribution: dict[str, Any] = kwargs.setdefault("distribution", {})
+    for key in _facts.XLA_MISSPELLINGS:
+        if key in distribution:
+            distribution["pytorchxla"] = distribution.pop(key)
+            record.append(
+                Injection(
+                    "distribution.pytorchxla",
+                    distribution["pytorchxla"],
+                    f"rewritten from {key!r}: the SageMaker SDK only honours 'pytorchxla'.",
+                )
+            )
+    if ctx.wants_xla_distribution and "pytorchxla" not in distribution:
+        distribution["pytorchxla"] = {"enabled": True}
+        record.append(
+            Injection(
+                "distribution.pytorchxla",
+                {"enabled": True},
+                f"{ctx.hardware} = {ctx.total_gpus} GPUs; without the PyTorch/XLA distribution "
+                "the job would train on one GPU.",
+            )
+        )
+    if not distribution:
+        del kwargs["distribution"]
+    for name, value, reason in (
+        ("disable_profiler", True, "the profiler's overhead hides the compiler's speed-up."),
+        ("debugger_hook_config", False, "the Debugger hook's overhead hides the speed-up."),
+    ):
+        if getattr(spec, name) is None:
+            kwargs[name] = value
+            record.append(Injection(name, value, f"Training Compiler: {reason}"))
+
+
+def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayout | None]:
+    spec = ctx.spec
+    kwargs: dict[str, Any] = {
+        name: getattr(spec, name) for name in _PASSED_THROUGH if getattr(spec, name) is not None
+    }
+    for name in ("hyperparameters", "environment"):
+        if getattr(spec, name):
+            kwargs[name] = dict(getattr(spec, name))
+    if ctx.distribution:
+        kwargs["distribution"] = _deep_copy(ctx.distribution)
+    for name in ("disable_profiler", "debugger_hook_config", "encrypt_inter_container_traffic"):
+        if getattr(spec, name) is not None:
+            kwargs[name] = getattr(spec, name)
+    kwargs.update(spec.extra)
+    record: list[Injection] = []
+    layout = None
+    if ctx.compiler:
+        _compiler_injections(ctx, kwargs, record)
+    if ctx.model_parallel is not None and ctx.instance is not None:
+        distribution, injected, layout = resolve_model_parallel(
+            ctx.model_parallel,
+            gpus_per_instance=ctx.instance.gpu_count,
+            instance_count=spec.instance_count,
+            pytorch_version=ctx.pytorch_version,
+        )
+        kwargs["distribution"] = {**kwargs.get("distribution", {}), **distribution}
+        record += injected
+    if spec.instance_count > 1 and spec.encrypt_inter_container_traffic is None:
+        kwargs["encrypt_inter_container_traffic"] = True
+        record.append(
+            Injection(
+                "encrypt_inter_container_traffic",
+                True,
+                f"{spec.instance_count} instances exchange gradients and data over the network; "
+                "encrypt it unless you turn it off explicitly.",
+            )
+        )
+    return kwargs, record, layout
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def resolve(spec: JobSpec) -> ResolvedJob:
+    """Check ``spec`` and compute the estimator's arguments; raise ConfigError with all errors."""
+    ctx, problems, findings = check(spec)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise ConfigError(errors)
+    kwargs, injections, layout = _kwargs(ctx)
+    warnings = tuple(p for p in problems if p.severity == "warning")
+    for problem in warnings:
+        logger.warning("%s", problem)
+    script_warnings = tuple(f for f in findings if f.severity == "warning")
+    for finding in script_warnings:
+        logger.warning("%s", finding)
+    return ResolvedJob(
+        spec,
+        kwargs,
+        spec.training_compiler,
+        tuple(injections),
+        warnings,
+        ctx.instance,
+        layout,
+        script_warnings,
+    )
+
+
+def resolve_arguments(arguments: Mapping[str, Any]) -> ResolvedJob:
+    """Structure keyword arguments (or a loaded spec file) into a spec and resolve it."""
+    spec, problems = structure_spec(arguments)
+    if spec is None:
+        raise ConfigError(problems)
+    return resolve(spec)

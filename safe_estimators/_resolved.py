@@ -1,0 +1,81 @@
+"""What the resolver produces: estimator keyword arguments plus a record of what was injected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class Injection:
+    """One value safe_estimators set or changed on the user's behalf, and why.
+
+    ``path`` is the dotted estimator argument (``environment.GPU_NUM_DEVICES``), ``value`` what it
+    was set to, ``reason`` the fact that required it.
+    """
+
+    path: str
+    value: Any
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path} = {self.value!r}: {self.reason}"
+
+
+@attrs.frozen
+class Explanation:
+    """What safe_estimators did to a job, attached to every estimator it builds.
+
+    Read it as ``safe_estimators.explain(estimator)`` (or ``estimator.safe_estimators``): the
+    values injected and why, the warnings raised, the parallel layout and the training image.
+    In a notebook it renders as a table.
+    """
+
+    estimator: str
+    instance_type: str
+    instance_count: int
+    gpus_per_instance: int | None
+    injections: tuple[Injection, ...] = ()
+    warnings: tuple[Any, ...] = ()
+    layout: Any = None
+    image_uri: str | None = None
+    script_findings: tuple[Any, ...] = ()
+
+    @property
+    def injected(self) -> dict[str, Any]:
+        """The injected values by dotted path."""
+        return {i.path: i.value for i in self.injections}
+
+    def lines(self) -> list[str]:
+        """The explanation as plain-text lines."""
+        gpus = "" if self.gpus_per_instance is None else f", {self.gpus_per_instance} GPUs each"
+        out = [f"{self.estimator} on {self.instance_count} x {self.instance_type}{gpus}"]
+        if self.image_uri:
+            out.append(f"training image: {self.image_uri}")
+        if self.layout is not None:
+            out.append(f"parallel layout: {self.layout}")
+        out += [f"injected {i}" for i in self.injections]
+        out += [f"warning {w}" for w in self.warnings]
+        out += [f"script {f}" for f in self.script_findings]
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            "| | |",
+            "|---|---|",
+            f"| estimator | {self.estimator} on {self.instance_count} x {self.instance_type} |",
+        ]
+        if self.gpus_per_instance is not None:
+            rows.append(f"| GPUs per instance | {self.gpus_per_instance} |")
+        if self.image_uri:
+            rows.append(f"| training image | `{self.image_uri}` |")
+        if self.layout is not None:
+            rows.append(f"| parallel layout | {self.layout} |")
+        rows += [f"| `{i.path}` = `{i.value!r}` | {i.reason} |" for i in self.injections]
+        rows += [f"| warning `{w.path}` | {w.message} {w.hint} |" for w in self.warnings]
+        rows += [f"| script `{f.file}:{f.line}` | {f.message} |" for f in self.script_findings]
+        return "\n".join(row.replace("\n", " ") for row in rows)

@@ -1,0 +1,296 @@
+"""The typed job specification and the cattrs converter that loads it from plain data.
+
+Keyword arguments and spec files both become a ``JobSpec`` here. Single values are checked by
+the attrs validators and the strict structure hooks; relations between values belong to the rules.
+Every failure becomes a ``Problem`` with the path where the user wrote the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, NewType
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.gen import make_dict_structure_fn
+
+from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path
+from safe_estimators._sdk_arguments import BY_ESTIMATOR
+
+EstimatorKind = Literal["huggingface", "pytorch"]
+ESTIMATORS: tuple[str, ...] = ("huggingface", "pytorch")
+
+
+PositiveInt = NewType("PositiveInt", int)
+
+
+def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise ConfigError(
+            [
+                Problem(
+                    attribute.name,
+                    f"must be a positive whole number, got {value!r}.",
+                    f"set {attribute.name} to 1 or more.",
+                )
+            ]
+        )
+
+
+class _BadValue(ValueError):
+    """A structure hook's complaint, with the fix to show the user."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+def _structure_positive_int(value: object, _type: object) -> int:
+    if type(value) is not int:
+        raise _BadValue(f"expected int, got {_type_name(value)} {value!r}", _HINTS[int])
+    if value < 1:
+        raise _BadValue(f"must be a positive whole number, got {value}", "use 1 or more")
+    return value
+
+
+def _bool_at(prefix: str) -> Any:
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if type(value) is not bool:
+            raise ConfigError(
+                [
+                    Problem(
+                        join_path(prefix, attribute.name),
+                        f"must be true or false, got {value!r}.",
+                        f"write {attribute.name}=True or False.",
+                    )
+                ]
+            )
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class TrainingCompiler:
+    """Turn on SageMaker Training Compiler for a job.
+
+    ``debug=True`` asks the compiler to keep its debug artifacts (slower; for support cases).
+    Passing ``training_compiler=True`` to a factory is the same as ``TrainingCompiler()``.
+    """
+
+    debug: bool = attrs.field(default=False, validator=_bool_at("training_compiler"))
+
+
+@attrs.frozen(kw_only=True)
+class JobSpec:
+    """Everything the user asked for, typed. ``extra`` holds other estimator keywords unchanged."""
+
+    estimator: EstimatorKind
+    entry_point: str
+    instance_type: str
+    role: str | None = None
+    instance_count: PositiveInt = attrs.field(default=PositiveInt(1), validator=_positive_int)
+    source_dir: str | None = None
+    py_version: str | None = None
+    framework_version: str | None = None
+    transformers_version: str | None = None
+    pytorch_version: str | None = None
+    tensorflow_version: str | None = None
+    hyperparameters: dict[str, Any] = attrs.field(factory=dict)
+    environment: dict[str, str] = attrs.field(factory=dict)
+    distribution: dict[str, Any] | None = None
+    training_compiler: TrainingCompiler | None = None
+    model_parallel: Any = None
+    image_uri: str | None = None
+    instance_groups: list[Any] | None = None
+    disable_profiler: bool | None = None
+    debugger_hook_config: Any = None
+    encrypt_inter_container_traffic: bool | None = None
+    use_spot_instances: bool | None = None
+    max_run: PositiveInt | None = attrs.field(default=None, validator=_positive_int)
+    max_wait: PositiveInt | None = attrs.field(default=None, validator=_positive_int)
+    checkpoint_s3_uri: str | None = None
+    check_script: bool = True
+    inputs: str | dict[str, str] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+
+SPEC_FIELDS = frozenset(a.name for a in attrs.fields(JobSpec)) - {"extra"}
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+_HINTS = {
+    int: "write a whole number without quotes, e.g. 4",
+    float: "write a number without quotes, e.g. 0.5",
+    str: "write it as a string in quotes, e.g. \"4\"",
+    bool: "write true or false without quotes",
+}
+
+
+def _strict(expected: type) -> Any:
+    # cattrs' default hooks coerce (int("4"), bool("false") is True); a spec checker must not.
+    def hook(value: object, _type: object) -> object:
+        ok = isinstance(value, expected) and not (expected is not bool and type(value) is bool)
+        if expected is float and type(value) is int:
+            ok = True
+        if not ok:
+            raise _BadValue(
+                f"expected {expected.__name__}, got {_type_name(value)} {value!r}",
+                _HINTS[expected],
+            )
+        return value
+
+    return hook
+
+
+def _training_compiler_hook(value: object, _type: object) -> TrainingCompiler | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return TrainingCompiler()
+    if isinstance(value, TrainingCompiler):
+        return value
+    if isinstance(value, Mapping):
+        return _structure_training_compiler_dict(dict(value), TrainingCompiler)
+    raise _BadValue(
+        f"expected true, false or TrainingCompiler(...), got {_type_name(value)} {value!r}",
+        "write training_compiler=True, or TrainingCompiler(debug=True) in Python",
+    )
+
+
+def _inputs_hook(value: object, _type: object) -> str | dict[str, str] | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return dict(value)
+    raise _BadValue(
+        f"expected an S3 URI or a mapping of channel name to S3 URI, got {value!r}",
+        "write inputs: {train: s3://bucket/train/, validation: s3://bucket/validation/}",
+    )
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    for kind in (int, float, str, bool):
+        conv.register_structure_hook(kind, _strict(kind))
+    conv.register_structure_hook(PositiveInt, _structure_positive_int)
+    conv.register_structure_hook(TrainingCompiler | None, _training_compiler_hook)
+    conv.register_structure_hook(str | dict[str, str] | None, _inputs_hook)
+    return conv
+
+
+converter = _make_converter()
+_structure_training_compiler_dict = make_dict_structure_fn(
+    TrainingCompiler, converter, _cattrs_forbid_extra_keys=True
+)
+
+
+def _attrs_fields(cls: type) -> list[str]:
+    return [a.name for a in attrs.fields(cls)]
+
+
+def problems_from_exception(exc: BaseException, path: str) -> list[Problem]:
+    """Turn what cattrs or a validator raised into problems with the user's paths."""
+    if isinstance(exc, ConfigError):
+        return [
+            p if p.path == path or p.path.startswith(path + ".") or not path
+            else attrs.evolve(p, path=join_path(path, p.path))
+            for p in exc.problems
+        ]  # fmt: skip
+    if isinstance(exc, ForbiddenExtraKeysError):
+        names = _attrs_fields(exc.cl)
+        return [
+            Problem(
+                join_path(path, key),
+                f"unknown option {key!r}.",
+                did_you_mean(key, names) or f"the known options are: {', '.join(names)}.",
+            )
+            for key in sorted(exc.extra_fields)
+        ]
+    if isinstance(exc, ClassValidationError | IterableValidationError):
+        found: list[Problem] = []
+        with_notes, without_notes = exc.group_exceptions()
+        for sub, note in with_notes:
+            key = getattr(note, "name", None)
+            if key is None:
+                key = getattr(note, "index", "")
+            found += problems_from_exception(sub, join_path(path, key))
+        for sub in without_notes:
+            found += problems_from_exception(sub, path)
+        return found
+    if isinstance(exc, KeyError):
+        return [Problem(path, "is required but missing.", "add it.")]
+    return [Problem(path or "<spec>", f"{exc}.", getattr(exc, "hint", ""))]
+
+
+def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, list[Problem]]:
+    """Load a JobSpec from a mapping of keyword arguments. Never raises for bad input."""
+    if not isinstance(data, Mapping):
+        return None, [
+            Problem(path or "<spec>", f"must be a mapping of options, got {_type_name(data)}.")
+        ]
+    problems: list[Problem] = []
+    kind = data.get("estimator")
+    if kind not in ESTIMATORS:
+        problems.append(
+            Problem(
+                join_path(path, "estimator"),
+                f"must be one of {', '.join(ESTIMATORS)}, got {kind!r}.",
+                did_you_mean(str(kind), ESTIMATORS) or "pick the estimator your script needs.",
+            )
+        )
+        known_sdk: frozenset[str] = frozenset().union(*BY_ESTIMATOR.values())
+    else:
+        known_sdk = BY_ESTIMATOR[kind]
+    fields: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in data.items():
+        if not isinstance(key, str):
+            problems.append(
+                Problem(path or "<spec>", f"option names must be strings, got {key!r}.")
+            )
+        elif key in SPEC_FIELDS:
+            if value is not None:
+                fields[key] = value
+        elif key in known_sdk:
+            extra[key] = value
+        else:
+            hint = did_you_mean(key, SPEC_FIELDS | known_sdk)
+            where = f"the {kind} estimator" if kind in ESTIMATORS else "an estimator"
+            problems.append(
+                Problem(
+                    join_path(path, key),
+                    f"{key!r} is not an option of {where}.",
+                    hint or "remove it; see help(safe_estimators.huggingface) for the options.",
+                )
+            )
+    for required in ("entry_point", "instance_type"):
+        if required not in fields:
+            problems.append(
+                Problem(join_path(path, required), "is required but missing.", "add it.")
+            )
+    if problems or kind not in ESTIMATORS:
+        # Still structure what is there, so one run reports every problem.
+        fields["estimator"] = kind if kind in ESTIMATORS else "pytorch"
+        fields.setdefault("entry_point", "")
+        fields.setdefault("instance_type", "")
+    try:
+        spec = converter.structure({**fields, "extra": extra}, JobSpec)
+    except Exception as exc:
+        return None, problems + problems_from_exception(exc, path)
+    return (None, problems) if problems else (spec, [])
+
+
+def spec_arguments(spec: JobSpec) -> dict[str, Any]:
+    """The keyword arguments a spec stands for (the inverse of ``structure_spec``)."""
+    arguments = {
+        name: getattr(spec, name)
+        for name in SPEC_FIELDS
+        if name != "inputs" and getattr(spec, name) is not None
+    }
+    return {**arguments, **spec.extra}

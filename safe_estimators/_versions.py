@@ -1,0 +1,120 @@
+"""Framework containers the installed SageMaker SDK knows, read from its data files.
+
+The SDK resolves a training image from ``sagemaker/image_uri_config/<framework>.json``. Reading
+those files directly (without importing ``sagemaker``) lets validation agree with the SDK on what
+exists while staying fast. The build step double-checks by asking the SDK for the real image URI.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+from packaging.version import InvalidVersion, Version
+
+
+@functools.cache
+def _config_dir() -> Path:
+    spec = importlib.util.find_spec("sagemaker")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the sagemaker package (v2) is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "image_uri_config"
+
+
+@functools.cache
+def _training_config(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((_config_dir() / f"{name}.json").read_text())
+    return data.get("training", data)
+
+
+def _sorted_versions(versions: list[str]) -> list[str]:
+    def key(v: str) -> tuple[int, Version | str]:
+        try:
+            return (0, Version(v))
+        except InvalidVersion:
+            return (1, v)
+
+    return sorted(versions, key=key)
+
+
+@attrs.frozen
+class Container:
+    """What the SDK knows about one training container line.
+
+    ``version`` is the full version the user's (possibly short) version resolves to, or None when
+    the SDK has no such container; ``known`` lists the full versions that exist.
+    """
+
+    config: str
+    requested: str
+    version: str | None
+    known: tuple[str, ...]
+    py_versions: tuple[str, ...] = ()
+    processors: tuple[str, ...] = ()
+
+
+def _lookup(config: dict[str, Any], requested: str) -> tuple[str | None, tuple[str, ...]]:
+    versions = config.get("versions", {})
+    full = config.get("version_aliases", {}).get(requested, requested)
+    known = tuple(_sorted_versions(list(versions)))
+    return (full if full in versions else None), known
+
+
+def framework_container(config_name: str, version: str) -> Container:
+    """Resolve ``version`` in one of the SDK's single-framework tables (``pytorch``, ...)."""
+    config = _training_config(config_name)
+    full, known = _lookup(config, version)
+    if full is None:
+        return Container(config_name, version, None, known)
+    entry = config["versions"][full]
+    return Container(
+        config_name,
+        version,
+        full,
+        known,
+        tuple(entry.get("py_versions", ())),
+        tuple(config.get("processors") or entry.get("processors") or ()),
+    )
+
+
+def huggingface_container(
+    config_name: str, transformers_version: str, pytorch_version: str
+) -> tuple[Container, Container | None]:
+    """Resolve a Hugging Face container: the transformers line, then its PyTorch base.
+
+    Returns (transformers, pytorch); pytorch is None when the transformers version is unknown.
+    """
+    config = _training_config(config_name)
+    full, known = _lookup(config, transformers_version)
+    processors = tuple(config.get("processors") or ())
+    outer = Container(config_name, transformers_version, full, known, (), processors)
+    if full is None:
+        return outer, None
+    entry = config["versions"][full]
+    bases = entry.get("version_aliases", {})
+    key = bases.get(f"pytorch{pytorch_version}", f"pytorch{pytorch_version}")
+    base_known = tuple(
+        _sorted_versions([k[len("pytorch") :] for k in entry if k.startswith("pytorch")])
+    )
+    if key not in entry:
+        return outer, Container(config_name, pytorch_version, None, base_known)
+    base = entry[key]
+    return outer, Container(
+        config_name,
+        pytorch_version,
+        key[len("pytorch") :],
+        base_known,
+        tuple(base.get("py_versions", ())),
+        processors,
+    )
+
+
+def resolve_pytorch_version(version: str | None) -> str | None:
+    """The full PyTorch version a (possibly short) version means, as the SDK resolves it."""
+    if version is None:
+        return None
+    return framework_container("pytorch", version).version or version

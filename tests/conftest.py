@@ -1,0 +1,58 @@
+"""Test environment: offline AWS (region and fake credentials), SageMaker SDK telemetry off.
+
+pytest-socket (configured in pyproject.toml) refuses every socket except 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_HERE = Path(__file__).parent
+
+# Set before anything imports boto3 or sagemaker.
+os.environ.update(
+    {
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "SAGEMAKER_USER_CONFIG_OVERRIDE": str(_HERE / "sdk-config.yaml"),
+        "SAGEMAKER_ADMIN_CONFIG_OVERRIDE": str(_HERE / "sdk-config.yaml"),
+        "SAGEMAKER_SUPPRESS_V2_WARNING": "1",
+    }
+)
+for _var in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+    os.environ.pop(_var, None)
+
+ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
+BUCKET = "safe-estimators-test-bucket"
+
+
+@pytest.fixture
+def role() -> str:
+    return ROLE
+
+
+@pytest.fixture(scope="session")
+def sagemaker_session():
+    """A real sagemaker.Session that needs no network: region and bucket given up front.
+
+    Shared by the whole run: building one loads several service models (about 2 s).
+    """
+    import boto3
+    import sagemaker
+
+    return sagemaker.Session(
+        boto_session=boto3.Session(region_name="us-west-2"), default_bucket=BUCKET
+    )
+
+
+@pytest.fixture(scope="session")
+def sagemaker_session_module(sagemaker_session):
+    """The shared offline session under a name hypothesis tests can use."""
+    return sagemaker_session

@@ -1,0 +1,240 @@
+"""Random model parallel inputs: problems (never an exception), or an estimator the SDK accepts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from safe_estimators._model_parallel import (
+    ModelParallel,
+    check_model_parallel,
+    parse_model_parallel,
+    resolve_model_parallel,
+    split_distribution,
+)
+from safe_estimators._problems import ConfigError, Problem
+
+OPTION_NAMES = [a.name for a in attrs.fields(ModelParallel) if not a.name.startswith("_")]
+KEYS = [*OPTION_NAMES, "partitions", "process_per_host", "tensor_paralel_degree"]
+GPUS = {
+    "ml.p3.16xlarge": 8,
+    "ml.p3.8xlarge": 4,
+    "ml.g4dn.12xlarge": 4,
+    "ml.p4d.24xlarge": 8,
+    "ml.p3.2xlarge": 1,
+    "ml.c5.xlarge": 0,
+}
+PY_VERSION = {
+    "1.6.0": "py3",
+    "1.7.1": "py3",
+    "1.8.1": "py3",
+    "1.9.1": "py38",
+    "1.10.2": "py38",
+    "1.11.0": "py38",
+    "1.12.0": "py38",
+    "1.12.1": "py38",
+    "1.13.1": "py39",
+    "2.0.0": "py310",
+    "2.1.0": "py310",
+}
+
+anything = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 40),
+    st.floats(-1, 5, allow_nan=False),
+    st.sampled_from(
+        ["cluster", "spread", "DPT", "TPD", "PDT", "interleaved", "simple", "speed", "memory",
+         "auto", "nccl", "true", "-verbose", ""]
+    ),
+    st.text(max_size=4),
+)  # fmt: skip
+
+# Values of the right kind, so that many examples get past the single-value checks and
+# exercise the relations and the SDK.
+degree = st.sampled_from([1, 2, 4, 8])
+plausible_value = {
+    "pipeline_parallel_degree": degree,
+    "tensor_parallel_degree": degree,
+    "sharded_data_parallel_degree": degree,
+    "microbatches": degree,
+    "active_microbatches": degree,
+    "pipeline": st.sampled_from(["interleaved", "simple"]),
+    "placement_strategy": st.sampled_from(["cluster", "spread", "DPT", "TPD", "PDT"]),
+    "ddp_port": st.integers(1024, 65535),
+    "ddp_dist_backend": st.sampled_from(["auto", "nccl"]),
+    "default_partition": st.integers(0, 3),
+    "optimize": st.sampled_from(["speed", "memory"]),
+    "memory_weight": st.one_of(st.floats(0, 1), st.sampled_from([0, 1])),
+    "partition_file": st.just("partitions.json"),
+    "activation_loading_horizon": st.integers(0, 8),
+    "tensor_parallel_seed": st.integers(0, 100),
+    "sdp_reduce_bucket_size": st.integers(1, 10**9),
+    "sdp_param_persistence_threshold": st.integers(1, 10**7),
+    "sdp_max_live_parameters": st.integers(1, 10**9),
+    "sdp_gradient_clipping": st.floats(0.1, 5),
+    "processes_per_host": st.sampled_from([1, 2, 4, 8]),
+    "custom_mpi_options": st.sampled_from(["-verbose", "-x NCCL_DEBUG=WARN"]),
+}  # fmt: skip
+plausible_value.update({n: st.booleans() for n in OPTION_NAMES if n not in plausible_value})
+
+random_options = st.dictionaries(st.sampled_from(KEYS), anything, max_size=8)
+plausible_options = st.lists(st.sampled_from(OPTION_NAMES), max_size=6, unique=True).flatmap(
+    lambda names: st.fixed_dictionaries({n: plausible_value[n] for n in names})
+)
+options = st.one_of(random_options, plausible_options, plausible_options)
+jobs = st.fixed_dictionaries(
+    {
+        "instance": st.sampled_from(sorted(GPUS)),
+        "count": st.integers(1, 3),
+        "pytorch": st.sampled_from(sorted(PY_VERSION)),
+        "hyperparameters": st.dictionaries(
+            st.sampled_from(["batch_size", "train_batch_size", "epochs"]),
+            st.one_of(st.integers(1, 64), st.sampled_from(["32", "30", "auto"])),
+            max_size=2,
+        ),
+    }
+)
+
+
+@pytest.fixture
+def sdk_session(sagemaker_session):
+    """The suite's offline session without the SDK defaults file.
+
+    These tests only construct estimators; the SDK sends telemetry on fit(), which they never
+    call. With a defaults file the SDK re-validates its JSON schema on every config lookup
+    (about 5 s per estimator), which would make 100 examples take minutes.
+    """
+    sagemaker_session.sagemaker_config = {}
+    return sagemaker_session
+
+
+@pytest.fixture
+def entry_point(tmp_path: Path) -> str:
+    script = tmp_path / "train.py"
+    script.write_text("print('training')\n")
+    return str(script)
+
+
+def assert_well_formed(problems: list[Problem]) -> None:
+    for problem in problems:
+        assert isinstance(problem, Problem)
+        assert problem.path and problem.message
+        assert problem.severity in ("error", "warning")
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(raw=options, job=jobs)
+def test_random_options_give_problems_or_an_estimator_the_sdk_accepts(
+    raw, job, entry_point, role, sdk_session
+):
+    from sagemaker.pytorch import PyTorch
+
+    instance, count, pytorch = job["instance"], job["count"], job["pytorch"]
+    mp, problems = parse_model_parallel(raw)
+    assert mp is not None
+    problems += check_model_parallel(
+        mp,
+        instance_type=instance,
+        gpus_per_instance=GPUS[instance],
+        instance_count=count,
+        pytorch_version=pytorch,
+        hyperparameters=job["hyperparameters"],
+    )
+    assert_well_formed(problems)
+    if any(p.severity == "error" for p in problems):
+        event("refused with problems")
+        return
+
+    event("built by the SDK")
+    distribution, injections, layout = resolve_model_parallel(
+        mp, gpus_per_instance=GPUS[instance], instance_count=count, pytorch_version=pytorch
+    )
+    assert layout.world_size == layout.pipeline * layout.tensor * layout.data_parallel
+    assert all(i.reason for i in injections)
+    estimator = PyTorch(
+        entry_point=entry_point,
+        role=role,
+        instance_type=instance,
+        instance_count=count,
+        framework_version=pytorch,
+        py_version=PY_VERSION[pytorch],
+        distribution=distribution,
+        sagemaker_session=sdk_session,
+    )
+    hyperparameters = estimator.hyperparameters()  # runs the SDK's validate_mp_config
+    parameters = distribution["smdistributed"]["modelparallel"]["parameters"]
+    assert json.loads(hyperparameters["mp_parameters"]) == parameters
+    assert hyperparameters["sagemaker_mpi_num_of_processes_per_host"] == str(
+        layout.processes_per_host
+    )
+    assert layout.processes_per_host <= GPUS[instance]
+
+
+@settings(max_examples=200, deadline=None)
+@given(kwargs=st.dictionaries(st.sampled_from(OPTION_NAMES), anything, max_size=6))
+def test_direct_construction_raises_only_config_error(kwargs):
+    try:
+        ModelParallel(**kwargs)
+    except ConfigError as error:
+        assert all(path.startswith("model_parallel.") for path in error.paths)
+
+
+nested = st.recursive(
+    anything,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.one_of(
+                st.sampled_from(
+                    ["smdistributed", "modelparallel", "mpi", "enabled", "parameters",
+                     "processes_per_host", "process_per_host", "custom_mpi_options",
+                     "partitions", "dataparallel", *OPTION_NAMES]
+                ),
+                st.integers(0, 3),
+            ),
+            inner,
+            max_size=4,
+        ),
+    ),
+    max_leaves=12,
+)  # fmt: skip
+
+
+notebook_shaped = st.builds(
+    lambda parameters, mpi, enabled: {
+        "smdistributed": {"modelparallel": {"enabled": enabled, "parameters": parameters}},
+        "mpi": mpi,
+    },
+    st.one_of(random_options, plausible_options, nested),
+    st.one_of(st.dictionaries(st.sampled_from(["enabled", *KEYS]), anything, max_size=3), nested),
+    st.one_of(st.just(True), anything),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(distribution=st.one_of(nested, notebook_shaped), job=jobs)
+def test_any_raw_distribution_parses_and_checks_without_raising(distribution, job):
+    mp, rest, problems = split_distribution(distribution)
+    assert isinstance(rest, dict)
+    assert_well_formed(problems)
+    if mp is not None:
+        assert_well_formed(
+            check_model_parallel(
+                mp,
+                instance_type=job["instance"],
+                gpus_per_instance=GPUS[job["instance"]],
+                instance_count=job["count"],
+                pytorch_version=job["pytorch"],
+                hyperparameters=job["hyperparameters"],
+            )
+        )
