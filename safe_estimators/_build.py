@@ -6,7 +6,8 @@ from typing import Any
 
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob
-from safe_estimators._resolved import Explanation
+from safe_estimators._resolved import Explanation, Injection
+from safe_estimators._spec import instance_type_name
 
 EXPLANATION_ATTRIBUTE = "safe_estimators"
 
@@ -66,10 +67,67 @@ def _local_session(job: ResolvedJob, sagemaker_session: Any) -> Any:
     return sagemaker_session
 
 
+def _config_value(session: Any, path_name: str) -> Any:
+    from sagemaker import config
+    from sagemaker.utils import get_sagemaker_config_value
+
+    return get_sagemaker_config_value(session, getattr(config, path_name))
+
+
+def _respect_sdk_config(
+    kwargs: dict[str, Any], injections: tuple[Injection, ...], session: Any
+) -> tuple[Injection, ...]:
+    """Let an organisation's SDK defaults (sagemaker.config) win over our injected defaults.
+
+    The SDK applies a config value only where the caller passes None, and takes a passed
+    ``environment`` whole: an injected GPU_NUM_DEVICES would silently drop the organisation's
+    environment defaults. So config environment entries are merged under ours, and an injected
+    boolean default is withdrawn where the config sets that field explicitly.
+    """
+    if session is None or getattr(session, "local_mode", False):
+        return injections
+    kept = list(injections)
+    org_env = _config_value(session, "TRAINING_JOB_ENVIRONMENT_PATH")
+    if org_env and "environment" in kwargs:
+        kwargs["environment"] = {**org_env, **kwargs["environment"]}
+        kept.append(
+            Injection(
+                "environment",
+                sorted(org_env),
+                "merged from the SageMaker SDK config (TrainingJob.Environment): the SDK would "
+                "drop them once an environment is passed.",
+            )
+        )
+    for field, path_name in (
+        ("encrypt_inter_container_traffic", "TRAINING_JOB_INTER_CONTAINER_ENCRYPTION_PATH"),
+        ("disable_profiler", "TRAINING_JOB_DISABLE_PROFILER_PATH"),
+    ):
+        ours = next((i for i in kept if i.path == field), None)
+        configured = _config_value(session, path_name)
+        if ours is not None and configured is not None:
+            del kwargs[field]
+            kept.remove(ours)
+            kept.append(
+                Injection(
+                    field,
+                    configured,
+                    f"from the SageMaker SDK config; kept instead of the default {ours.value!r} "
+                    f"({ours.reason})",
+                )
+            )
+    return tuple(kept)
+
+
 def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     """Construct the SageMaker estimator for ``job`` and attach its Explanation."""
     estimator_class = _classes(job.estimator)[0]
-    kwargs = estimator_arguments(job, _local_session(job, sagemaker_session))
+    session = _local_session(job, sagemaker_session)
+    if session is None:
+        import sagemaker
+
+        session = sagemaker.Session()  # what the estimator would create; we need its config
+    kwargs = estimator_arguments(job, session)
+    injections = _respect_sdk_config(kwargs, job.injections, session)
     try:
         estimator = estimator_class(**kwargs)
     except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
@@ -82,10 +140,10 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
             raise _sdk_refused(exc, "resolving the training image") from exc
     explanation = Explanation(
         estimator=job.estimator,
-        instance_type=str(job.spec.instance_type),
+        instance_type=instance_type_name(job.spec.instance_type) or "<pipeline parameter>",
         instance_count=job.spec.instance_count,
         gpus_per_instance=job.instance.gpu_count if job.instance else None,
-        injections=job.injections,
+        injections=injections,
         warnings=job.warnings,
         layout=job.layout,
         image_uri=image_uri if isinstance(image_uri, str) else None,
@@ -156,6 +214,7 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
             self.captured = request
 
     config = load_sagemaker_config()
+    config.setdefault("SchemaVersion", "1.0")
     modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
     modules.setdefault("Modules", {})["TelemetryOptOut"] = True
     boto_session = boto3.Session(

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from safe_estimators._problems import ConfigError, Problem
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def _quiet(verbose: bool) -> None:
@@ -183,6 +183,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if args.verbose:
+            raise
+        print(
+            f"safe-estimators: internal error: {type(exc).__name__}: {exc}\n"
+            "Run again with --verbose for the traceback, and please report it.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
     return int(result)
 
 

@@ -12,6 +12,7 @@ from safe_estimators._spec import TrainingCompiler
 if TYPE_CHECKING:
     from sagemaker.huggingface import HuggingFace
     from sagemaker.pytorch import PyTorch
+    from sagemaker.workflow.entities import PipelineVariable
 
     from safe_estimators._model_parallel import ModelParallel
 
@@ -26,7 +27,7 @@ def _given(arguments: Mapping[str, Any]) -> dict[str, Any]:
 def huggingface(
     *,
     entry_point: str,
-    instance_type: str,
+    instance_type: str | PipelineVariable,
     role: str | None = None,
     instance_count: int = 1,
     transformers_version: str | None = None,
@@ -53,6 +54,9 @@ def huggingface(
     - ``model_parallel``: ``ModelParallel(...)`` or a dict with the same keys, for the SageMaker
       model parallel library (v1); the MPI and smdistributed distribution is derived from it.
     - ``check_script``: check the entry point for known pitfalls before launch (default on).
+    - ``instance_type`` may be a SageMaker Pipelines ``ParameterString``: it is checked against
+      its ``default_value``; jobs with GPU-derived values (compiler, model parallelism) also need
+      ``enum_values`` that all have the default's GPU count.
 
     Every problem found is reported at once in one ``ConfigError`` before anything is built.
     ``safe_estimators.explain(estimator)`` tells what was injected and why.
@@ -64,7 +68,7 @@ def huggingface(
 def pytorch(
     *,
     entry_point: str,
-    instance_type: str,
+    instance_type: str | PipelineVariable,
     role: str | None = None,
     instance_count: int = 1,
     framework_version: str | None = None,

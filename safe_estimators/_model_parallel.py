@@ -1277,6 +1277,20 @@ def resolve_model_parallel(
         parameters["ddp"] = True
         injections.append(Injection(f"{_PARAMETERS_PATH}.ddp", True, needs_ddp))
 
+    if not parameters:
+        # The SDK sends mp_parameters only when they are non-empty, and the training toolkit
+        # treats model parallelism as on only when mp_parameters is present and not "{}".
+        parameters[pipeline_key] = 1
+        injections.append(
+            Injection(
+                f"{_PARAMETERS_PATH}.{pipeline_key}",
+                1,
+                "the library's default, written out: with no parameters the SageMaker SDK drops "
+                "mp_parameters and the training container does not treat the job as model "
+                "parallel",
+            )
+        )
+
     mpi = {
         "enabled": True,
         "processes_per_host": layout.processes_per_host,

@@ -26,7 +26,7 @@ from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
 from safe_estimators._script_checks import Finding, ScriptContext, check_script
-from safe_estimators._spec import JobSpec, TrainingCompiler, structure_spec
+from safe_estimators._spec import JobSpec, TrainingCompiler, instance_type_name, structure_spec
 
 logger = logging.getLogger("safe_estimators")
 
@@ -58,7 +58,7 @@ class ResolvedJob:
 
 
 def _lookup(instance_type: str) -> instance_catalog.InstanceType | None:
-    if instance_type in LOCAL_TYPES:
+    if instance_type in LOCAL_TYPES or not instance_type:
         return None
     try:
         return instance_catalog.get(instance_type)
@@ -101,7 +101,7 @@ def _model_parallel_rules(ctx: Context) -> list[Problem]:
         return problems  # local mode or unknown type: reported elsewhere
     return problems + check_model_parallel(
         ctx.model_parallel,
-        instance_type=ctx.spec.instance_type,
+        instance_type=ctx.instance_name,
         gpus_per_instance=ctx.instance.gpu_count,
         instance_count=ctx.spec.instance_count,
         pytorch_version=ctx.pytorch_version,
@@ -154,7 +154,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     path ``entry_point``) and the script findings.
     """
     model_parallel, rest, problems = _model_parallel(spec)
-    ctx = Context(spec, _lookup(spec.instance_type), rest, model_parallel)
+    ctx = Context(spec, _lookup(instance_type_name(spec.instance_type)), rest, model_parallel)
     problems += run_rules(ctx)
     problems += _model_parallel_rules(ctx)
     findings = check_entry_point(ctx)
@@ -168,11 +168,16 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
     gpus = ctx.gpus_per_instance
     if gpus is not None and "GPU_NUM_DEVICES" not in env:
         env["GPU_NUM_DEVICES"] = str(gpus)
+        assumption = (
+            f" (pipeline parameter: every allowed instance type has {gpus} GPUs)"
+            if ctx.parameterised
+            else ""
+        )
         record.append(
             Injection(
                 "environment.GPU_NUM_DEVICES",
                 str(gpus),
-                f"{spec.instance_type} has {gpus} GPUs; Training Compiler needs it "
+                f"{ctx.instance_name} has {gpus} GPUs{assumption}; Training Compiler needs it "
                 "(\"Missing XLA configuration\" otherwise).",
             )
         )

@@ -18,7 +18,7 @@ from safe_estimators import _facts
 from safe_estimators._limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._problems import Problem, did_you_mean, join_path, warning
 from safe_estimators._secrets import secret_kind
-from safe_estimators._spec import JobSpec
+from safe_estimators._spec import JobSpec, instance_type_name
 from safe_estimators._versions import Container, framework_container, huggingface_container
 
 LOCAL_TYPES = ("local", "local_gpu")
@@ -32,6 +32,21 @@ class Context:
     instance: instance_catalog.InstanceType | None
     distribution: Mapping[str, Any]
     model_parallel: Any = None
+
+    @property
+    def instance_name(self) -> str:
+        """The instance type checked: the name, or a pipeline parameter's default."""
+        return instance_type_name(self.spec.instance_type)
+
+    @property
+    def parameterised(self) -> bool:
+        """The instance type is a SageMaker Pipelines parameter, known only at run time."""
+        return not isinstance(self.spec.instance_type, str)
+
+    @property
+    def gpu_derived(self) -> bool:
+        """Values computed from the GPU count are injected (compiler, model parallelism)."""
+        return self.compiler or self.model_parallel is not None
 
     @property
     def local(self) -> bool:
@@ -56,7 +71,7 @@ class Context:
         spec = self.spec
         gpus = self.gpus_per_instance
         each = "" if gpus is None else f" ({gpus} GPU{'s' if gpus != 1 else ''} each)"
-        return f"{spec.instance_count} x {spec.instance_type}{each}"
+        return f"{spec.instance_count} x {self.instance_name}{each}"
 
     @property
     def pytorch_version(self) -> str | None:
@@ -94,8 +109,8 @@ def _version_at_least(version: str | None, minimum: str) -> bool:
 
 def instance_type_known(ctx: Context) -> Iterator[Problem]:
     """The instance type must be a real SageMaker training type (or local mode)."""
-    name = ctx.spec.instance_type
-    if ctx.instance is not None or ctx.local:
+    name = ctx.instance_name
+    if ctx.instance is not None or ctx.local or (ctx.parameterised and not name):
         return
     try:
         instance_catalog.get(name)
@@ -106,6 +121,68 @@ def instance_type_known(ctx: Context) -> Iterator[Problem]:
             f"{name!r} is not a SageMaker training instance type.",
             f"did you mean {close}?" if close else "see `safe-estimators catalog` for the types.",
         )
+
+
+def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
+    """A run-time instance type must not make GPU-derived values silently wrong.
+
+    Values such as GPU_NUM_DEVICES are fixed when the pipeline is defined. So the parameter needs
+    a default to check against, and where GPU-derived values are injected, ``enum_values`` that
+    all have the default's GPU count: SageMaker Pipelines refuses any other value at start.
+    """
+    if not ctx.parameterised:
+        return
+    parameter = ctx.spec.instance_type
+    name = getattr(parameter, "name", "the parameter")
+    if not ctx.instance_name:
+        yield Problem(
+            "instance_type",
+            f"is the pipeline parameter {name!r} without a default_value; the instance type, "
+            "and every value derived from its GPU count, cannot be checked.",
+            f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge').",
+        )
+        return
+    allowed = getattr(parameter, "enum_values", None) or []
+    default_gpus = ctx.gpus_per_instance
+    counts: dict[str, int | None] = {}
+    for value in allowed:
+        try:
+            entry = instance_catalog.get(value)
+        except (LookupError, TypeError):
+            yield Problem(
+                f"instance_type.enum_values.{value}",
+                f"{value!r} is not a SageMaker training instance type.",
+                did_you_mean(str(value), [t.name for t in instance_catalog.instance_types()]),
+            )
+            continue
+        counts[value] = entry.gpu_count
+        if ctx.compiler and entry.family not in _facts.COMPILER_FAMILIES:
+            yield Problem(
+                f"instance_type.enum_values.{value}",
+                f"Training Compiler does not support the {entry.family} family.",
+                f"allow only {', '.join(_facts.COMPILER_FAMILIES)} instance types.",
+            )
+    if not ctx.gpu_derived or default_gpus is None:
+        return
+    if not allowed:
+        yield Problem(
+            "instance_type",
+            f"is the pipeline parameter {name!r}; values derived from its default "
+            f"{ctx.instance_name} ({default_gpus} GPUs) would be wrong at run time for an "
+            "instance with another GPU count.",
+            f"pin the choices: ParameterString({name!r}, default_value={ctx.instance_name!r}, "
+            f"enum_values=[...types with {default_gpus} GPUs...]).",
+        )
+        return
+    for value, gpus in counts.items():
+        if gpus is not None and gpus != default_gpus:
+            yield Problem(
+                f"instance_type.enum_values.{value}",
+                f"has {gpus} GPUs but the default {ctx.instance_name} has {default_gpus}; the "
+                "GPU-derived values fixed in the pipeline definition would be wrong for it.",
+                f"allow only instance types with {default_gpus} GPUs, or build one step per "
+                "GPU count.",
+            )
 
 
 # --- framework versions -----------------------------------------------------------------------
@@ -226,14 +303,16 @@ def _py_version(ctx: Context, container: Container, label: str) -> Iterator[Prob
 
 
 def _processor(ctx: Context, container: Container, label: str) -> Iterator[Problem]:
-    if not container.processors or ctx.spec.instance_type == "local":
+    if not container.processors or ctx.instance_name == "local":
         return
+    if ctx.instance is None and not ctx.local:
+        return  # unknown type: the instance_type rule reports it
     kind = "gpu" if ctx.local or (ctx.gpus_per_instance or 0) > 0 else "cpu"
     if kind not in container.processors:
         yield Problem(
             "instance_type",
             f"{label} containers exist for {'/'.join(container.processors).upper()} instances "
-            f"only, and {ctx.spec.instance_type} is a {kind.upper()} instance.",
+            f"only, and {ctx.instance_name} is a {kind.upper()} instance.",
             "pick a GPU instance such as ml.g5.xlarge or ml.p3.2xlarge"
             if kind == "cpu"
             else "pick a CPU instance such as ml.m5.xlarge",
@@ -250,14 +329,14 @@ def compiler_hardware(ctx: Context) -> Iterator[Problem]:
     if ctx.local:
         yield Problem(
             "instance_type",
-            f"Training Compiler does not run in local mode ({ctx.spec.instance_type!r}).",
+            f"Training Compiler does not run in local mode ({ctx.instance_name!r}).",
             "test the script locally without training_compiler, or use an ml.* GPU instance.",
         )
     elif ctx.instance is not None and ctx.instance.family not in _facts.COMPILER_FAMILIES:
         yield Problem(
             "instance_type",
             f"Training Compiler does not support the {ctx.instance.family} family "
-            f"({ctx.spec.instance_type}); it supports "
+            f"({ctx.instance_name}); it supports "
             f"{', '.join(_facts.COMPILER_FAMILIES)}.",
             "use e.g. ml.p3.2xlarge, ml.g5.xlarge or ml.p4d.24xlarge, or turn the compiler off.",
         )
@@ -347,7 +426,7 @@ def compiler_gpu_num_devices(ctx: Context) -> Iterator[Problem]:
     if given.strip() != str(ctx.gpus_per_instance):
         yield Problem(
             "environment.GPU_NUM_DEVICES",
-            f"is {given!r}, but {ctx.spec.instance_type} has {ctx.gpus_per_instance} GPUs; "
+            f"is {given!r}, but {ctx.instance_name} has {ctx.gpus_per_instance} GPUs; "
             "PyTorch/XLA would start the wrong number of devices.",
             f"set it to \"{ctx.gpus_per_instance}\" or leave it out (it is set for you).",
         )
@@ -420,7 +499,7 @@ def mpi_processes(ctx: Context) -> Iterator[Problem]:
     elif ctx.gpus_per_instance and count > ctx.gpus_per_instance:
         yield Problem(
             path,
-            f"is {count}, but {ctx.spec.instance_type} has {ctx.gpus_per_instance} GPUs: "
+            f"is {count}, but {ctx.instance_name} has {ctx.gpus_per_instance} GPUs: "
             "more node-local processes than devices fail at start-up.",
             f"set it to {ctx.gpus_per_instance} (one process per GPU).",
         )
@@ -434,7 +513,7 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
         if key in ctx.distribution:
             yield Problem(
                 f"distribution.{key}",
-                f"needs GPUs, but {ctx.spec.instance_type} has none.",
+                f"needs GPUs, but {ctx.instance_name} has none.",
                 "use a GPU instance (ml.g5.*, ml.p3.*, ml.p4d.*) or remove the distribution.",
             )
 
@@ -567,6 +646,7 @@ def api_limits(ctx: Context) -> Iterator[Problem]:
 
 RULES: tuple[Rule, ...] = (
     instance_type_known,
+    pipeline_parameter_instance_type,
     framework_versions,
     compiler_hardware,
     compiler_exclusions,

@@ -38,7 +38,7 @@ from typing import Literal, NamedTuple
 
 import attrs
 
-Severity = Literal["error", "warning"]
+from safe_estimators._problems import Severity
 
 # A 10,000-line script is ~400 kB; past this size we refuse rather than stall a build.
 _MAX_BYTES = 2_000_000
@@ -79,7 +79,8 @@ class Finding:
         file: the script's path as given, or relative to ``source_dir`` when one was given.
         line: 1-based line; 0 when the finding is about the whole file.
         severity: ``"error"`` (the job would fail or train wrongly) or ``"warning"``.
-        rule: a short stable id such as ``"xla-missing-mp-fn"``; the README lists them.
+        rule: a short stable id naming the check (``"xla-missing-mp-fn"``), for filtering and
+            for tests; an id never changes meaning.
         message: what is wrong, with the numbers involved.
         hint: how to fix it.
     """
@@ -189,7 +190,11 @@ def _check_files(
 
 _XM = "torch_xla.core.xla_model"
 _SMP = "smdistributed.modelparallel"
-_HF_TRAINER_PACKAGES = frozenset({"transformers", "trl", "optimum", "setfit"})
+# Packages whose `*Trainer` runs the loop itself: data sharding, device loader, optimizer step.
+_TRAINER_PACKAGES = frozenset(
+    {"transformers", "trl", "optimum", "setfit", "lightning", "pytorch_lightning"}
+)
+# Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
 _MARK_STEP_NAMES = frozenset({f"{_XM}.mark_step", "torch_xla.sync"})
 _REDUCE_TAILS = frozenset({"reduce_gradients", "all_reduce"})
 _DEVICE_LOADER_TAILS = frozenset({"MpDeviceLoader", "ParallelLoader"})
@@ -329,10 +334,12 @@ class _Module:
                     continue
                 if kind in _LOOPS:
                     loop = node
-            for field in kind._fields:
+            # Pushed in reverse so that nodes are visited in source order: when two imports
+            # bind the same alias, the later one wins, as in Python.
+            for field in reversed(kind._fields):
                 value = getattr(node, field, None)
                 if type(value) is list:
-                    for item in value:
+                    for item in reversed(value):
                         if type(item) in walked:
                             push((item, scope, loop))
                 elif type(value) in walked:
@@ -365,10 +372,10 @@ class _Module:
                 push((node.args, scope, loop))
                 return True
             self.scope_names.append(node.name)
-            for stmt in node.body:
+            for stmt in reversed(node.body):
                 push((stmt, inner, None))
             # Decorators, defaults and annotations run in the enclosing scope.
-            for expr in [*node.decorator_list, node.args, node.returns]:
+            for expr in [node.returns, node.args, *reversed(node.decorator_list)]:
                 if expr is not None:
                     push((expr, scope, loop))
             return True
@@ -517,8 +524,10 @@ def _keyword(call: ast.Call, name: str, position: int | None = None) -> ast.expr
         if kw.arg == name:
             return kw.value
     if position is not None and len(call.args) > position:
-        arg = call.args[position]
-        return None if isinstance(arg, ast.Starred) else arg
+        # After a *args the positions are unknown.
+        if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+            return None
+        return call.args[position]
     return None
 
 
@@ -562,8 +571,9 @@ class _Program:
 
     @cached_property
     def trainer_based(self) -> bool:
-        """Built on the Hugging Face Trainer (or a subclass): it handles sharding, the device
-        loader, loss scaling and model parallelism itself."""
+        """Built on the Hugging Face Trainer, a subclass, or a similar framework trainer
+        (Lightning): it handles sharding, the device loader, loss scaling and model parallelism
+        itself."""
         local_trainers: set[str] = set()
         changed = True
         while changed:  # subclasses of subclasses
@@ -571,12 +581,12 @@ class _Program:
             for module in self.modules:
                 for name, bases in module.class_bases:
                     if name not in local_trainers and any(
-                        _is_hf_trainer(b) or b in local_trainers for b in bases
+                        _is_framework_trainer(b) or b in local_trainers for b in bases
                     ):
                         local_trainers.add(name)
                         changed = True
         for _, call in self.calls():
-            if _is_hf_trainer(call.name) or call.name in local_trainers:
+            if _is_framework_trainer(call.name) or call.name in local_trainers:
                 return True
             if call.tail == "train" and "trainer" in call.receiver.lower():
                 return True
@@ -696,8 +706,8 @@ class _Program:
         return False
 
 
-def _is_hf_trainer(name: str) -> bool:
-    return name.partition(".")[0] in _HF_TRAINER_PACKAGES and name.endswith("Trainer")
+def _is_framework_trainer(name: str) -> bool:
+    return name.partition(".")[0] in _TRAINER_PACKAGES and name.endswith("Trainer")
 
 
 def _is_optimizer_constructor(name: str) -> bool:

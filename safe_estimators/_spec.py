@@ -23,6 +23,22 @@ ESTIMATORS: tuple[str, ...] = ("huggingface", "pytorch")
 
 
 PositiveInt = NewType("PositiveInt", int)
+# A str, or a SageMaker Pipelines parameter (ParameterString) resolved only at run time.
+InstanceTypeValue = NewType("InstanceTypeValue", object)
+
+
+def is_pipeline_variable(value: object) -> bool:
+    """A SageMaker Pipelines variable (parameter, property, function), known without importing
+    sagemaker: they all carry an ``expr`` and ``to_string``."""
+    return hasattr(value, "expr") and callable(getattr(value, "to_string", None))
+
+
+def instance_type_name(value: object) -> str:
+    """The instance type to check: the string, or a pipeline parameter's default value."""
+    if isinstance(value, str):
+        return value
+    default = getattr(value, "default_value", None)
+    return default if isinstance(default, str) else ""
 
 
 def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -87,7 +103,7 @@ class JobSpec:
 
     estimator: EstimatorKind
     entry_point: str
-    instance_type: str
+    instance_type: InstanceTypeValue
     role: str | None = None
     instance_count: PositiveInt = attrs.field(default=PositiveInt(1), validator=_positive_int)
     source_dir: str | None = None
@@ -161,6 +177,16 @@ def _training_compiler_hook(value: object, _type: object) -> TrainingCompiler | 
     )
 
 
+def _instance_type_hook(value: object, _type: object) -> object:
+    if isinstance(value, str) or is_pipeline_variable(value):
+        return value
+    raise _BadValue(
+        f"expected an instance type name such as 'ml.p3.8xlarge', got {_type_name(value)} "
+        f"{value!r}",
+        "write the SageMaker name, e.g. instance_type='ml.g5.2xlarge'",
+    )
+
+
 def _inputs_hook(value: object, _type: object) -> str | dict[str, str] | None:
     if value is None or isinstance(value, str):
         return value
@@ -179,6 +205,7 @@ def _make_converter() -> cattrs.Converter:
     for kind in (int, float, str, bool):
         conv.register_structure_hook(kind, _strict(kind))
     conv.register_structure_hook(PositiveInt, _structure_positive_int)
+    conv.register_structure_hook(InstanceTypeValue, _instance_type_hook)
     conv.register_structure_hook(TrainingCompiler | None, _training_compiler_hook)
     conv.register_structure_hook(str | dict[str, str] | None, _inputs_hook)
     return conv

@@ -371,6 +371,28 @@ def test_valid_configuration_reaches_sagemaker(
     assert distribution["mpi"]["custom_mpi_options"] == expected_mpi
 
 
+def test_all_defaults_still_reach_the_container_as_model_parallel(entry_point, role, sdk_session):
+    # The SDK drops an empty mp_parameters, and the training toolkit decides "model parallel"
+    # by its presence; so something is always sent.
+    distribution, injections, _ = resolve_model_parallel(
+        ModelParallel(processes_per_host=1),
+        gpus_per_instance=8,
+        instance_count=1,
+        pytorch_version="1.13.1",
+    )
+    estimator = build_pytorch(
+        distribution,
+        instance="ml.p3.16xlarge",
+        count=1,
+        pytorch="1.13.1",
+        entry_point=entry_point,
+        role=role,
+        session=sdk_session,
+    )
+    assert assert_sdk_receives(estimator, distribution) == {"pipeline_parallel_degree": 1}
+    assert "mp_parameters" in injections[0].reason
+
+
 def test_custom_image_skips_version_gating():
     # A custom image: the library version is unknown, so no option is gated on it.
     options = {"sharded_data_parallel_degree": 8, "bf16": True, "ddp_dist_backend": "auto"}

@@ -8,6 +8,7 @@ A good script must produce no finding at all in the same job configuration.
 
 from __future__ import annotations
 
+import gc
 import re
 from pathlib import Path
 
@@ -269,6 +270,19 @@ def test_a_shell_entry_point_is_not_parsed_unless_xla_spawn_would_import_it(
 def test_weird_input_never_raises(source: str, rule: str) -> None:
     findings = check_source(source, EVERYTHING)
     assert [f.rule for f in findings] == rule.split()
+
+
+def test_the_garbage_collector_is_left_as_it_was() -> None:
+    # The checker pauses the cyclic GC while it parses (a speed-up); it must not leak that.
+    assert gc.isenabled()
+    check_source("x = 1\n", EVERYTHING)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        check_source("x = 1\n", EVERYTHING)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 # Import aliases --------------------------------------------------------------------------------
