@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._build import build_estimator
 from safe_estimators._resolve import resolve_arguments
-from safe_estimators._spec import TrainingCompiler
+from safe_estimators._spec import JobSpec, TrainingCompiler, spec_arguments
 
 if TYPE_CHECKING:
     from sagemaker.huggingface import HuggingFace
@@ -90,3 +91,18 @@ def pytorch(
     """
     job = resolve_arguments({"estimator": "pytorch", **_given(locals())})
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
+
+
+def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
+    """Build the estimator a spec describes (a ``JobSpec`` or a spec file path).
+
+    Keyword ``overrides`` replace the spec's options; pass ``sagemaker_session=`` to use your own
+    session (a PipelineSession, say). Raises ConfigError with every problem found.
+    """
+    from safe_estimators._files import load_spec
+
+    if not isinstance(spec, JobSpec):
+        spec = load_spec(spec)
+    session = overrides.pop("sagemaker_session", None)
+    job = resolve_arguments({"estimator": spec.estimator, **spec_arguments(spec), **overrides})
+    return build_estimator(job, session)

@@ -110,16 +110,29 @@ def _kinds(schema: Schema) -> list[str]:
     return list(kind) if isinstance(kind, list) else [kind]
 
 
+# Keywords that constrain one JSON type only, so alternatives carrying them can share a type list.
+_TYPE_SPECIFIC = frozenset({"type", "minimum", "maximum", "additionalProperties", "items"})
+
+
 def _any_of(options: list[Schema]) -> Schema:
-    """One schema for alternatives; plain ``{"type": ...}`` alternatives merge into a type list."""
+    """One schema for alternatives: ``{"type": [...]}`` where the alternatives allow it."""
     if {} in options:
         return {}
-    flat = [o for option in options for o in (option["anyOf"] if option.keys() == {"anyOf"}
-                                               else [option])]
+    flat = [
+        option
+        for alternative in options
+        for option in (alternative["anyOf"] if alternative.keys() == {"anyOf"} else [alternative])
+    ]
     if len(flat) == 1:
         return flat[0]
-    if all(option.keys() == {"type"} for option in flat):
-        return {"type": [kind for option in flat for kind in _kinds(option)]}
+    kinds = [kind for option in flat for kind in _kinds(option)]
+    keywords = [key for option in flat for key in option if key != "type"]
+    mergeable = all("type" in option and option.keys() <= _TYPE_SPECIFIC for option in flat)
+    if mergeable and len(set(kinds)) == len(kinds) and len(set(keywords)) == len(keywords):
+        merged: Schema = {"type": kinds}
+        for option in flat:
+            merged.update((key, value) for key, value in option.items() if key != "type")
+        return merged
     return {"anyOf": flat}
 
 
