@@ -130,6 +130,10 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     injections = _respect_sdk_config(kwargs, job.injections, session)
     try:
         estimator = estimator_class(**kwargs)
+        # The SDK validates distributions (validate_mp_config, smdistributed on p5, ...) only
+        # when it computes the hyperparameters; do it now so a refusal is a ConfigError here,
+        # not a traceback at fit().
+        estimator.hyperparameters()
     except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
         raise _sdk_refused(exc, f"constructing {estimator_class.__name__}") from exc
     image_uri = None

@@ -42,7 +42,9 @@ def parse_args():
     parser.add_argument("--max_grad_norm", type=float, default=1.0)
     parser.add_argument("--mlm_probability", type=float, default=0.15)
     parser.add_argument("--logging_steps", type=int, default=50)
-    parser.add_argument("--output_dir", type=str, default=os.environ.get("SM_MODEL_DIR", "/opt/ml/model"))
+    parser.add_argument(
+        "--output_dir", type=str, default=os.environ.get("SM_MODEL_DIR", "/opt/ml/model")
+    )
     parser.add_argument("--train_dir", type=str, default=os.environ.get("SM_CHANNEL_TRAIN"))
     return parser.parse_args()
 
@@ -67,7 +69,9 @@ def build_optimizer(model, args):
     no_decay = ["bias", "LayerNorm.weight"]
     groups = [
         {
-            "params": [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)],
+            "params": [
+                p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)
+            ],
             "weight_decay": args.weight_decay,
         },
         {

@@ -4,7 +4,9 @@
 Only _mp_fn(index) and the padding are the script's business under Training Compiler.
 """
 
+import functools
 import logging
+import operator
 import sys
 from dataclasses import dataclass, field
 
@@ -72,7 +74,7 @@ def main():
             return tokenizer(examples["text"], return_special_tokens_mask=True)
 
         def group_texts(examples):
-            concatenated = {k: sum(examples[k], []) for k in examples.keys()}
+            concatenated = {k: functools.reduce(operator.iadd, examples[k], []) for k in examples}
             total_length = (len(concatenated["input_ids"]) // max_seq_length) * max_seq_length
             return {
                 k: [t[i : i + max_seq_length] for i in range(0, total_length, max_seq_length)]
