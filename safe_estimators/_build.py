@@ -184,12 +184,15 @@ class _EmptyBody:
         yield b""
 
 
-def _offline_send(request: Any, **_: Any) -> Any:
-    """Answer S3 uploads locally and refuse everything else: a plan never leaves the machine."""
+def _offline_send(request: Any, event_name: str = "", **_: Any) -> Any:
+    """Answer S3 uploads locally and refuse everything else: a plan never leaves the machine.
+
+    The service comes from the event name (``before-send.s3.PutObject``), not the host, so an
+    ``AWS_ENDPOINT_URL`` in the environment changes nothing.
+    """
     from botocore.awsrequest import AWSResponse
 
-    host = request.url.split("/")[2]
-    if host.startswith("s3.") or ".s3." in host or ".s3-" in host:
+    if event_name.startswith("before-send.s3."):
         return AWSResponse(request.url, 200, {"ETag": '"plan"'}, _EmptyBody())
     raise OfflineCallRefused(f"plan is offline and does not call {request.method} {request.url}")
 

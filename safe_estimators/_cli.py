@@ -183,6 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `safe-estimators plan x | head`: the reader left; not an error
+        sys.stderr.close()
+        return EXIT_OK
     except Exception as exc:
         if args.verbose:
             raise

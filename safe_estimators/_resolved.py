@@ -49,7 +49,8 @@ class Explanation:
 
     def lines(self) -> list[str]:
         """The explanation as plain-text lines."""
-        gpus = "" if self.gpus_per_instance is None else f", {self.gpus_per_instance} GPUs each"
+        count = self.gpus_per_instance
+        gpus = "" if count is None else f", {count} GPU{'' if count == 1 else 's'} each"
         out = [f"{self.estimator} on {self.instance_count} x {self.instance_type}{gpus}"]
         if self.image_uri:
             out.append(f"training image: {self.image_uri}")
