@@ -1,0 +1,573 @@
+"""The SMP v1 rules: how the options relate to each other, the cluster and the container.
+
+Each rule is a small pure function of a ``_Job`` (the options plus the instance type, GPU count,
+instance count, library version and hyperparameters) returning problems; ``check_model_parallel``
+runs them all. The facts they read are tables in ``_model_parallel_facts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import attrs
+from packaging.version import InvalidVersion, Version
+
+from safe_estimators._model_parallel_facts import (
+    BATCH_SIZE_HYPERPARAMETERS,
+    LAST_V1_PYTORCH,
+    LIBRARY_BY_PYTORCH,
+    PARAMETERS,
+    PLACEMENT_ROUTES,
+    SDP_OPTIONS,
+    SDP_WITH_TENSOR_SINCE,
+    SUPPORTED_INSTANCES,
+    TENSORFLOW_ONLY,
+    library_of,
+)
+from safe_estimators._model_parallel_layout import ParallelLayout, layout_of
+from safe_estimators._model_parallel_options import ModelParallel, set_options
+from safe_estimators._problems import Problem, join_path, warning
+
+
+@attrs.frozen
+class _Job:
+    """What a rule sees: the options plus the cluster and container facts."""
+
+    mp: ModelParallel
+    instance_type: str
+    gpus: int
+    instance_count: int
+    pytorch_version: str | None
+    library: Version | None
+    hyperparameters: Mapping[str, object]
+    path: str
+
+    def where(self, name: str) -> str:
+        return self.mp._origins.get(name) or join_path(self.path, name)
+
+    @property
+    def layout(self) -> ParallelLayout:
+        return layout_of(self.mp, self.gpus, self.instance_count)
+
+    @property
+    def replica(self) -> int:
+        """Processes holding one model replica (pipeline x tensor)."""
+        return self.layout.pipeline * self.layout.tensor
+
+    @property
+    def data_parallel(self) -> int | None:
+        """The data-parallel degree, or None when the replica does not divide the world."""
+        world = self.layout.world_size
+        return world // self.replica if world % self.replica == 0 else None
+
+    def cluster(self) -> str:
+        per_host = self.layout.processes_per_host
+        each = f"{self.gpus} GPUs each" if per_host == self.gpus else f"{per_host} processes each"
+        return f"{self.instance_count} x {self.instance_type}, {each}"
+
+
+_Rule = Callable[[_Job], list[Problem]]
+
+
+def _needs_gpus(rule: _Rule) -> _Rule:
+    """Rules about process counts mean nothing without GPUs (reported once, elsewhere)."""
+
+    def guarded(job: _Job) -> list[Problem]:
+        return rule(job) if job.gpus > 0 else []
+
+    guarded.__name__ = rule.__name__
+    return guarded
+
+
+def _rule_instance(job: _Job) -> list[Problem]:
+    itype = job.instance_type
+    if job.gpus <= 0:
+        return [
+            Problem(
+                "instance_type",
+                f"{itype} has no NVIDIA GPUs; the model parallel library runs one process per GPU.",
+                "use a GPU instance such as ml.p3.16xlarge (8 GPUs) or ml.p4d.24xlarge (8 GPUs).",
+            )
+        ]
+    if "p5.48xlarge" in itype:  # the SDK's own test in Framework._distribution_configuration
+        return [
+            Problem(
+                "instance_type",
+                f"the SageMaker SDK refuses smdistributed on {itype} unless torch_distributed is "
+                "enabled, which the model parallel library v1 does not use.",
+                "use ml.p4d.24xlarge or ml.p4de.24xlarge, or the library v2 (PyTorch >= 2.0.1).",
+            )
+        ]
+    if itype not in SUPPORTED_INSTANCES:
+        return [
+            warning(
+                "instance_type",
+                f"{itype} is not among the instance types AWS lists for the model parallel "
+                f"library ({', '.join(SUPPORTED_INSTANCES)}).",
+                "use one of those unless you have tested this one.",
+            )
+        ]
+    return []
+
+
+def _rule_container(job: _Job) -> list[Problem]:
+    version = job.pytorch_version
+    if version is None or job.library is not None:
+        return []
+    containers = f"{min(LIBRARY_BY_PYTORCH, key=Version)} to {LAST_V1_PYTORCH}"
+    full = [v for v in LIBRARY_BY_PYTORCH if v.startswith(f"{version}.")]
+    if full:
+        return [
+            Problem(
+                job.path,
+                f"PyTorch version {version!r} is a short alias; the library table is keyed by "
+                "full container versions.",
+                f"resolve it first (the SDK's pytorch.json aliases, e.g. {full[-1]}).",
+            )
+        ]
+    try:
+        newer = Version(version) > Version(LAST_V1_PYTORCH)
+    except InvalidVersion:
+        return [
+            Problem(
+                job.path,
+                f"cannot read the PyTorch version {version!r}.",
+                "pass the container's full PyTorch version, such as '1.13.1'.",
+            )
+        ]
+    if newer:
+        return [
+            Problem(
+                job.path,
+                f"the PyTorch {version} container has no model parallel library v1; v1 ends with "
+                f"PyTorch {LAST_V1_PYTORCH} (library {LIBRARY_BY_PYTORCH[LAST_V1_PYTORCH]}). "
+                "Newer containers use the library v2, launched through torch_distributed.",
+                f"use framework_version {LAST_V1_PYTORCH} or older for these options, or move "
+                "to the model parallel library v2.",
+            )
+        ]
+    return [
+        Problem(
+            job.path,
+            f"the PyTorch {version} container does not ship the model parallel library v1 "
+            f"(the containers that do: PyTorch {containers}).",
+            f"use a framework_version from {containers}.",
+        )
+    ]
+
+
+def _rule_parameters_available(job: _Job) -> list[Problem]:
+    if job.library is None:
+        return []
+    problems = []
+    for name in set_options(job.mp):
+        # The pipeline degree is written under whichever name the container's library reads
+        # (see _pipeline_degree_name in _model_parallel_resolve), so neither spelling is gated.
+        facts = PARAMETERS.get(name)
+        if facts is None or name == "pipeline_parallel_degree":
+            continue
+        if facts.since and job.library < Version(facts.since):
+            problems.append(
+                Problem(
+                    job.where(name),
+                    f"{name} needs model parallel library >= {facts.since}, but the PyTorch "
+                    f"{job.pytorch_version} container ships {job.library}.",
+                    _container_hint(Version(facts.since)),
+                )
+            )
+        elif facts.superseded_in and job.library >= Version(facts.superseded_in):
+            problems.append(
+                warning(
+                    job.where(name),
+                    f"{name} is superseded by {facts.replacement} from library "
+                    f"{facts.superseded_in} (the PyTorch {job.pytorch_version} container ships "
+                    f"{job.library}).",
+                    f"use {facts.replacement} instead.",
+                )
+            )
+    return problems
+
+
+def _container_hint(required: Version) -> str:
+    fitting = sorted(
+        (pt for pt, lib in LIBRARY_BY_PYTORCH.items() if Version(lib) >= required), key=Version
+    )
+    return f"use framework_version {fitting[0]} to {fitting[-1]}."
+
+
+@_needs_gpus
+def _rule_processes_per_host(job: _Job) -> list[Problem]:
+    per_host, pipeline = job.layout.processes_per_host, job.layout.pipeline
+    problems = []
+    if per_host > job.gpus:
+        problems.append(
+            Problem(
+                job.where("processes_per_host"),
+                f"{per_host} processes per host, but {job.instance_type} has {job.gpus} GPUs; "
+                "the library needs one GPU per process.",
+                f"set processes_per_host to {job.gpus} (or fewer), or use "
+                f"{_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
+            )
+        )
+    if per_host % pipeline:
+        blame = "processes_per_host" if job.mp.processes_per_host else "pipeline_parallel_degree"
+        problems.append(
+            Problem(
+                job.where(blame),
+                f"processes per host ({per_host}) is not divisible by the pipeline degree "
+                f"({pipeline}).",
+                "choose a pipeline degree that divides the processes per host.",
+            )
+        )
+    return problems
+
+
+@_needs_gpus
+def _rule_degrees_divide_world(job: _Job) -> list[Problem]:
+    layout = job.layout
+    if job.data_parallel is not None:
+        return []
+    blame = (
+        "tensor_parallel_degree" if job.mp.tensor_parallel_degree else "pipeline_parallel_degree"
+    )
+    return [
+        Problem(
+            job.where(blame),
+            f"pipeline ({layout.pipeline}) x tensor ({layout.tensor}) = {job.replica} processes "
+            f"per model replica, but the job has {layout.world_size} ({job.cluster()}).",
+            f"lower the degrees so their product divides {layout.world_size}, or use "
+            f"{_bigger_instance(job, lambda gpus: gpus * job.instance_count % job.replica == 0)}.",
+        )
+    ]
+
+
+def _bigger_instance(job: _Job, fits: Callable[[int], bool]) -> str:
+    """Name a supported instance type with more GPUs that ``fits``, same family first."""
+    parts = job.instance_type.split(".")
+    family = parts[1] if len(parts) > 2 else ""
+    fitting = [
+        (itype, gpus)
+        for itype, gpus in SUPPORTED_INSTANCES.items()
+        if gpus > job.gpus and fits(gpus)
+    ]
+    fitting.sort(key=lambda item: item[0].split(".")[1] != family)
+    if fitting:
+        return f"{fitting[0][0]} ({fitting[0][1]} GPUs)"
+    return "more instances"
+
+
+@_needs_gpus
+def _rule_sharded_data_parallel(job: _Job) -> list[Problem]:
+    sharded = job.mp.sharded_data_parallel_degree
+    if not sharded or sharded <= 1:
+        return []
+    here, layout, problems = job.where("sharded_data_parallel_degree"), job.layout, []
+    dp = job.data_parallel
+    if dp is not None and dp % sharded:
+        problems.append(
+            Problem(
+                here,
+                f"sharded data parallel degree ({sharded}) does not divide the data-parallel "
+                f"degree ({dp} = world {layout.world_size} / (pipeline {layout.pipeline} x "
+                f"tensor {layout.tensor})).",
+                f"use a degree that divides {dp}.",
+            )
+        )
+    if layout.pipeline > 1:
+        problems.append(
+            Problem(
+                here,
+                f"sharded data parallelism does not combine with pipeline parallelism "
+                f"(pipeline degree {layout.pipeline}).",
+                "set pipeline_parallel_degree to 1, or drop sharded data parallelism.",
+            )
+        )
+    if job.mp.shard_optimizer_state:
+        problems.append(
+            Problem(
+                job.where("shard_optimizer_state"),
+                "shard_optimizer_state does not combine with sharded data parallelism, which "
+                "already shards the optimizer state.",
+                "remove shard_optimizer_state.",
+            )
+        )
+    if layout.tensor > 1 and job.library and job.library < Version(SDP_WITH_TENSOR_SINCE):
+        problems.append(
+            Problem(
+                here,
+                f"sharded data parallelism with tensor parallelism (degree {layout.tensor}) "
+                f"needs library >= {SDP_WITH_TENSOR_SINCE}; PyTorch {job.pytorch_version} "
+                f"ships {job.library}.",
+                _container_hint(Version(SDP_WITH_TENSOR_SINCE)),
+            )
+        )
+    return problems
+
+
+def _rule_ddp(job: _Job) -> list[Problem]:
+    mp, layout = job.mp, job.layout
+    problems = []
+    dp = job.data_parallel or 1
+    reasons = []
+    if layout.tensor > 1:
+        reasons.append(f"tensor parallelism (degree {layout.tensor})")
+    if dp > 1 and not mp.horovod:
+        reasons.append(f"data parallelism across {dp} model replicas")
+    if mp.ddp is False and reasons:
+        problems.append(
+            Problem(
+                job.where("ddp"),
+                f"ddp is False, but {' and '.join(reasons)} needs DDP.",
+                "set ddp to True (or leave it out; it is set for you).",
+            )
+        )
+    for name in ("ddp_port", "ddp_dist_backend"):
+        if getattr(mp, name) is not None and (mp.ddp is False or mp.horovod):
+            problems.append(
+                Problem(
+                    job.where(name),
+                    f"{name} configures DDP, which is off "
+                    f"({'horovod is True' if mp.horovod else 'ddp is False'}).",
+                    f"set ddp to True, or remove {name}.",
+                )
+            )
+    if mp.horovod and (mp.ddp or layout.tensor > 1):
+        why = "ddp is True" if mp.ddp else f"tensor parallelism (degree {layout.tensor}) needs DDP"
+        problems.append(
+            Problem(
+                job.where("horovod"),
+                f"horovod cannot be combined with DDP ({why}).",
+                "remove horovod; with PyTorch, ddp: True is the documented data-parallel engine.",
+            )
+        )
+    return problems
+
+
+def _rule_precision(job: _Job) -> list[Problem]:
+    mp, problems = job.mp, []
+    if mp.bf16 and (mp.fp16 or mp.fp16_params):
+        other = "fp16" if mp.fp16 else "fp16_params"
+        problems.append(
+            Problem(
+                job.where("bf16"),
+                f"bf16 and {other} are both True; pick one precision.",
+                "keep bf16 (needs sharded data parallelism) or fp16.",
+            )
+        )
+    if mp.bf16 and not (mp.sharded_data_parallel_degree or 1) > 1:
+        problems.append(
+            Problem(
+                job.where("bf16"),
+                "bf16 works only with sharded data parallelism, and "
+                f"sharded_data_parallel_degree is {mp.sharded_data_parallel_degree or 1}.",
+                "set sharded_data_parallel_degree > 1, or use fp16.",
+            )
+        )
+    return problems
+
+
+def _rule_partitioning(job: _Job) -> list[Problem]:
+    mp, problems = job.mp, []
+    pipeline = mp.pipeline_parallel_degree or 1
+    if mp.auto_partition is False and mp.default_partition is None:
+        problems.append(
+            Problem(
+                job.where("auto_partition"),
+                "auto_partition is False, so the library needs default_partition for modules "
+                "outside smp.partition contexts.",
+                f"add default_partition (0 to {pipeline - 1}).",
+            )
+        )
+    if mp.default_partition is not None and mp.default_partition >= pipeline:
+        problems.append(
+            Problem(
+                job.where("default_partition"),
+                f"default_partition ({mp.default_partition}) must be less than the pipeline "
+                f"degree ({pipeline}); partitions are numbered 0 to {pipeline - 1}.",
+                f"use a default_partition from 0 to {pipeline - 1}.",
+            )
+        )
+    return problems
+
+
+def _rule_placement(job: _Job) -> list[Problem]:
+    placement = job.mp.placement_strategy
+    if placement is None or placement in PLACEMENT_ROUTES:
+        return []
+    # Nearest accepted spelling: the one whose letters agree in most positions ("PDT" shares the
+    # innermost T with "DPT" = cluster).
+    nearest = max(
+        ("DPT", "TPD"), key=lambda p: sum(a == b for a, b in zip(p, placement, strict=True))
+    )
+    return [
+        Problem(
+            job.where("placement_strategy"),
+            f"placement_strategy {placement!r} is documented by the library, but the SageMaker "
+            "SDK's validate_mp_config accepts only 'cluster' (= 'DPT') and 'spread' (= 'TPD'), "
+            "so there is no way to launch it through the SDK.",
+            f"use the nearest accepted placement: {PLACEMENT_ROUTES[nearest]!r} (= {nearest!r}).",
+        )
+    ]
+
+
+def _rule_microbatches(job: _Job) -> list[Problem]:
+    mp, problems = job.mp, []
+    microbatches = mp.microbatches or 1
+    if mp.active_microbatches is not None and mp.active_microbatches > microbatches:
+        problems.append(
+            Problem(
+                job.where("active_microbatches"),
+                f"active_microbatches ({mp.active_microbatches}) exceeds microbatches "
+                f"({microbatches}).",
+                f"use active_microbatches <= {microbatches}.",
+            )
+        )
+    if microbatches > 1 and (mp.pipeline_parallel_degree or 1) == 1:
+        problems.append(
+            warning(
+                job.where("microbatches"),
+                f"microbatches is {microbatches} but the pipeline degree is 1; microbatches "
+                "overlap pipeline stages, so with one stage they only split the batch.",
+                "set pipeline_parallel_degree > 1, or leave microbatches at 1.",
+            )
+        )
+    if mp.offload_activations and microbatches <= 1:
+        problems.append(
+            warning(
+                job.where("offload_activations"),
+                "offload_activations helps only with microbatches > 1 (and activation "
+                f"checkpointing); microbatches is {microbatches}.",
+                "raise microbatches, or drop offload_activations.",
+            )
+        )
+    return problems
+
+
+def _rule_batch_size(job: _Job) -> list[Problem]:
+    microbatches = job.mp.microbatches or 1
+    if microbatches <= 1:
+        return []
+    problems = []
+    for key, raw in job.hyperparameters.items():
+        if str(key).lower().replace("-", "_") not in BATCH_SIZE_HYPERPARAMETERS:
+            continue
+        size = _as_int(raw)
+        if size is not None and size % microbatches:
+            lower = size - size % microbatches
+            problems.append(
+                Problem(
+                    join_path("hyperparameters", key),
+                    f"batch size {size} is not divisible by microbatches ({microbatches}); the "
+                    "library splits each batch into equal microbatches.",
+                    f"use a multiple of {microbatches} (e.g. {lower or microbatches}), or "
+                    "microbatches that divide it.",
+                )
+            )
+    return problems
+
+
+def _as_int(raw: object) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw)
+    return None
+
+
+def _rule_option_combinations(job: _Job) -> list[Problem]:
+    mp, problems = job.mp, []
+    if mp.prescaled_batch and mp.optimize == "memory":
+        problems.append(
+            Problem(
+                job.where("prescaled_batch"),
+                "prescaled_batch requires optimize 'speed' (the library's schema), and optimize "
+                "is 'memory'.",
+                "set optimize to 'speed', or drop prescaled_batch.",
+            )
+        )
+    if not (mp.sharded_data_parallel_degree or 1) > 1:
+        problems.extend(
+            warning(
+                job.where(name),
+                f"{name} has no effect without sharded data parallelism "
+                "(sharded_data_parallel_degree > 1).",
+                "set sharded_data_parallel_degree, or remove it.",
+            )
+            for name in SDP_OPTIONS
+            if getattr(mp, name) is not None
+        )
+    return problems
+
+
+def _rule_not_launch_options(job: _Job) -> list[Problem]:
+    mp, problems = job.mp, []
+    if mp.overlapping_allreduce is not None:
+        problems.append(
+            Problem(
+                job.where("overlapping_allreduce"),
+                "overlapping_allreduce is an argument of smp.DistributedModel(...) in the "
+                "training script, not a launch parameter; the library refuses unknown launch "
+                "parameters.",
+                f"remove it here and write smp.DistributedModel(model, overlapping_allreduce="
+                f"{mp.overlapping_allreduce}) in the script.",
+            )
+        )
+    problems.extend(
+        warning(
+            job.where(name),
+            f"{name} only affects TensorFlow; this is a PyTorch job.",
+            "remove it.",
+        )
+        for name in TENSORFLOW_ONLY
+        if getattr(mp, name) is not None
+    )
+    return problems
+
+
+_RULES: tuple[_Rule, ...] = (
+    _rule_instance,
+    _rule_container,
+    _rule_parameters_available,
+    _rule_processes_per_host,
+    _rule_degrees_divide_world,
+    _rule_sharded_data_parallel,
+    _rule_ddp,
+    _rule_precision,
+    _rule_partitioning,
+    _rule_placement,
+    _rule_microbatches,
+    _rule_batch_size,
+    _rule_option_combinations,
+    _rule_not_launch_options,
+)
+
+
+def check_model_parallel(
+    mp: ModelParallel,
+    *,
+    instance_type: str,
+    gpus_per_instance: int,
+    instance_count: int,
+    pytorch_version: str | None,
+    hyperparameters: Mapping[str, object],
+    path: str = "model_parallel",
+) -> list[Problem]:
+    """Run every model parallel rule and return all problems (errors and warnings).
+
+    ``pytorch_version`` is the full container version with aliases resolved (``"1.12.1"``, not
+    ``"1.12"``); None (a custom image) skips the checks that depend on the library version.
+    Does not check the Training Compiler or ``instance_groups``; the caller does.
+    """
+    job = _Job(
+        mp=mp,
+        instance_type=instance_type,
+        gpus=gpus_per_instance,
+        instance_count=instance_count,
+        pytorch_version=pytorch_version,
+        library=library_of(pytorch_version),
+        hyperparameters=hyperparameters,
+        path=path,
+    )
+    return [problem for rule in _RULES for problem in rule(job)]
