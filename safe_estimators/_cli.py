@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from safe_estimators._problems import ConfigError, Problem
@@ -16,14 +17,25 @@ from safe_estimators._problems import ConfigError, Problem
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-def _quiet(verbose: bool) -> None:
-    """Keep the output to what the user asked for: no SDK banners, INFO lines or deprecations."""
+@contextlib.contextmanager
+def _quiet(verbose: bool) -> Iterator[None]:
+    """Keep the output to what the user asked for: no SDK banners, INFO lines or deprecations.
+
+    Undone on the way out, so calling ``main()`` in a notebook or a test leaves logging as it was.
+    """
     if verbose:
         logging.basicConfig(level=logging.INFO)
+        yield
         return
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    previous = logging.root.manager.disable
     logging.disable(logging.WARNING)
-    warnings.simplefilter("ignore")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
 
 
 def _print_problem(out: TextIO, source: str, problem: Problem) -> None:
@@ -173,9 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    _quiet(args.verbose)
     try:
-        result: Any = args.run(args)
+        with _quiet(args.verbose):
+            result: Any = args.run(args)
     except ConfigError as error:
         source = error.source or getattr(args, "file", None) or "spec"
         for problem in error.problems:

@@ -86,7 +86,11 @@ class Plan:
 
 
 def _region() -> str | None:
-    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    """The region boto3 would use (environment or AWS config profile); no network call."""
+    import boto3
+
+    region: str | None = boto3.Session().region_name
+    return region
 
 
 def plan(spec_or_path: JobSpec | str | os.PathLike[str], **overrides: Any) -> Plan:
@@ -117,7 +121,9 @@ def plan(spec_or_path: JobSpec | str | os.PathLike[str], **overrides: Any) -> Pl
         placeholders.append(f"role = {PLACEHOLDER_ROLE} (the spec sets no role)")
     region = _region()
     if region is None:
-        placeholders.append(f"region = {PLACEHOLDER_REGION} (AWS_REGION is not set)")
+        placeholders.append(
+            f"region = {PLACEHOLDER_REGION} (no region in AWS_REGION or the AWS config)"
+        )
     if not arguments.get("output_path") or not arguments.get("code_location"):
         placeholders.append(
             f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket; no account is asked)"

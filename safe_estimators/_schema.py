@@ -22,8 +22,8 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from safe_estimators._model_parallel import _ALIASES as _MODEL_PARALLEL_ALIASES
 from safe_estimators._model_parallel import ModelParallel
+from safe_estimators._model_parallel_facts import ALIASES as MODEL_PARALLEL_ALIASES
 from safe_estimators._rules import LOCAL_TYPES
 from safe_estimators._sdk_arguments import BY_ESTIMATOR
 from safe_estimators._spec import SPEC_FIELDS, JobSpec, PositiveInt, TrainingCompiler
@@ -44,7 +44,7 @@ _PRIMITIVES: dict[object, Schema] = {
 _NEWTYPE_CONSTRAINTS: dict[object, Schema] = {PositiveInt: {"minimum": 1}}
 
 # Older option names the loader accepts, by class.
-_ALIASES: dict[type, dict[str, str]] = {ModelParallel: _MODEL_PARALLEL_ALIASES}
+_ALIASES: dict[type, dict[str, str]] = {ModelParallel: MODEL_PARALLEL_ALIASES}
 
 # Other forms the cattrs structure hooks accept for an attrs class.
 _SHORTHANDS: dict[type, list[Schema]] = {
@@ -53,8 +53,9 @@ _SHORTHANDS: dict[type, list[Schema]] = {
     ],
 }
 
-# JobSpec fields whose annotation is looser than what a file may hold, because they are parsed
-# after structuring (model_parallel) or may be a Pipelines object in Python (instance_type).
+# JobSpec fields whose annotation is looser than what a file may hold: model_parallel is parsed
+# after structuring, so JobSpec types it Any. (instance_type, which may be a Pipelines object in
+# Python, is a string from the catalog in a file: see _spec_properties.)
 _FIELD_TYPES: dict[str, Any] = {"model_parallel": ModelParallel | None}
 
 # Spec-file options that are not SageMaker estimator keywords.

@@ -1,0 +1,225 @@
+"""How fast is ``safe-estimators validate``? Run by hand: ``python benchmarks/bench_cli.py``.
+
+Prints, in one run on the same machine:
+- the throughput of ``validate_file`` over 1,000 spec files in one process (target: over 2,000
+  files per second): copies of the examples with varied values (instance types and counts,
+  hyperparameters, environment, job names) in YAML, JSON and TOML, written to a temporary folder;
+- the wall and CPU time of one ``safe-estimators validate FILE`` process next to
+  ``python -c "import sagemaker"`` (medians of fresh processes) and their ratio;
+- when the throughput misses its target (or with ``--profile``), where the time goes: the share
+  of each validation stage and the hottest functions, from cProfile.
+
+This is a measurement, not a test: nothing here asserts a threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from safe_estimators._files import read_spec_data
+from safe_estimators._validate import validate_file
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+FILES = 1_000
+TARGET_PER_SECOND = 2_000
+RUNS = 7
+SDK_RUNS = 5  # importing sagemaker takes seconds
+ENV = {**os.environ, "SAGEMAKER_SUPPRESS_V2_WARNING": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+# Instance types each example's job is valid on, to vary the copies without making them wrong.
+INSTANCE_TYPES = {
+    "compiler-single-gpu": ["ml.p3.2xlarge", "ml.g4dn.xlarge", "ml.g5.xlarge", "ml.g5.2xlarge"],
+    "compiler-multi-gpu": ["ml.p3.8xlarge", "ml.p3.16xlarge", "ml.g5.12xlarge", "ml.g4dn.12xlarge"],
+    "compiler-multi-node": ["ml.p4d.24xlarge", "ml.p3.16xlarge", "ml.p3dn.24xlarge"],
+    "model-parallel-fp16": ["ml.p3.16xlarge", "ml.p4d.24xlarge", "ml.p3dn.24xlarge"],
+}
+
+
+# --- the spec files -------------------------------------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    return json.dumps(value)  # strings, numbers and booleans are spelt alike in TOML and JSON
+
+
+def _to_toml(data: dict[str, Any]) -> str:
+    """A TOML document for spec data (scalars and one or two levels of tables)."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for key, table in data.items():
+        if not isinstance(table, dict):
+            continue
+        scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
+        if scalars:
+            lines += ["", f"[{key}]", *(f"{k} = {_toml_value(v)}" for k, v in scalars.items())]
+        for sub, inner in table.items():
+            if isinstance(inner, dict):
+                lines += ["", f"[{key}.{sub}]"]
+                lines += [f"{k} = {_toml_value(v)}" for k, v in inner.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _vary(example: str, data: dict[str, Any], rng: random.Random, index: int) -> dict[str, Any]:
+    out = json.loads(json.dumps(data))
+    out["source_dir"] = str(EXAMPLES / example)
+    out["instance_type"] = rng.choice(INSTANCE_TYPES[example])
+    if example in ("compiler-multi-node", "model-parallel-fp16"):
+        out["instance_count"] = rng.randint(1, 4)
+    out["base_job_name"] = f"bench-{example}-{index}"
+    hyperparameters = out.setdefault("hyperparameters", {})
+    hyperparameters["learning_rate"] = round(rng.uniform(1e-5, 1e-3), 6)
+    hyperparameters["seed"] = rng.randint(0, 10_000)
+    hyperparameters["num_train_epochs"] = rng.randint(1, 5)
+    out["environment"] = {"NCCL_DEBUG": rng.choice(["INFO", "WARN"]), "RUN_INDEX": str(index)}
+    if example == "model-parallel-fp16":
+        out["model_parallel"]["microbatches"] = rng.choice([1, 2, 4, 8])
+    return out
+
+
+def write_specs(folder: Path, count: int, seed: int = 0) -> list[Path]:
+    """``count`` valid spec files: the examples with varied values, in all three formats."""
+    rng = random.Random(seed)
+    sources = []
+    for spec in sorted(EXAMPLES.glob("*/job.*")):
+        data, problems = read_spec_data(spec)
+        assert data is not None, problems
+        sources.append((spec.parent.name, data))
+    paths = []
+    for index in range(count):
+        example, data = sources[index % len(sources)]
+        varied = _vary(example, data, rng, index)
+        suffix = ("yaml", "json", "toml")[index // len(sources) % 3]
+        path = folder / f"{index:04d}-{example}.{suffix}"
+        if suffix == "yaml":
+            path.write_text(yaml.safe_dump(varied, sort_keys=False))
+        elif suffix == "json":
+            path.write_text(json.dumps(varied, indent=2))
+        else:
+            path.write_text(_to_toml(varied))
+        paths.append(path)
+    return paths
+
+
+# --- measurements ---------------------------------------------------------------------------
+
+
+def validate_all(paths: list[Path]) -> tuple[float, int, int]:
+    """Seconds to validate every file, the number of valid files and of problems reported."""
+    start = time.perf_counter()
+    results = [validate_file(path) for path in paths]
+    seconds = time.perf_counter() - start
+    valid = sum(not any(p.severity == "error" for p in problems) for problems in results)
+    return seconds, valid, sum(map(len, results))
+
+
+def process_seconds(command: list[str], runs: int) -> tuple[float, float]:
+    """Median wall time and median CPU time (user + system) of a fresh process."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(command, env=ENV, check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+# Validation stages: (label, file name ending, function name) of the function that does each.
+STAGES = [
+    ("read and parse the file (YAML/JSON/TOML)", "_files.py", "read_spec_data"),
+    ("  of which PyYAML", "yaml/__init__.py", "safe_load"),
+    ("structure into JobSpec (cattrs)", "_spec.py", "structure_spec"),
+    ("rules and resolver checks", "_resolve.py", "check"),
+    ("  of which the training script checks", "_script_checks.py", "check_script"),
+    ("  of which model parallel rules", "_resolve.py", "_model_parallel_rules"),
+]
+
+
+def profile(paths: list[Path], top: int = 15) -> None:
+    """Where the time goes: stage shares and the hottest functions."""
+    profiler = cProfile.Profile()
+    profiler.runcall(lambda: [validate_file(path) for path in paths])
+    stats = pstats.Stats(profiler)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    total = max(ct for (_, _, name), (_, _, _, ct, _) in raw.items() if name == "validate_file")
+    print(f"\nwhere the time goes (cProfile, {len(paths)} files, {total:.2f} s profiled)")
+    for label, ending, function in STAGES:
+        seconds = max(
+            (
+                cumulative
+                for (file, _, name), (_, _, _, cumulative, _) in raw.items()
+                if file.endswith(ending) and name == function
+            ),
+            default=0.0,
+        )
+        share, per_file = seconds / total * 100, seconds / len(paths) * 1e3
+        print(f"  {label:<44} {share:5.1f} %  {per_file:7.3f} ms/file")
+    print("\nhottest functions by own time")
+    stats.sort_stats("tottime").print_stats(top)
+
+
+def main() -> None:
+    """Measure and print."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=FILES)
+    parser.add_argument("--profile", action="store_true", help="profile even if on target")
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    try:
+        paths = write_specs(folder, args.files)
+        first = paths[0]
+        cold_start = time.perf_counter()
+        validate_file(first)  # imports PyYAML and the rules' data; not part of the throughput
+        cold = time.perf_counter() - cold_start
+        seconds, valid, problems = validate_all(paths)
+        rate = len(paths) / seconds
+
+        script = Path(sys.executable).parent / "safe-estimators"
+        cli_wall, cli_cpu = process_seconds([str(script), "validate", str(first)], RUNS)
+        sdk_wall, sdk_cpu = process_seconds([sys.executable, "-c", "import sagemaker"], SDK_RUNS)
+
+        print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
+        print()
+        print(f"validate_file over {len(paths)} spec files in one process")
+        print(f"  valid files                    {valid:9d} of {len(paths)} ({problems} problems)")
+        print(f"  first file (imports, caches)   {cold * 1e3:9.1f} ms")
+        print(f"  all files                      {seconds:9.2f} s")
+        print(f"  throughput                     {rate:9.0f} files/s", end="")
+        print(f"  (target > {TARGET_PER_SECOND})")
+        print(f"  per file                       {seconds / len(paths) * 1e3:9.2f} ms")
+        print()
+        print(f"one process (median of {RUNS}; sagemaker {SDK_RUNS})    wall          CPU")
+        print(f"  safe-estimators validate FILE  {cli_wall * 1e3:9.0f} ms  {cli_cpu * 1e3:9.0f} ms")
+        print(f"  python -c 'import sagemaker'   {sdk_wall * 1e3:9.0f} ms  {sdk_cpu * 1e3:9.0f} ms")
+        print(
+            f"  ratio validate / import sagemaker  {cli_wall / sdk_wall:7.2f}      "
+            f"{cli_cpu / sdk_cpu:7.2f}"
+        )
+        if args.profile or rate < TARGET_PER_SECOND:
+            if rate < TARGET_PER_SECOND:
+                print(f"\nbelow target: {rate:.0f} files/s < {TARGET_PER_SECOND} files/s")
+            profile(paths[: min(len(paths), 200)])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""What the rules look at: a typed spec with its catalog entry and parsed parts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import attrs
+from packaging.version import InvalidVersion, Version
+
+import instance_catalog
+from safe_estimators import _facts
+from safe_estimators._problems import Problem
+from safe_estimators._spec import JobSpec, instance_type_name
+from safe_estimators._versions import framework_container, huggingface_container
+
+LOCAL_TYPES = ("local", "local_gpu")
+
+
+@attrs.frozen
+class Context:
+    """A spec with the facts the rules need: its catalog entry and its parsed parts."""
+
+    spec: JobSpec
+    instance: instance_catalog.InstanceType | None
+    distribution: Mapping[str, Any]
+    model_parallel: Any = None
+
+    @property
+    def instance_name(self) -> str:
+        """The instance type checked: the name, or a pipeline parameter's default."""
+        return instance_type_name(self.spec.instance_type)
+
+    @property
+    def parameterised(self) -> bool:
+        """The instance type is a SageMaker Pipelines parameter, known only at run time."""
+        return not isinstance(self.spec.instance_type, str)
+
+    @property
+    def gpu_derived(self) -> bool:
+        """Values computed from the GPU count are injected (compiler, model parallelism)."""
+        return self.compiler or self.model_parallel is not None
+
+    @property
+    def local(self) -> bool:
+        return self.spec.instance_type in LOCAL_TYPES
+
+    @property
+    def compiler(self) -> bool:
+        return self.spec.training_compiler is not None
+
+    @property
+    def gpus_per_instance(self) -> int | None:
+        return self.instance.gpu_count if self.instance else None
+
+    @property
+    def total_gpus(self) -> int | None:
+        gpus = self.gpus_per_instance
+        return None if gpus is None else gpus * self.spec.instance_count
+
+    @property
+    def hardware(self) -> str:
+        """``2 x ml.p3.8xlarge (4 GPUs each)``, for messages."""
+        spec = self.spec
+        gpus = self.gpus_per_instance
+        each = "" if gpus is None else f" ({gpus} GPU{'s' if gpus != 1 else ''} each)"
+        return f"{spec.instance_count} x {self.instance_name}{each}"
+
+    @property
+    def pytorch_version(self) -> str | None:
+        """The full PyTorch version of the container, aliases resolved as the SDK does."""
+        spec = self.spec
+        if spec.estimator == "pytorch":
+            if spec.framework_version is None:
+                return None
+            table = _facts.IMAGE_CONFIGS[("pytorch", self.compiler)]
+            return framework_container(table, spec.framework_version).version
+        if spec.pytorch_version is None or spec.transformers_version is None:
+            return None
+        table = _facts.IMAGE_CONFIGS[("huggingface", self.compiler)]
+        base = huggingface_container(table, spec.transformers_version, spec.pytorch_version)[1]
+        return base.version if base else None
+
+    @property
+    def wants_xla_distribution(self) -> bool:
+        """A compiler job that needs the PyTorch/XLA launcher: more than one GPU in total."""
+        return self.compiler and (self.total_gpus or 0) > 1
+
+
+Rule = Callable[[Context], Iterator[Problem]]
+
+
+def version_at_least(version: str | None, minimum: str) -> bool:
+    try:
+        return version is not None and Version(version) >= Version(minimum)
+    except InvalidVersion:
+        return False

@@ -1,0 +1,138 @@
+"""Rules for SageMaker Training Compiler jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from safe_estimators import _facts
+from safe_estimators._context import Context, version_at_least
+from safe_estimators._problems import Problem, warning
+
+
+def compiler_hardware(ctx: Context) -> Iterator[Problem]:
+    """The compiler runs only on some GPU families, never in local mode."""
+    if not ctx.compiler:
+        return
+    if ctx.local:
+        yield Problem(
+            "instance_type",
+            f"Training Compiler does not run in local mode ({ctx.instance_name!r}).",
+            "test the script locally without training_compiler, or use an ml.* GPU instance.",
+        )
+    elif ctx.instance is not None and ctx.instance.family not in _facts.COMPILER_FAMILIES:
+        yield Problem(
+            "instance_type",
+            f"Training Compiler does not support the {ctx.instance.family} family "
+            f"({ctx.instance_name}); it supports "
+            f"{', '.join(_facts.COMPILER_FAMILIES)}.",
+            "use e.g. ml.p3.2xlarge, ml.g5.xlarge or ml.p4d.24xlarge, or turn the compiler off.",
+        )
+
+
+def compiler_exclusions(ctx: Context) -> Iterator[Problem]:
+    """The compiler cannot override the image, use instance groups or model parallelism."""
+    if not ctx.compiler:
+        return
+    spec = ctx.spec
+    if spec.image_uri is not None:
+        yield Problem(
+            "image_uri",
+            "Training Compiler picks its own container; an image_uri override is not supported.",
+            "remove image_uri and choose the container with the framework versions.",
+        )
+    if spec.instance_groups is not None:
+        yield Problem(
+            "instance_groups",
+            "Training Compiler does not support heterogeneous clusters (instance_groups).",
+            "use instance_type and instance_count instead.",
+        )
+    if ctx.model_parallel is not None or "smdistributed" in ctx.distribution:
+        yield Problem(
+            "training_compiler",
+            "Training Compiler cannot be combined with the SageMaker distributed libraries "
+            "(smdistributed model or data parallelism).",
+            "turn off either the compiler or smdistributed.",
+        )
+
+
+def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
+    """Multi-GPU compiler jobs need a container recent enough for the PyTorch/XLA launcher."""
+    if not ctx.wants_xla_distribution:
+        return
+    minimum = _facts.COMPILER_XLA_MIN_PYTORCH[ctx.spec.estimator]
+    version = ctx.pytorch_version
+    if version is not None and not version_at_least(version, minimum):
+        field = "pytorch_version" if ctx.spec.estimator == "huggingface" else "framework_version"
+        yield Problem(
+            field,
+            f"{ctx.hardware} has {ctx.total_gpus} GPUs, but Training Compiler containers with "
+            f"PyTorch {version} train on one GPU only; distributed compiler jobs need PyTorch "
+            f">= {minimum} (the pytorchxla distribution).",
+            "use transformers_version='4.21.1', pytorch_version='1.11.0', py_version='py38'"
+            if ctx.spec.estimator == "huggingface"
+            else "use framework_version='1.13.1', py_version='py39'",
+        )
+
+
+def compiler_distribution(ctx: Context) -> Iterator[Problem]:
+    """Only the PyTorch/XLA distribution works with the compiler, spelled as the SDK reads it."""
+    if not ctx.compiler:
+        return
+    for key in ctx.distribution:
+        if key in _facts.XLA_MISSPELLINGS:
+            yield warning(
+                f"distribution.{key}",
+                f"{key!r} is not read by the SageMaker SDK (AWS's troubleshooting page spells it "
+                "this way); the SDK only honours 'pytorchxla', and ignores or rejects any other "
+                "key, leaving the job on one GPU.",
+                "write distribution={'pytorchxla': {'enabled': True}}; it was rewritten for you.",
+            )
+        elif key not in ("pytorchxla", "smdistributed"):
+            yield Problem(
+                f"distribution.{key}",
+                f"Training Compiler supports only the PyTorch/XLA distribution, not {key!r}.",
+                "remove it; multi-GPU compiler jobs get {'pytorchxla': {'enabled': True}}.",
+            )
+    xla = ctx.distribution.get("pytorchxla")
+    if isinstance(xla, Mapping) and xla.get("enabled") is False and ctx.wants_xla_distribution:
+        yield Problem(
+            "distribution.pytorchxla.enabled",
+            f"is false, so the job would train on 1 of its {ctx.total_gpus} GPUs ({ctx.hardware}).",
+            "set it to True, or remove the distribution and let it be set.",
+        )
+
+
+def compiler_gpu_num_devices(ctx: Context) -> Iterator[Problem]:
+    """GPU_NUM_DEVICES must equal the GPUs per instance ("Missing XLA configuration")."""
+    if not ctx.compiler or ctx.gpus_per_instance is None:
+        return
+    given = ctx.spec.environment.get("GPU_NUM_DEVICES")
+    if given is None or not isinstance(given, str):
+        return
+    if given.strip() != str(ctx.gpus_per_instance):
+        yield Problem(
+            "environment.GPU_NUM_DEVICES",
+            f"is {given!r}, but {ctx.instance_name} has {ctx.gpus_per_instance} GPUs; "
+            "PyTorch/XLA would start the wrong number of devices.",
+            f'set it to "{ctx.gpus_per_instance}" or leave it out (it is set for you).',
+        )
+
+
+def compiler_debugging_tools(ctx: Context) -> Iterator[Problem]:
+    """The profiler and the debugger hook slow compiled training; AWS advises turning them off."""
+    if not ctx.compiler:
+        return
+    spec = ctx.spec
+    if spec.disable_profiler is False:
+        yield warning(
+            "disable_profiler",
+            "is False: SageMaker Debugger's profiler adds overhead that hides Training "
+            "Compiler's speed-up.",
+            "leave disable_profiler unset (it defaults to True for compiler jobs).",
+        )
+    if spec.debugger_hook_config not in (None, False):
+        yield warning(
+            "debugger_hook_config",
+            "is set: the Debugger hook adds overhead that hides Training Compiler's speed-up.",
+            "leave debugger_hook_config unset (it defaults to False for compiler jobs).",
+        )

@@ -1,0 +1,87 @@
+"""Rules about distribution strategies: the keys the SDK reads and the process counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from safe_estimators import _facts
+from safe_estimators._context import Context
+from safe_estimators._problems import Problem, did_you_mean, join_path
+
+
+def distribution_shape(ctx: Context) -> Iterator[Problem]:
+    """Strategies and their keys must be ones the SDK reads (it silently ignores the rest)."""
+    known = dict(_facts.DISTRIBUTION_KEYS)
+    if ctx.compiler:
+        known.update(dict.fromkeys(_facts.XLA_MISSPELLINGS, frozenset({"enabled"})))
+    for key, value in ctx.distribution.items():
+        path = join_path("distribution", key)
+        if key not in known:
+            yield Problem(
+                path,
+                f"{key!r} is not a distribution strategy the SageMaker SDK reads; it would be "
+                "ignored silently.",
+                did_you_mean(str(key), _facts.DISTRIBUTION_KEYS)
+                or f"use one of: {', '.join(_facts.DISTRIBUTION_KEYS)}.",
+            )
+            continue
+        if key == "instance_groups":
+            continue
+        if not isinstance(value, Mapping):
+            yield Problem(path, f"must be a mapping like {{'enabled': True}}, got {value!r}.")
+            continue
+        for sub, subvalue in value.items():
+            if sub not in known[key]:
+                yield Problem(
+                    join_path(path, sub),
+                    f"{sub!r} is not read by the SageMaker SDK for {key}; it would be ignored.",
+                    did_you_mean(str(sub), known[key]) or f"use: {', '.join(sorted(known[key]))}.",
+                )
+            elif sub == "enabled" and type(subvalue) is not bool:
+                yield Problem(join_path(path, sub), f"must be true or false, got {subvalue!r}.")
+
+
+def mpi_processes(ctx: Context) -> Iterator[Problem]:
+    """MPI launches processes_per_host processes, one per GPU at most."""
+    mpi = ctx.distribution.get("mpi")
+    if not isinstance(mpi, Mapping) or "processes_per_host" not in mpi:
+        return
+    count = mpi["processes_per_host"]
+    path = "distribution.mpi.processes_per_host"
+    if type(count) is not int or count < 1:
+        yield Problem(path, f"must be a positive whole number, got {count!r}.")
+    elif ctx.gpus_per_instance and count > ctx.gpus_per_instance:
+        yield Problem(
+            path,
+            f"is {count}, but {ctx.instance_name} has {ctx.gpus_per_instance} GPUs: "
+            "more node-local processes than devices fail at start-up.",
+            f"set it to {ctx.gpus_per_instance} (one process per GPU).",
+        )
+
+
+def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
+    """GPU launchers on a CPU instance start nothing useful."""
+    if ctx.instance is None or ctx.instance.accelerator_kind is not None:
+        return
+    for key in ("pytorchxla", "pytorchddp", "smdistributed"):
+        if key in ctx.distribution:
+            yield Problem(
+                f"distribution.{key}",
+                f"needs GPUs, but {ctx.instance_name} has none.",
+                "use a GPU instance (ml.g5.*, ml.p3.*, ml.p4d.*) or remove the distribution.",
+            )
+
+
+def torch_distributed_full_version(ctx: Context) -> Iterator[Problem]:
+    """The SDK checks torch_distributed against full versions only: "2.0" is refused."""
+    spec = ctx.spec
+    if "torch_distributed" not in ctx.distribution or spec.estimator != "pytorch":
+        return
+    full = ctx.pytorch_version
+    if spec.framework_version is not None and full is not None and full != spec.framework_version:
+        yield Problem(
+            "framework_version",
+            f"{spec.framework_version!r} is a short alias of PyTorch {full}; the SageMaker SDK "
+            "checks torch_distributed against full versions only and refuses the alias.",
+            f"write framework_version={full!r}.",
+        )

@@ -1,0 +1,227 @@
+"""Rules about the hardware and the container: instance type and framework versions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import instance_catalog
+from safe_estimators import _facts
+from safe_estimators._context import Context
+from safe_estimators._problems import Problem, did_you_mean
+from safe_estimators._versions import Container, framework_container, huggingface_container
+
+
+def instance_type_known(ctx: Context) -> Iterator[Problem]:
+    """The instance type must be a real SageMaker training type (or local mode)."""
+    name = ctx.instance_name
+    if ctx.instance is not None or ctx.local or (ctx.parameterised and not name):
+        return
+    try:
+        instance_catalog.get(name)
+    except instance_catalog.UnknownInstanceType as exc:
+        close = ", ".join(exc.suggestions[:3])
+        yield Problem(
+            "instance_type",
+            f"{name!r} is not a SageMaker training instance type.",
+            f"did you mean {close}?" if close else "see `safe-estimators catalog` for the types.",
+        )
+
+
+def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
+    """A run-time instance type must not make GPU-derived values silently wrong.
+
+    Values such as GPU_NUM_DEVICES are fixed when the pipeline is defined. So the parameter needs
+    a default to check against, and where GPU-derived values are injected, ``enum_values`` that
+    all have the default's GPU count: SageMaker Pipelines refuses any other value at start.
+    """
+    if not ctx.parameterised:
+        return
+    parameter = ctx.spec.instance_type
+    name = getattr(parameter, "name", "the parameter")
+    if not ctx.instance_name:
+        yield Problem(
+            "instance_type",
+            f"is the pipeline parameter {name!r} without a default_value; the instance type, "
+            "and every value derived from its GPU count, cannot be checked.",
+            f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge').",
+        )
+        return
+    allowed = getattr(parameter, "enum_values", None) or []
+    if allowed and ctx.instance_name not in allowed:
+        yield Problem(
+            "instance_type",
+            f"the pipeline parameter {name!r} defaults to {ctx.instance_name!r}, which is not "
+            f"one of its enum_values ({', '.join(map(str, allowed))}).",
+            "add the default to enum_values, or pick a default among them.",
+        )
+    default_gpus = ctx.gpus_per_instance
+    counts: dict[str, int | None] = {}
+    for value in allowed:
+        try:
+            entry = instance_catalog.get(value)
+        except (LookupError, TypeError):
+            yield Problem(
+                f"instance_type.enum_values.{value}",
+                f"{value!r} is not a SageMaker training instance type.",
+                did_you_mean(str(value), [t.name for t in instance_catalog.instance_types()]),
+            )
+            continue
+        counts[value] = entry.gpu_count
+        if ctx.compiler and entry.family not in _facts.COMPILER_FAMILIES:
+            yield Problem(
+                f"instance_type.enum_values.{value}",
+                f"Training Compiler does not support the {entry.family} family.",
+                f"allow only {', '.join(_facts.COMPILER_FAMILIES)} instance types.",
+            )
+    if not ctx.gpu_derived or default_gpus is None:
+        return
+    if not allowed:
+        yield Problem(
+            "instance_type",
+            f"is the pipeline parameter {name!r}; values derived from its default "
+            f"{ctx.instance_name} ({default_gpus} GPUs) would be wrong at run time for an "
+            "instance with another GPU count.",
+            f"pin the choices: ParameterString({name!r}, default_value={ctx.instance_name!r}, "
+            f"enum_values=[...types with {default_gpus} GPUs...]).",
+        )
+        return
+    for value, gpus in counts.items():
+        if gpus is not None and gpus != default_gpus:
+            yield Problem(
+                f"instance_type.enum_values.{value}",
+                f"has {gpus} GPUs but the default {ctx.instance_name} has {default_gpus}; the "
+                "GPU-derived values fixed in the pipeline definition would be wrong for it.",
+                f"allow only instance types with {default_gpus} GPUs, or build one step per "
+                "GPU count.",
+            )
+
+
+def _known(container: Container) -> str:
+    return ", ".join(container.known)
+
+
+def framework_versions(ctx: Context) -> Iterator[Problem]:
+    """The versions must name a training container the installed SDK can resolve."""
+    spec = ctx.spec
+    if spec.image_uri is not None:
+        return
+    required = (
+        ("framework_version", "py_version")
+        if spec.estimator == "pytorch"
+        else ("transformers_version", "py_version")
+    )
+    missing = [name for name in required if getattr(spec, name) is None]
+    if spec.estimator == "huggingface" and spec.pytorch_version is spec.tensorflow_version is None:
+        missing.append("pytorch_version")
+    for name in missing:
+        yield Problem(
+            name,
+            f"is required to pick a {spec.estimator} training container (no image_uri given).",
+            f"set {name}; `safe-estimators plan` lists the versions the SDK knows.",
+        )
+    if missing or spec.tensorflow_version is not None:
+        return
+    family = ctx.instance.family if ctx.instance else ""
+    if family.startswith(("trn", "inf")):
+        return  # Neuron containers come from other SDK tables; the build step checks them.
+    if spec.estimator == "pytorch":
+        yield from _pytorch_versions(ctx)
+    else:
+        yield from _huggingface_versions(ctx)
+
+
+def _compiler_words(compiler: bool) -> str:
+    return "Training Compiler " if compiler else ""
+
+
+def _pytorch_versions(ctx: Context) -> Iterator[Problem]:
+    spec = ctx.spec
+    assert spec.framework_version is not None
+    table = _facts.IMAGE_CONFIGS[("pytorch", ctx.compiler)]
+    container = framework_container(table, spec.framework_version)
+    if container.version is None:
+        other = framework_container(
+            _facts.IMAGE_CONFIGS[("pytorch", not ctx.compiler)], spec.framework_version
+        )
+        yield Problem(
+            "framework_version",
+            f"the SageMaker SDK has no PyTorch {spec.framework_version} "
+            f"{_compiler_words(ctx.compiler)}training container.",
+            (
+                f"PyTorch {spec.framework_version} exists only "
+                f"{'without' if ctx.compiler else 'with'} Training Compiler; "
+                if other.version
+                else ""
+            )
+            + f"use one of: {_known(container)}.",
+        )
+        return
+    yield from _py_version(ctx, container, f"PyTorch {container.version}")
+    yield from _processor(ctx, container, f"PyTorch {container.version}")
+
+
+def _huggingface_versions(ctx: Context) -> Iterator[Problem]:
+    spec = ctx.spec
+    assert spec.transformers_version is not None and spec.pytorch_version is not None
+    table = _facts.IMAGE_CONFIGS[("huggingface", ctx.compiler)]
+    outer, base = huggingface_container(table, spec.transformers_version, spec.pytorch_version)
+    words = _compiler_words(ctx.compiler)
+    if base is None:
+        other, _ = huggingface_container(
+            _facts.IMAGE_CONFIGS[("huggingface", not ctx.compiler)],
+            spec.transformers_version,
+            spec.pytorch_version,
+        )
+        only = (
+            f"transformers {spec.transformers_version} exists only "
+            f"{'without' if ctx.compiler else 'with'} Training Compiler"
+            + ("" if ctx.compiler else " (training_compiler=True)")
+            + "; "
+            if other.version
+            else ""
+        )
+        yield Problem(
+            "transformers_version",
+            f"the SageMaker SDK has no Hugging Face {words}training container for "
+            f"transformers {spec.transformers_version}.",
+            f"{only}use one of: {_known(outer)}.",
+        )
+        return
+    if base.version is None:
+        yield Problem(
+            "pytorch_version",
+            f"the Hugging Face {words}container for transformers {outer.version} is built with "
+            f"PyTorch {_known(base)}, not {spec.pytorch_version}.",
+            f"set pytorch_version to one of: {_known(base)}.",
+        )
+        return
+    label = f"transformers {outer.version} with PyTorch {base.version}"
+    yield from _py_version(ctx, base, label)
+    yield from _processor(ctx, base, label)
+
+
+def _py_version(ctx: Context, container: Container, label: str) -> Iterator[Problem]:
+    if container.py_versions and ctx.spec.py_version not in container.py_versions:
+        yield Problem(
+            "py_version",
+            f"{label} containers are built for {', '.join(container.py_versions)}, "
+            f"not {ctx.spec.py_version!r}.",
+            f"set py_version={container.py_versions[-1]!r}.",
+        )
+
+
+def _processor(ctx: Context, container: Container, label: str) -> Iterator[Problem]:
+    if not container.processors or ctx.instance_name == "local":
+        return
+    if ctx.instance is None and not ctx.local:
+        return  # unknown type: the instance_type rule reports it
+    kind = "gpu" if ctx.local or (ctx.gpus_per_instance or 0) > 0 else "cpu"
+    if kind not in container.processors:
+        yield Problem(
+            "instance_type",
+            f"{label} containers exist for {'/'.join(container.processors).upper()} instances "
+            f"only, and {ctx.instance_name} is a {kind.upper()} instance.",
+            "pick a GPU instance such as ml.g5.xlarge or ml.p3.2xlarge"
+            if kind == "cpu"
+            else "pick a CPU instance such as ml.m5.xlarge",
+        )

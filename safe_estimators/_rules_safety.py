@@ -1,0 +1,121 @@
+"""Rules about cost and safety: spot training, secrets, CreateTrainingJob limits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from safe_estimators import _facts
+from safe_estimators._context import Context
+from safe_estimators._limits import MapLimit, environment_limit, hyperparameters_limit
+from safe_estimators._problems import Problem, join_path
+from safe_estimators._secrets import secret_kind
+
+
+def spot_training(ctx: Context) -> Iterator[Problem]:
+    """Managed spot needs max_wait >= max_run and checkpoints, or an interruption loses work."""
+    spec = ctx.spec
+    if not spec.use_spot_instances:
+        return
+    max_run = spec.max_run or _facts.DEFAULT_MAX_RUN
+    if spec.max_wait is None:
+        yield Problem(
+            "max_wait",
+            "is required with use_spot_instances=True (time to wait for spot capacity plus "
+            "training time).",
+            f"set max_wait to at least max_run ({max_run} s).",
+        )
+    elif spec.max_wait < max_run:
+        yield Problem(
+            "max_wait",
+            f"is {spec.max_wait} s, less than max_run ({max_run} s"
+            f"{'' if spec.max_run else ', the SDK default'}); SageMaker rejects the job.",
+            f"set max_wait >= {max_run}, or lower max_run.",
+        )
+    if spec.checkpoint_s3_uri is None:
+        yield Problem(
+            "checkpoint_s3_uri",
+            "is required with use_spot_instances=True: without checkpoints a spot "
+            "interruption restarts training from scratch.",
+            "set checkpoint_s3_uri='s3://<bucket>/<prefix>/checkpoints' and save checkpoints "
+            "to /opt/ml/checkpoints in the script.",
+        )
+
+
+def _secrets_in(name: str, values: Mapping[str, Any]) -> Iterator[Problem]:
+    for key, value in values.items():
+        kind = secret_kind(str(key), value)
+        if kind:
+            yield Problem(
+                join_path(name, key),
+                f"looks like {kind}. {name} are shown in plain text by DescribeTrainingJob, the "
+                "console and CloudTrail.",
+                "store it in AWS Secrets Manager and pass the secret's name or ARN instead; "
+                "read it in the script with boto3.",
+            )
+
+
+def no_secrets(ctx: Context) -> Iterator[Problem]:
+    """Hyperparameters and environment variables are not secret: refuse credentials there."""
+    yield from _secrets_in("hyperparameters", ctx.spec.hyperparameters)
+    yield from _secrets_in("environment", ctx.spec.environment)
+
+
+def _map_limits(
+    name: str, entries: Mapping[str, str], limit: MapLimit, reserved: int
+) -> Iterator[Problem]:
+    allowed = limit.max_entries - reserved
+    if len(entries) > allowed:
+        extra = f" ({reserved} more are added by the SageMaker SDK)" if reserved else ""
+        yield Problem(
+            name,
+            f"has {len(entries)} entries; CreateTrainingJob accepts {limit.max_entries}{extra}.",
+            "move the rest into a configuration file in source_dir.",
+        )
+    for key, value in entries.items():
+        path = join_path(name, key)
+        if len(key) > limit.key_max:
+            yield Problem(path, f"name is {len(key)} characters; the limit is {limit.key_max}.")
+        elif not limit.key_pattern.fullmatch(key):
+            yield Problem(
+                path,
+                f"{key!r} is not a valid name (CreateTrainingJob requires "
+                f"{limit.key_pattern.pattern}).",
+                "use letters, digits and underscores, not starting with a digit.",
+            )
+        if len(value) > limit.value_max:
+            yield Problem(
+                path,
+                f"value is {len(value)} characters as sent; the limit is {limit.value_max}.",
+                "put large values in a file in source_dir or S3 and pass its path.",
+            )
+
+
+def _encoded(value: object) -> str | None:
+    # The SDK JSON-encodes every hyperparameter value (a string "x" is sent as "\"x\"").
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def api_limits(ctx: Context) -> Iterator[Problem]:
+    """Environment and hyperparameters must fit CreateTrainingJob's limits (botocore's model)."""
+    hyper: dict[str, str] = {}
+    for key, value in ctx.spec.hyperparameters.items():
+        encoded = _encoded(value) if not hasattr(value, "to_string") else ""
+        if encoded is None:
+            yield Problem(
+                join_path("hyperparameters", key),
+                f"{type(value).__name__} values cannot be sent: the SDK JSON-encodes every "
+                "hyperparameter.",
+                "use a string, number, boolean, list or dict.",
+            )
+        else:
+            hyper[str(key)] = encoded
+    yield from _map_limits(
+        "hyperparameters", hyper, hyperparameters_limit(), len(_facts.SDK_HYPERPARAMETERS)
+    )
+    env = {k: v for k, v in ctx.spec.environment.items() if isinstance(v, str)}
+    yield from _map_limits("environment", env, environment_limit(), 0)

@@ -1,0 +1,211 @@
+"""The program the rules look at: the entry point plus the local modules it imports.
+
+``_Program`` answers program-wide questions (is it built on the Hugging Face Trainer? does it
+import torch_xla? which calls step the optimizer, and is each step followed by a mark_step?).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from functools import cached_property
+
+from safe_estimators._script_summary import _Call, _dotted, _is_const, _keyword, _Module
+
+# How far the mark_step search follows a helper function up to its callers.
+_MAX_CALLER_DEPTH = 4
+
+# Names the program-wide questions look for. Facts are data: a new spelling is one entry here
+# (names only one rule looks for sit beside that rule).
+_XM = "torch_xla.core.xla_model"
+# Packages whose `*Trainer` runs the loop itself: data sharding, device loader, optimizer step.
+_TRAINER_PACKAGES = frozenset(
+    {"transformers", "trl", "optimum", "setfit", "lightning", "pytorch_lightning"}
+)
+# Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
+_MARK_STEP_NAMES = frozenset({f"{_XM}.mark_step", "torch_xla.sync"})
+_REDUCE_TAILS = frozenset({"reduce_gradients", "all_reduce"})
+# Constructors whose result is an optimizer, besides anything under torch.optim.
+_OPTIMIZER_TAILS = frozenset({"AdamW", "Adafactor", "FusedAdam", "FusedLAMB", "Lamb", "LAMB"})
+
+
+class _Program:
+    def __init__(self, modules: list[_Module]) -> None:
+        self.entry = modules[0]
+        self.modules = modules
+        self._mark_cache: dict[tuple[int, int], tuple[tuple[int, int], set[int]]] = {}
+
+    def calls(self) -> Iterator[tuple[_Module, _Call]]:
+        for module in self.modules:
+            for call in module.calls:
+                yield module, call
+
+    @cached_property
+    def by_tail(self) -> dict[str, list[tuple[_Module, _Call]]]:
+        index: dict[str, list[tuple[_Module, _Call]]] = {}
+        for module, call in self.calls():
+            index.setdefault(call.tail, []).append((module, call))
+        return index
+
+    def find(self, *tails: str) -> list[tuple[_Module, _Call]]:
+        return [hit for tail in tails for hit in self.by_tail.get(tail, ())]
+
+    def imports(self, prefix: str) -> bool:
+        return any(
+            name == prefix or name.startswith(prefix + ".")
+            for module in self.modules
+            for name in module.imported
+        )
+
+    @cached_property
+    def trainer_based(self) -> bool:
+        """Built on the Hugging Face Trainer, a subclass, or a similar framework trainer
+        (Lightning): it handles sharding, the device loader, loss scaling and model parallelism
+        itself."""
+        local_trainers: set[str] = set()
+        changed = True
+        while changed:  # subclasses of subclasses
+            changed = False
+            for module in self.modules:
+                for name, bases in module.class_bases:
+                    if name not in local_trainers and any(
+                        _is_framework_trainer(b) or b in local_trainers for b in bases
+                    ):
+                        local_trainers.add(name)
+                        changed = True
+        for _, call in self.calls():
+            if _is_framework_trainer(call.name) or call.name in local_trainers:
+                return True
+            if call.tail == "train" and "trainer" in call.receiver.lower():
+                return True
+        return bool(local_trainers)
+
+    @cached_property
+    def accelerate_prepared(self) -> bool:
+        """Hugging Face Accelerate wraps the optimizer and data loaders (reduction, sharding)."""
+        return self.imports("accelerate") and bool(self.find("prepare"))
+
+    @cached_property
+    def optimizer_names(self) -> set[str]:
+        return self._names_assigned_from(_is_optimizer_constructor)
+
+    @cached_property
+    def scaler_names(self) -> set[str]:
+        return self._names_assigned_from(lambda name: name.endswith("GradScaler"))
+
+    def _names_assigned_from(self, test: Callable[[str], bool]) -> set[str]:
+        names: set[str] = set()
+        for module in self.modules:
+            for assign in module.assigns:
+                if isinstance(assign.value, ast.Call) and test(
+                    _dotted(assign.value.func, module.aliases)
+                ):
+                    names.add(assign.target.rpartition(".")[2])
+        return names
+
+    # What a call does, as far as the training-loop rules care.
+
+    def is_scaler_call(self, call: _Call) -> bool:
+        receiver = call.receiver
+        return "scaler" in receiver.lower() or receiver in self.scaler_names
+
+    def is_direct_step(self, call: _Call) -> bool:
+        """``optimizer.step()`` or ``scaler.step(optimizer)``: an update with no all-reduce."""
+        if call.tail != "step":
+            return False
+        receiver = call.receiver
+        low = receiver.lower()
+        if self.is_scaler_call(call):
+            return True
+        if "sched" in low:
+            return False
+        return "optim" in low or low == "opt" or receiver in self.optimizer_names
+
+    @staticmethod
+    def is_xla_step(call: _Call) -> bool:
+        """``xm.optimizer_step(optimizer)``: all-reduce, then step."""
+        return call.tail == "optimizer_step" and (
+            call.name.startswith("torch_xla") or call.name == call.tail
+        )
+
+    def is_step(self, call: _Call) -> bool:
+        return self.is_direct_step(call) or self.is_xla_step(call)
+
+    def is_mark(self, call: _Call) -> bool:
+        if call.name in _MARK_STEP_NAMES or call.tail == "mark_step":
+            return True
+        if self.is_xla_step(call):
+            return _is_const(_keyword(call.node, "barrier", 1), True)
+        return call.tail in self.marking_functions and not self.is_direct_step(call)
+
+    def _marks_in_scope(self, module: _Module, scope: int) -> tuple[tuple[int, int], set[int]]:
+        """Position of the last mark in a function, and the loops (by id) that hold a mark."""
+        key = (id(module), scope)
+        cached = self._mark_cache.get(key)
+        if cached is None:
+            last, loops = (0, -1), set()
+            for call in module.calls_by_scope.get(scope, ()):
+                if self.is_mark(call):
+                    last = max(last, call.pos)
+                    if call.loop is not None:
+                        loops.add(id(call.loop))
+            cached = self._mark_cache[key] = (last, loops)
+        return cached
+
+    @cached_property
+    def marking_functions(self) -> set[str]:
+        """Names of local functions that mark the step, directly or through other functions."""
+        callers: dict[str, set[str]] = {}
+        marked: set[str] = set()
+        for module, call in self.calls():
+            if call.scope == 0 or module.scope_names[call.scope] == "<lambda>":
+                continue
+            name = module.scope_names[call.scope]
+            if call.name in _MARK_STEP_NAMES or call.tail == "mark_step":
+                marked.add(name)
+            callers.setdefault(call.tail, set()).add(name)
+        work = list(marked)
+        while work:
+            for caller in callers.get(work.pop(), ()):
+                if caller not in marked:
+                    marked.add(caller)
+                    work.append(caller)
+        return marked
+
+    def is_marked(self, module: _Module, step: _Call) -> bool:
+        """A mark_step follows ``step``: later in its function, anywhere in the loop around it
+        (the next iteration), or after a call to its function in some caller."""
+        seen: set[tuple[int, int]] = set()
+        todo = [(module, step, 0)]
+        while todo:
+            mod, call, depth = todo.pop()
+            last, loops = self._marks_in_scope(mod, call.scope)
+            if last > call.pos or (call.loop is not None and id(call.loop) in loops):
+                return True
+            if call.scope == 0 or depth >= _MAX_CALLER_DEPTH:
+                continue
+            name = mod.scope_names[call.scope]
+            if name == "<lambda>" or (id(mod), call.scope) in seen:
+                continue
+            seen.add((id(mod), call.scope))
+            for caller_mod, site in self.by_tail.get(name, ()):
+                if site.scope != call.scope or caller_mod is not mod:
+                    todo.append((caller_mod, site, depth + 1))
+        return False
+
+
+def _is_framework_trainer(name: str) -> bool:
+    return name.partition(".")[0] in _TRAINER_PACKAGES and name.endswith("Trainer")
+
+
+def _is_optimizer_constructor(name: str) -> bool:
+    if name.startswith("torch.optim.lr_scheduler"):
+        return False
+    tail = name.rpartition(".")[2]
+    return name.startswith("torch.optim.") or tail.endswith("Optimizer") or tail in _OPTIMIZER_TAILS
+
+
+def _is_torch_clip(call: _Call, tails: frozenset[str]) -> bool:
+    # Only torch's own functions: accelerator.clip_grad_norm_ unscales by itself, and
+    # optimizer.clip_master_grads is the fix, not the problem.
+    return call.tail in tails and (call.name.startswith("torch.") or call.name == call.tail)

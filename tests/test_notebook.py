@@ -1,0 +1,98 @@
+"""The example notebook runs, headless and offline, so that it cannot rot.
+
+nbclient starts an ipykernel in a subprocess; the test talks to it over ZeroMQ on 127.0.0.1
+(native sockets, which pytest-socket neither sees nor needs to). pytest-socket does not reach into
+the kernel, so the kernel gets the same guard itself: a first cell, added here and not saved,
+lets its Python sockets connect to 127.0.0.1 only. Its environment has the SageMaker SDK config
+that turns telemetry off, and no AWS credentials, profile or endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+NOTEBOOK = EXAMPLES / "notebook.ipynb"
+SDK_CONFIG = Path(__file__).parent / "sdk-config.yaml"
+
+# Runs in the kernel before the notebook's own cells.
+GUARD = """\
+import pytest_socket
+pytest_socket.socket_allow_hosts(["127.0.0.1", "localhost"], allow_unix_socket=True)
+"""
+
+
+def kernel_environment(nowhere: Path) -> dict[str, str]:
+    """No AWS credentials, profile or endpoint at all: the notebook claims it needs none."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        SAGEMAKER_USER_CONFIG_OVERRIDE=str(SDK_CONFIG),
+        SAGEMAKER_ADMIN_CONFIG_OVERRIDE=str(SDK_CONFIG),
+        AWS_CONFIG_FILE=str(nowhere / "aws-config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(nowhere / "aws-credentials"),
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_DEFAULT_REGION="us-west-2",
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+    )
+    return env
+
+
+def text_of(output: dict) -> str:
+    if output["output_type"] == "stream":
+        return str(output["text"])
+    if output["output_type"] == "error":
+        return "\n".join(output["traceback"])
+    data = output.get("data", {})
+    return "\n".join(str(data[kind]) for kind in ("text/markdown", "text/plain") if kind in data)
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """The notebook after a headless run from examples/ (as a reader would run it)."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(GUARD))
+    client = NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=300,
+        startup_timeout=120,
+        resources={"metadata": {"path": str(EXAMPLES)}},
+    )
+    # Raises CellExecutionError on any cell error.
+    client.execute(env=kernel_environment(tmp_path_factory.mktemp("no-aws")))
+    return notebook.cells[1:]
+
+
+def outputs(cells) -> list[str]:
+    return [text_of(o) for cell in cells if cell.cell_type == "code" for o in cell.outputs]
+
+
+def test_notebook_shows_the_injected_values(executed):
+    text = "\n".join(outputs(executed))
+    # The compiler job: its explanation and its plan.
+    assert "environment:  {'GPU_NUM_DEVICES': '4'}" in text
+    assert "distribution: {'pytorchxla': {'enabled': True}}" in text
+    assert "`environment.GPU_NUM_DEVICES` = `'4'`" in text
+    assert "| request `Environment.GPU_NUM_DEVICES` | `4` |" in text
+    assert "sagemaker_pytorch_xla_multi_worker_enabled" in text
+    # The model-parallel job: 8 processes on the 8 GPUs of one ml.p3.16xlarge.
+    assert "`distribution.mpi.processes_per_host` = `8`" in text
+    assert "| request `HyperParameters.sagemaker_mpi_num_of_processes_per_host` | `8` |" in text
+
+
+def test_notebook_shows_one_error_with_every_problem(executed):
+    text = "\n".join(outputs(executed))
+    assert "5 problems in the training job configuration" in text
+    for path in (
+        "pytorch_version",
+        "environment.GPU_NUM_DEVICES",
+        "max_wait",
+        "checkpoint_s3_uri",
+        "hyperparameters.wandb_api_key",
+    ):
+        assert f"  - {path}: " in text

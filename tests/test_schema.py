@@ -1,0 +1,138 @@
+"""The JSON Schema editors use agrees with the spec files the loader accepts and refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import jsonschema
+import pytest
+
+import instance_catalog
+from safe_estimators._files import read_spec_data
+from safe_estimators._model_parallel import ModelParallel
+from safe_estimators._schema import spec_schema
+from safe_estimators._sdk_arguments import BY_ESTIMATOR
+from safe_estimators._spec import SPEC_FIELDS, JobSpec, TrainingCompiler
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*/job.*"))
+SPECS = Path(__file__).parent / "fixtures" / "specs"
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    return spec_schema()
+
+
+@pytest.fixture(scope="module")
+def validator(schema) -> jsonschema.Draft202012Validator:
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _data(path: Path) -> dict[str, Any]:
+    data, problems = read_spec_data(path)
+    assert data is not None, problems
+    return data
+
+
+def _errors(validator, data) -> list[str]:
+    """Each error as `path: message`, as an editor shows it (the best match of an anyOf)."""
+    return [
+        f"{'.'.join(map(str, best.absolute_path))}: {best.message}"
+        for best in (jsonschema.exceptions.best_match([e]) for e in validator.iter_errors(data))
+        if best is not None
+    ]
+
+
+def test_the_schema_is_draft_2020_12(schema):
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == {"estimator", "entry_point", "instance_type"}
+    assert schema["properties"]["estimator"]["enum"] == ["huggingface", "pytorch"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.parent.name)
+def test_every_example_validates_against_the_schema(example, validator):
+    assert _errors(validator, _data(example)) == []
+
+
+def test_an_unknown_key_fails_the_schema(validator):
+    errors = _errors(validator, _data(SPECS / "unknown-key.yaml"))
+    assert len(errors) == 1
+    assert "'instance_cout' was unexpected" in errors[0]
+
+
+def test_a_string_instance_count_fails_the_schema(validator):
+    errors = _errors(validator, _data(SPECS / "wrong-type.yaml"))
+    assert errors == ["instance_count: '2' is not of type 'integer', 'null'"]
+
+
+def test_a_misspelt_model_parallel_option_fails_the_schema(validator):
+    data = _data(EXAMPLES[-1])
+    data["model_parallel"]["tensor_parallel_degre"] = 2
+    assert any("'tensor_parallel_degre' was unexpected" in e for e in _errors(validator, data))
+
+
+def test_an_instance_type_typo_fails_the_schema_and_local_mode_passes(validator):
+    data = _data(EXAMPLES[0])
+    assert _errors(validator, {**data, "instance_type": "ml.p3.8xl"})
+    assert _errors(validator, {**data, "instance_type": "local_gpu"}) == []
+
+
+def test_the_schema_accepts_what_the_loader_accepts(validator):
+    """Shorthands and nulls the cattrs hooks accept must not be flagged by the editor."""
+    data = _data(EXAMPLES[0])
+    for variant in (
+        {"training_compiler": {"debug": True}},
+        {"training_compiler": False},
+        {"role": None, "max_run": None, "inputs": "s3://bucket/train/"},
+        {"model_parallel": {"partitions": 2, "memory_weight": 1}},
+        {"volume_size": 100, "tags": [{"Key": "team", "Value": "nlp"}]},
+    ):
+        assert _errors(validator, {**data, **variant}) == [], variant
+
+
+def test_one_estimators_keywords_fail_the_others_spec(validator):
+    data = {**_data(EXAMPLES[0]), "training_recipe": "x"}
+    data["estimator"] = "huggingface"
+    assert _errors(validator, data)
+    data["estimator"] = "pytorch"
+    assert _errors(validator, data) == []
+
+
+def test_the_schema_lists_every_spec_field_and_sdk_keyword(schema):
+    names = set(schema["properties"])
+    assert {a.name for a in attrs.fields(JobSpec)} - {"extra"} <= names
+    assert set().union(*BY_ESTIMATOR.values()) <= names
+    assert "extra" not in names
+
+
+def test_the_schema_lists_every_model_parallel_and_compiler_field(schema):
+    model_parallel = schema["$defs"]["ModelParallel"]
+    public = {a.name for a in attrs.fields(ModelParallel) if not a.name.startswith("_")}
+    assert public <= set(model_parallel["properties"])
+    assert model_parallel["additionalProperties"] is False
+    assert set(schema["$defs"]["TrainingCompiler"]["properties"]) == {
+        a.name for a in attrs.fields(TrainingCompiler)
+    }
+
+
+def test_instance_type_enumerates_the_catalog(schema):
+    enum = schema["properties"]["instance_type"]["enum"]
+    assert {t.name for t in instance_catalog.instance_types()} | {"local", "local_gpu"} == set(enum)
+
+
+def test_a_new_field_appears_without_touching_the_schema_module(monkeypatch):
+    """The schema is generated from the classes, not a copy of them."""
+    import safe_estimators._schema as module
+
+    @attrs.frozen(kw_only=True)
+    class Extended(JobSpec):
+        spot_fallback_instance_type: str | None = None
+
+    monkeypatch.setattr(module, "JobSpec", Extended)
+    monkeypatch.setattr(module, "SPEC_FIELDS", SPEC_FIELDS | {"spot_fallback_instance_type"})
+    properties = module.spec_schema()["properties"]
+    assert properties["spot_fallback_instance_type"] == {"type": ["string", "null"]}

@@ -1,0 +1,182 @@
+"""The copier project template: rendered with non-default answers, then validated and planned.
+
+The template lives in examples/template (a plain folder inside this repository: copier treats
+only a repository's root as a git template, so it renders the working tree as it is).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+from pathlib import Path
+
+import boto3
+import copier
+import pytest
+import yaml
+from moto import mock_aws
+
+import instance_catalog
+import safe_estimators
+from safe_estimators import _facts
+from safe_estimators._cli import main
+
+TEMPLATE = Path(__file__).parent.parent / "examples" / "template"
+REGION = "us-west-2"
+BUCKET = "template-pipeline-bucket"
+ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
+
+# The SDK says so on every fit() with a PipelineSession.
+pytestmark = pytest.mark.filterwarnings("ignore:Running within a PipelineSession:UserWarning")
+
+# Every answer differs from the template's default.
+ANSWERS = {
+    "project_name": "review-sentiment",
+    "estimator": "pytorch",
+    "training_compiler": True,
+    "instance_type": "ml.g5.12xlarge",
+    "instance_count": 2,
+}
+
+
+def render(destination: Path, **answers: object) -> Path:
+    copier.run_copy(
+        str(TEMPLATE), destination, data=answers, defaults=True, quiet=True, vcs_ref=None
+    )
+    return destination
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    # The CLI silences logging process-wide (logging.disable); give it back after each test.
+    yield
+    logging.disable(logging.NOTSET)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    return render(tmp_path_factory.mktemp("generated") / "review-sentiment", **ANSWERS)
+
+
+def run_cli(capsys, *argv: object) -> tuple[int, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_template_questions_have_defaults_that_differ_from_the_answers():
+    questions = yaml.safe_load((TEMPLATE / "copier.yml").read_text())
+    for name, answer in ANSWERS.items():
+        assert questions[name]["default"] != answer, name
+
+
+def test_pipeline_instance_choices_share_a_gpu_count_and_suit_the_compiler():
+    questions = yaml.safe_load((TEMPLATE / "copier.yml").read_text())
+    offered = set(questions["instance_type"]["choices"].values())
+    groups = questions["same_gpu_count"]["default"]
+    assert offered == {name for group in groups for name in group}
+    for group in groups:
+        counts = {instance_catalog.gpu_count(name) for name in group}
+        assert len(counts) == 1, group
+        assert all(instance_catalog.get(n).family in _facts.COMPILER_FAMILIES for n in group)
+
+
+def test_generated_project_has_its_files_and_answers(project):
+    for name in ("job.yaml", "pipeline.py", "README.md", "src/train.py", "src/requirements.txt"):
+        assert (project / name).is_file(), name
+    recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert {k: recorded[k] for k in ANSWERS} == ANSWERS
+    spec = yaml.safe_load((project / "job.yaml").read_text())
+    assert spec["estimator"] == "pytorch"
+    assert spec["instance_type"] == "ml.g5.12xlarge"
+    assert spec["instance_count"] == 2
+    assert spec["training_compiler"] is True
+    assert spec["framework_version"] == "1.13.1"
+    assert "transformers==" in (project / "src" / "requirements.txt").read_text()
+    assert "safe-estimators plan job.yaml" in (project / "README.md").read_text()
+
+
+def test_generated_spec_validates_and_its_script_passes_the_checks(project, capsys):
+    code, out = run_cli(capsys, "validate", project / "job.yaml")
+    assert code == 0, out
+    assert out.strip().endswith("job.yaml: valid"), out
+    code, out = run_cli(capsys, "lint", project / "job.yaml")
+    assert code == 0, out
+    assert "no findings" in out, out
+
+
+def test_generated_spec_plans_with_the_injected_values(project, capsys):
+    code, out = run_cli(capsys, "plan", "--json", project / "job.yaml")
+    assert code == 0, out
+    plan = json.loads(out)
+    injected = {i["path"]: i["value"] for i in plan["injected"]}
+    assert injected["environment.GPU_NUM_DEVICES"] == "4"
+    assert injected["distribution.pytorchxla"] == {"enabled": True}
+    assert injected["encrypt_inter_container_traffic"] is True
+    request = plan["request"]
+    assert request["Environment"] == {"GPU_NUM_DEVICES": "4"}
+    assert request["HyperParameters"]["sagemaker_pytorch_xla_multi_worker_enabled"] == "true"
+    assert request["ResourceConfig"]["InstanceType"] == "ml.g5.12xlarge"
+    assert request["ResourceConfig"]["InstanceCount"] == 2
+    assert "pytorch-trcomp-training:1.13.1" in request["AlgorithmSpecification"]["TrainingImage"]
+    assert request["InputDataConfig"][0]["ChannelName"] == "train"
+
+
+def test_generated_pipeline_defines_offline(project):
+    from sagemaker.workflow.pipeline_context import PipelineSession
+
+    module_spec = importlib.util.spec_from_file_location(
+        "review_sentiment_pipeline", project / "pipeline.py"
+    )
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+
+    with mock_aws():
+        boto_session = boto3.Session(region_name=REGION)
+        boto_session.client("s3").create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
+        session = PipelineSession(boto_session=boto_session, default_bucket=BUCKET)
+        document = json.loads(module.get_pipeline(session, ROLE).definition())
+
+    parameters = {p["Name"]: p for p in document["Parameters"]}
+    choices = parameters["TrainingInstanceType"]["EnumValues"]
+    assert parameters["TrainingInstanceType"]["DefaultValue"] == "ml.g5.12xlarge"
+    assert {instance_catalog.gpu_count(name) for name in choices} == {4}
+    (step,) = document["Steps"]
+    arguments = step["Arguments"]
+    assert arguments["Environment"]["GPU_NUM_DEVICES"] == "4"
+    assert arguments["HyperParameters"]["sagemaker_pytorch_xla_multi_worker_enabled"] == "true"
+    assert arguments["ResourceConfig"]["InstanceType"] == {"Get": "Parameters.TrainingInstanceType"}
+    channel = arguments["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"]
+    assert channel == {"Get": "Parameters.TrainData"}
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        pytest.param({}, id="defaults"),
+        pytest.param(
+            {"training_compiler": True, "instance_type": "ml.p4d.24xlarge", "instance_count": 2},
+            id="huggingface-compiler-multi-node",
+        ),
+        pytest.param(
+            {"estimator": "pytorch", "training_compiler": True}, id="pytorch-compiler-single-gpu"
+        ),
+        pytest.param(
+            {"estimator": "pytorch", "instance_type": "ml.g5.48xlarge"}, id="pytorch-8-gpus"
+        ),
+    ],
+)
+def test_every_kind_of_project_validates_without_findings(tmp_path, answers):
+    # No SageMaker objects are built here: validation and the script checks are fast.
+    from safe_estimators._validate import lint_target, validate_file
+
+    project = render(tmp_path / "project", **answers)
+    assert validate_file(project / "job.yaml") == []
+    assert lint_target(project / "job.yaml") == []
+    spec = safe_estimators.load_spec(project / "job.yaml")
+    assert spec.estimator == answers.get("estimator", "huggingface")
+    assert (spec.training_compiler is not None) == answers.get("training_compiler", False)
