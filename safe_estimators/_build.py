@@ -69,9 +69,11 @@ def _local_session(job: ResolvedJob, sagemaker_session: Any) -> Any:
 
 def _config_value(session: Any, path_name: str) -> Any:
     from sagemaker import config
-    from sagemaker.utils import get_sagemaker_config_value
+    from sagemaker.utils import get_config_value
 
-    return get_sagemaker_config_value(session, getattr(config, path_name))
+    # The session validated its config when it loaded it; the SDK's own lookup re-validates the
+    # whole file with jsonschema on every call (~0.2 s each).
+    return get_config_value(getattr(config, path_name), getattr(session, "sagemaker_config", None))
 
 
 def _respect_sdk_config(
@@ -136,12 +138,16 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
         estimator.hyperparameters()
     except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
         raise _sdk_refused(exc, f"constructing {estimator_class.__name__}") from exc
-    image_uri = None
+    image_uri: Any = None
     if isinstance(job.kwargs.get("instance_type"), str):
-        try:
-            image_uri = estimator.training_image_uri()
-        except (ValueError, KeyError) as exc:
-            raise _sdk_refused(exc, "resolving the training image") from exc
+        image_uri = estimator.training_image_uri
+        if job.instance is not None and job.instance.accelerator_kind == "neuron":
+            # Our version rules do not cover the Neuron image tables: resolve now, so a miss is
+            # a ConfigError here and not a failure at fit().
+            try:
+                image_uri = image_uri()
+            except (ValueError, KeyError) as exc:
+                raise _sdk_refused(exc, "resolving the training image") from exc
     explanation = Explanation(
         estimator=job.estimator,
         instance_type=instance_type_name(job.spec.instance_type) or "<pipeline parameter>",
@@ -150,7 +156,7 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
         injections=injections,
         warnings=job.warnings,
         layout=job.layout,
-        image_uri=image_uri if isinstance(image_uri, str) else None,
+        image_source=image_uri,
         script_findings=job.script_findings,
     )
     setattr(estimator, EXPLANATION_ATTRIBUTE, explanation)

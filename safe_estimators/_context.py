@@ -6,13 +6,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 import instance_catalog
 from safe_estimators import _facts
 from safe_estimators._problems import Problem
 from safe_estimators._spec import JobSpec, instance_type_name
-from safe_estimators._versions import framework_container, huggingface_container
+from safe_estimators._versions import framework_container, huggingface_container, parse_version
 
 LOCAL_TYPES = ("local", "local_gpu")
 
@@ -92,6 +92,6 @@ Rule = Callable[[Context], Iterator[Problem]]
 
 def version_at_least(version: str | None, minimum: str) -> bool:
     try:
-        return version is not None and Version(version) >= Version(minimum)
+        return version is not None and parse_version(version) >= parse_version(minimum)
     except InvalidVersion:
         return False

@@ -27,7 +27,8 @@ def _parse(path: Path, text: str) -> Any:
         return tomllib.loads(text)
     import yaml  # deferred: only YAML files pay for it
 
-    return yaml.safe_load(text)
+    # The C loader (when PyYAML was built with libyaml) is about 8 times faster.
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _syntax_problem(path: Path, exc: Exception) -> Problem:
@@ -92,13 +93,13 @@ def load_spec(path: str | os.PathLike[str]) -> JobSpec:
     data, problems = read_spec_data(path)
     spec = None
     if data is not None:
-        spec, problems = structure_spec(_relative_to(Path(path).parent, data))
-    if spec is None:
+        spec, problems = structure_spec(relative_to_file(Path(path).parent, data))
+    if spec is None or problems:
         raise ConfigError(problems, source=str(path))
     return spec
 
 
-def _relative_to(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
+def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Paths in a file are relative to the file, wherever the command runs from."""
     out = dict(data)
     source_dir = out.get("source_dir")

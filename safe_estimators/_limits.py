@@ -7,7 +7,11 @@ when AWS changes a limit and botocore is upgraded.
 from __future__ import annotations
 
 import functools
+import gzip
+import importlib.util
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -41,9 +45,15 @@ def _map_limit(shapes: dict[str, Any], name: str) -> MapLimit:
 
 @functools.cache
 def _shapes() -> dict[str, Any]:
-    from botocore.loaders import Loader  # deferred: loading the model costs ~0.2 s
-
-    shapes: dict[str, Any] = Loader().load_service_model("sagemaker", "service-2")["shapes"]
+    # botocore's own file, read directly: importing botocore.loaders (and urllib3 with it) would
+    # cost more than reading the model, and validation must stay fast.
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("botocore is not installed")
+    service = Path(next(iter(spec.submodule_search_locations))) / "data" / "sagemaker"
+    newest = max(p for p in service.iterdir() if (p / "service-2.json.gz").is_file())
+    with gzip.open(newest / "service-2.json.gz", "rt", encoding="utf-8") as file:
+        shapes: dict[str, Any] = json.load(file)["shapes"]
     return shapes
 
 

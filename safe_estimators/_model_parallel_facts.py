@@ -12,6 +12,8 @@ from itertools import permutations
 import attrs
 from packaging.version import Version
 
+from safe_estimators._versions import parse_version
+
 # The newest SMP v1 release inside each SageMaker PyTorch training container (full PyTorch
 # version). Sources: the release notes in aws/sagemaker-python-sdk
 # doc/api/training/smd_model_parallel_release_notes/smd_model_parallel_change_log.rst
@@ -142,4 +144,4 @@ ALIASES = {"partitions": "pipeline_parallel_degree"}
 def library_of(pytorch_version: str | None) -> Version | None:
     """The library release in the container of this full PyTorch version (None: unknown)."""
     release = LIBRARY_BY_PYTORCH.get(pytorch_version or "")
-    return Version(release) if release else None
+    return parse_version(release) if release else None

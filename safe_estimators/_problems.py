@@ -63,6 +63,11 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"did you mean {close[0]!r}?" if close else ""
 
 
+def count(number: object, noun: str) -> str:
+    """``count(1, "GPU") == "1 GPU"``, ``count(4, "GPU") == "4 GPUs"``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def join_path(*parts: object) -> str:
     """Join path parts with dots, skipping empty ones (``join_path("", "a") == "a"``)."""
     return ".".join(str(p) for p in parts if p not in ("", None))

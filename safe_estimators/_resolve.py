@@ -6,7 +6,9 @@ step hands to the SDK unchanged.
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,17 @@ from safe_estimators._model_parallel import (
     resolve_model_parallel,
     split_distribution,
 )
-from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
 from safe_estimators._script_checks import Finding, ScriptContext, check_script
-from safe_estimators._spec import JobSpec, TrainingCompiler, instance_type_name, structure_spec
+from safe_estimators._spec import (
+    JobSpec,
+    TrainingCompiler,
+    instance_type_name,
+    skipped_paths,
+    structure_spec,
+)
 
 logger = logging.getLogger("safe_estimators")
 
@@ -131,11 +139,45 @@ def _script_path(spec: JobSpec) -> Path | None:
     return path if path.is_file() else None
 
 
+def _source_fingerprint(script: Path, source_dir: str | None) -> tuple[tuple[str, int, int], ...]:
+    """Name, size and modification time of every Python file the checks may read."""
+    root = source_dir or str(script.parent)
+    found = [(str(script), *_size_and_mtime(str(script)))]
+    for folder, _, names in os.walk(root):
+        paths = [os.path.join(folder, name) for name in names if name.endswith(".py")]
+        found += [(path, *_size_and_mtime(path)) for path in paths]
+    return tuple(sorted(found))
+
+
+def _size_and_mtime(path: str) -> tuple[int, int]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_script_checks(
+    entry_point: str,
+    source_dir: str | None,
+    context: ScriptContext,
+    fingerprint: tuple[tuple[str, int, int], ...],
+) -> tuple[Finding, ...]:
+    # Many specs share one script (CI validating a folder of jobs): parse it once per content.
+    return tuple(check_script(entry_point, context, source_dir=source_dir))
+
+
 def check_entry_point(ctx: Context) -> list[Finding]:
     """Run the training-script checks when the entry point is a local file."""
-    if not ctx.spec.check_script or _script_path(ctx.spec) is None:
+    script = _script_path(ctx.spec) if ctx.spec.check_script else None
+    if script is None:
         return []
-    return check_script(ctx.spec.entry_point, script_context(ctx), source_dir=ctx.spec.source_dir)
+    spec = ctx.spec
+    fingerprint = _source_fingerprint(script, spec.source_dir)
+    return list(
+        _cached_script_checks(spec.entry_point, spec.source_dir, script_context(ctx), fingerprint)
+    )
 
 
 def _finding_problem(finding: Finding) -> Problem:
@@ -169,7 +211,7 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
     if gpus is not None and "GPU_NUM_DEVICES" not in env:
         env["GPU_NUM_DEVICES"] = str(gpus)
         assumption = (
-            f" (pipeline parameter: every allowed instance type has {gpus} GPUs)"
+            f" (pipeline parameter: every allowed instance type has {count(gpus, 'GPU')})"
             if ctx.parameterised
             else ""
         )
@@ -177,8 +219,8 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
             Injection(
                 "environment.GPU_NUM_DEVICES",
                 str(gpus),
-                f"{ctx.instance_name} has {gpus} GPUs{assumption}; Training Compiler needs it "
-                "(\"Missing XLA configuration\" otherwise).",
+                f"{ctx.instance_name} has {count(gpus, 'GPU')}{assumption}; Training Compiler "
+                "needs it (\"Missing XLA configuration\" otherwise).",
             )
         )
     distribution: dict[str, Any] = kwargs.setdefault("distribution", {})
@@ -286,9 +328,27 @@ def resolve(spec: JobSpec) -> ResolvedJob:
     )
 
 
-def resolve_arguments(arguments: Mapping[str, Any]) -> ResolvedJob:
-    """Structure keyword arguments (or a loaded spec file) into a spec and resolve it."""
+def check_arguments(
+    arguments: Mapping[str, Any],
+) -> tuple[JobSpec | None, list[Problem], list[Finding]]:
+    """Structure and check keyword arguments; every problem at once, never raises.
+
+    When some options are malformed, the rules still run over the others (problems about the
+    malformed options themselves are not repeated by the rules).
+    """
     spec, problems = structure_spec(arguments)
     if spec is None:
-        raise ConfigError(problems)
+        return None, problems, []
+    _, found, findings = check(spec)
+    skipped = skipped_paths(problems)
+    problems += [p for p in found if p.path.split(".", 1)[0] not in skipped]
+    return spec, problems, findings
+
+
+def resolve_arguments(arguments: Mapping[str, Any]) -> ResolvedJob:
+    """Structure keyword arguments (or a loaded spec file) into a spec and resolve it."""
+    spec, problems, _ = check_arguments(arguments)
+    errors = [p for p in problems if p.severity == "error"]
+    if spec is None or errors:
+        raise ConfigError(errors or problems)
     return resolve(spec)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
@@ -39,8 +40,16 @@ class Explanation:
     injections: tuple[Injection, ...] = ()
     warnings: tuple[Any, ...] = ()
     layout: Any = None
-    image_uri: str | None = None
     script_findings: tuple[Any, ...] = ()
+    image_source: Any = attrs.field(default=None, repr=False, eq=False)
+
+    @functools.cached_property
+    def image_uri(self) -> str | None:
+        """The training image the SDK resolves for this job (computed on first use: the SDK
+        re-reads its endpoint data on every resolution)."""
+        source = self.image_source
+        value = source() if callable(source) else source
+        return value if isinstance(value, str) else None
 
     @property
     def injected(self) -> dict[str, Any]:

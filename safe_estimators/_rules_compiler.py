@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 
 from safe_estimators import _facts
 from safe_estimators._context import Context, version_at_least
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem, count, warning
 
 
 def compiler_hardware(ctx: Context) -> Iterator[Problem]:
@@ -112,7 +112,7 @@ def compiler_gpu_num_devices(ctx: Context) -> Iterator[Problem]:
     if given.strip() != str(ctx.gpus_per_instance):
         yield Problem(
             "environment.GPU_NUM_DEVICES",
-            f"is {given!r}, but {ctx.instance_name} has {ctx.gpus_per_instance} GPUs; "
+            f"is {given!r}, but {ctx.instance_name} has {count(ctx.gpus_per_instance, 'GPU')}; "
             "PyTorch/XLA would start the wrong number of devices.",
             f'set it to "{ctx.gpus_per_instance}" or leave it out (it is set for you).',
         )

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 
 from safe_estimators import _facts
 from safe_estimators._context import Context
-from safe_estimators._problems import Problem, did_you_mean, join_path
+from safe_estimators._problems import Problem, count, did_you_mean, join_path
 
 
 def distribution_shape(ctx: Context) -> Iterator[Problem]:
@@ -46,14 +46,14 @@ def mpi_processes(ctx: Context) -> Iterator[Problem]:
     mpi = ctx.distribution.get("mpi")
     if not isinstance(mpi, Mapping) or "processes_per_host" not in mpi:
         return
-    count = mpi["processes_per_host"]
+    processes = mpi["processes_per_host"]
     path = "distribution.mpi.processes_per_host"
-    if type(count) is not int or count < 1:
-        yield Problem(path, f"must be a positive whole number, got {count!r}.")
-    elif ctx.gpus_per_instance and count > ctx.gpus_per_instance:
+    if type(processes) is not int or processes < 1:
+        yield Problem(path, f"must be a positive whole number, got {processes!r}.")
+    elif ctx.gpus_per_instance and processes > ctx.gpus_per_instance:
         yield Problem(
             path,
-            f"is {count}, but {ctx.instance_name} has {ctx.gpus_per_instance} GPUs: "
+            f"is {processes}, but {ctx.instance_name} has {count(ctx.gpus_per_instance, 'GPU')}: "
             "more node-local processes than devices fail at start-up.",
             f"set it to {ctx.gpus_per_instance} (one process per GPU).",
         )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import instance_catalog
 from safe_estimators import _facts
 from safe_estimators._context import Context
-from safe_estimators._problems import Problem, did_you_mean
+from safe_estimators._problems import Problem, count, did_you_mean
 from safe_estimators._versions import Container, framework_container, huggingface_container
 
 
@@ -79,20 +79,21 @@ def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
         yield Problem(
             "instance_type",
             f"is the pipeline parameter {name!r}; values derived from its default "
-            f"{ctx.instance_name} ({default_gpus} GPUs) would be wrong at run time for an "
+            f"{ctx.instance_name} ({count(default_gpus, 'GPU')}) would be wrong at run time for an "
             "instance with another GPU count.",
             f"pin the choices: ParameterString({name!r}, default_value={ctx.instance_name!r}, "
-            f"enum_values=[...types with {default_gpus} GPUs...]).",
+            f"enum_values=[...types with {count(default_gpus, 'GPU')}...]).",
         )
         return
     for value, gpus in counts.items():
         if gpus is not None and gpus != default_gpus:
             yield Problem(
                 f"instance_type.enum_values.{value}",
-                f"has {gpus} GPUs but the default {ctx.instance_name} has {default_gpus}; the "
-                "GPU-derived values fixed in the pipeline definition would be wrong for it.",
-                f"allow only instance types with {default_gpus} GPUs, or build one step per "
-                "GPU count.",
+                f"has {count(gpus, 'GPU')} but the default {ctx.instance_name} has "
+                f"{default_gpus}; the GPU-derived values fixed in the pipeline definition would "
+                "be wrong for it.",
+                f"allow only instance types with {count(default_gpus, 'GPU')}, or build one step "
+                "per GPU count.",
             )
 
 

@@ -3,7 +3,7 @@
 ``_parse`` turns a file into a ``_Module`` summary in one pass: import aliases, every call with its
 dotted name resolved through the imports (``xm.mark_step`` ->
 ``torch_xla.core.xla_model.mark_step``, see ``_dotted``), its enclosing function and position,
-simple assignments, ``os.environ`` writes. Below it, the small readers the rules use on single
+simple assignments, ``os.environ`` writes. Beside it, the small readers the rules use on single
 nodes (a keyword argument, a constant, the call as the user wrote it).
 """
 

@@ -256,7 +256,12 @@ def problems_from_exception(exc: BaseException, path: str) -> list[Problem]:
 
 
 def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, list[Problem]]:
-    """Load a JobSpec from a mapping of keyword arguments. Never raises for bad input."""
+    """Load a JobSpec from a mapping of keyword arguments. Never raises for bad input.
+
+    With problems, the spec (when there is one) is partial: the options in error are left out,
+    so the rules can still run over the rest and one run reports every problem. Such a spec
+    must never be built; ``skipped_paths`` says which options were left out.
+    """
     if not isinstance(data, Mapping):
         return None, [
             Problem(path or "<spec>", f"must be a mapping of options, got {_type_name(data)}.")
@@ -301,16 +306,35 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
             problems.append(
                 Problem(join_path(path, required), "is required but missing.", "add it.")
             )
-    if problems or kind not in ESTIMATORS:
-        # Still structure what is there, so one run reports every problem.
-        fields["estimator"] = kind if kind in ESTIMATORS else "pytorch"
-        fields.setdefault("entry_point", "")
-        fields.setdefault("instance_type", "")
+    runnable = kind in ESTIMATORS and "entry_point" in fields and "instance_type" in fields
+    fields["estimator"] = kind if kind in ESTIMATORS else "pytorch"
+    fields.setdefault("entry_point", "")
+    fields.setdefault("instance_type", "")
     try:
         spec = converter.structure({**fields, "extra": extra}, JobSpec)
     except Exception as exc:
-        return None, problems + problems_from_exception(exc, path)
-    return (None, problems) if problems else (spec, [])
+        found = problems_from_exception(exc, path)
+        problems += found
+        # Leave out the options in error and try once more, for the rules' sake.
+        bad = {_top_level(p.path, path) for p in found}
+        runnable = runnable and not bad & {"estimator", "entry_point", "instance_type"}
+        try:
+            kept = {k: v for k, v in fields.items() if k not in bad}
+            spec = converter.structure({**kept, "extra": extra}, JobSpec)
+        except Exception:
+            return None, problems
+    return (spec if runnable else None), problems
+
+
+def _top_level(problem_path: str, base: str) -> str:
+    if base and problem_path.startswith(base + "."):
+        problem_path = problem_path[len(base) + 1 :]
+    return problem_path.split(".", 1)[0]
+
+
+def skipped_paths(problems: list[Problem]) -> set[str]:
+    """The top-level options a partial spec left out (see ``structure_spec``)."""
+    return {_top_level(p.path, "") for p in problems}
 
 
 def spec_arguments(spec: JobSpec) -> dict[str, Any]:

@@ -18,6 +18,12 @@ from packaging.version import InvalidVersion, Version
 
 
 @functools.cache
+def parse_version(text: str) -> Version:
+    """``packaging.version.Version(text)``, cached: the rules compare the same few versions."""
+    return Version(text)
+
+
+@functools.cache
 def _config_dir() -> Path:
     spec = importlib.util.find_spec("sagemaker")
     if spec is None or not spec.submodule_search_locations:
@@ -64,6 +70,7 @@ def _lookup(config: dict[str, Any], requested: str) -> tuple[str | None, tuple[s
     return (full if full in versions else None), known
 
 
+@functools.cache
 def framework_container(config_name: str, version: str) -> Container:
     """Resolve ``version`` in one of the SDK's single-framework tables (``pytorch``, ...)."""
     config = _training_config(config_name)
@@ -81,6 +88,7 @@ def framework_container(config_name: str, version: str) -> Container:
     )
 
 
+@functools.cache
 def huggingface_container(
     config_name: str, transformers_version: str, pytorch_version: str
 ) -> tuple[Container, Container | None]:

@@ -120,12 +120,6 @@ def test_three_mistakes_are_three_problems_with_their_paths(capsys):
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: structure_spec stops at the first stage, so a file with a typo reports "
-    "only the typo; the model parallel rules (and every other rule) run only on a file "
-    "without structural problems",
-)
 def test_a_typo_does_not_hide_a_rule_problem_in_the_same_file(capsys):
     code, out, _ = run(capsys, "validate", SPECS / "typo-and-rule.yaml")
     assert code == 1

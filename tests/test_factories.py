@@ -142,7 +142,7 @@ def test_local_mode_with_a_remote_session_is_refused(sagemaker_session, role):
         ({"instance_type": "ml.c5.xlarge", "framework_version": "1.5"}, "py_version", "py3"),
         ({"instance_typ": "ml.p3.2xlarge"}, "instance_typ", "did you mean 'instance_type'"),
         ({"distribution": {"mpi": {"enabled": True, "processes_per_host": 8}}},
-         "distribution.mpi.processes_per_host", "1 GPUs"),
+         "distribution.mpi.processes_per_host", "has 1 GPU:"),
         ({"distribution": {"mpi": {"enabled": True, "process_per_host": 1}}},
          "distribution.mpi.process_per_host", "processes_per_host"),
         ({"distribution": {"pytorch_ddp": {"enabled": True}}},
@@ -215,3 +215,20 @@ def test_all_problems_are_reported_at_once(sagemaker_session, role):
     assert set(error.paths) >= {"framework_version", "max_wait", "checkpoint_s3_uri",
                                 "environment.DB_PASSWORD"}
     assert str(error).startswith(f"{len(error.problems)} problems")
+
+
+def test_a_malformed_option_does_not_hide_the_rules_problems(sagemaker_session, role):
+    error = refused(
+        pt,
+        sagemaker_session=sagemaker_session,
+        role=role,
+        entry_point=SCRIPT,
+        instance_type="ml.g5.2xlarge",
+        framework_version="2.0",
+        py_version="py310",
+        max_run="3600",
+        use_spot_instances=True,
+        volume_sise=30,
+    )
+    # The type error and the typo, and the spot rule that still ran over the rest.
+    assert set(error.paths) == {"max_run", "volume_sise", "max_wait", "checkpoint_s3_uri"}

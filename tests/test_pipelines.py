@@ -193,7 +193,7 @@ REFUSED = [
         "huggingface",
         HF_COMPILER,
         instance_type_parameter("ml.p3.8xlarge", ["ml.p3.8xlarge", "ml.p3.2xlarge"]),
-        {"instance_type.enum_values.ml.p3.2xlarge": "has 1 GPUs but the default ml.p3.8xlarge"},
+        {"instance_type.enum_values.ml.p3.2xlarge": "has 1 GPU but the default ml.p3.8xlarge"},
         id="compiler-enum-with-another-gpu-count",
     ),
     pytest.param(
@@ -208,7 +208,7 @@ REFUSED = [
         HF_COMPILER,
         instance_type_parameter("ml.p3.8xlarge", ["ml.p3.2xlarge", "ml.g6.12xlarge"]),
         {
-            "instance_type.enum_values.ml.p3.2xlarge": "has 1 GPUs",
+            "instance_type.enum_values.ml.p3.2xlarge": "has 1 GPU ",
             "instance_type.enum_values.ml.g6.12xlarge": "does not support the g6 family",
         },
         id="every-problem-at-once",
