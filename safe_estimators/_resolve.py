@@ -180,7 +180,8 @@ def check_entry_point(ctx: Context) -> list[Finding]:
     )
 
 
-def _finding_problem(finding: Finding) -> Problem:
+def finding_problem(finding: Finding) -> Problem:
+    """A script finding as a problem at ``entry_point`` (file and line in the message)."""
     return Problem(
         "entry_point",
         f"{finding.file}:{finding.line}: {finding.message}",
@@ -200,7 +201,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     problems += run_rules(ctx)
     problems += _model_parallel_rules(ctx)
     findings = check_entry_point(ctx)
-    problems += [_finding_problem(f) for f in findings if f.severity == "error"]
+    problems += [finding_problem(f) for f in findings if f.severity == "error"]
     return ctx, problems, findings
 
 

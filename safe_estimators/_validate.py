@@ -7,7 +7,7 @@ from pathlib import Path
 
 from safe_estimators._files import SUFFIXES, read_spec_data, relative_to_file
 from safe_estimators._problems import Problem
-from safe_estimators._resolve import check, check_arguments, script_context
+from safe_estimators._resolve import check, check_arguments, finding_problem, script_context
 from safe_estimators._script_checks import Finding, ScriptContext, check_script
 
 
@@ -16,7 +16,8 @@ def validate_file(path: str | os.PathLike[str]) -> list[Problem]:
     data, problems = read_spec_data(path)
     if data is None:
         return problems
-    return check_arguments(relative_to_file(Path(path).parent, data))[1]
+    _, problems, findings = check_arguments(relative_to_file(Path(path).parent, data))
+    return problems + [finding_problem(f) for f in findings if f.severity == "warning"]
 
 
 def lint_target(path: str | os.PathLike[str]) -> list[Finding]:
