@@ -51,8 +51,3 @@ def sagemaker_session():
         boto_session=boto3.Session(region_name="us-west-2"), default_bucket=BUCKET
     )
 
-
-@pytest.fixture(scope="session")
-def sagemaker_session_module(sagemaker_session):
-    """The shared offline session under a name hypothesis tests can use."""
-    return sagemaker_session

@@ -209,3 +209,39 @@ def test_pytorch_compiler_version_that_only_exists_without_the_compiler(sagemake
     assert problem.path == "framework_version"
     assert "1.12.0, 1.13.1" in problem.hint
     assert "only without Training Compiler" in problem.hint
+
+
+def test_a_distributed_compiler_job_whose_script_has_no_mp_fn_is_refused(
+    sagemaker_session, role, tmp_path
+):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch_xla.core.xla_model as xm\n\n"
+        "def main():\n    print(xm.xla_device())\n\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        hf(sagemaker_session, role, entry_point=str(script), instance_count=2)
+    (problem,) = caught.value.problems
+    assert problem.path == "entry_point"
+    assert str(script) in problem.message or "train.py" in problem.message
+    assert "_mp_fn(index)" in problem.message
+    assert "independently" in problem.message
+
+    # The checks can be turned off for a script the checker cannot judge.
+    est = hf(sagemaker_session, role, entry_point=str(script), instance_count=2, check_script=False)
+    assert est.environment["GPU_NUM_DEVICES"] == "4"
+
+
+def test_script_warnings_are_recorded_in_the_explanation(sagemaker_session, role, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from transformers import AutoTokenizer, Trainer\n\n"
+        "tok = AutoTokenizer.from_pretrained('bert-base-uncased')\n"
+        "def encode(batch):\n    return tok(batch['text'], padding=True)\n\n"
+        "def _mp_fn(index):\n    Trainer().train()\n"
+    )
+    est = hf(sagemaker_session, role, entry_point=str(script))
+    findings = safe_estimators.explain(est).script_findings
+    assert [f.rule for f in findings] == ["dynamic-padding"]
+    assert findings[0].line == 5

@@ -11,6 +11,7 @@ import safe_estimators
 from safe_estimators import ConfigError
 
 SCRIPT = str(Path(__file__).parent / "fixtures" / "jobs" / "train.py")
+ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
 
 scalars = st.one_of(
     st.none(),
@@ -50,21 +51,57 @@ arguments = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arguments)
-def test_pytorch_factory_raises_only_config_error(sagemaker_session_module, extra):
-    role = "arn:aws:iam::111122223333:role/SageMakerRole"
-    sagemaker_session = sagemaker_session_module
+def test_pytorch_factory_raises_only_config_error(sagemaker_session, extra):
     base = {
         "entry_point": SCRIPT,
-        "role": role,
+        "role": ROLE,
         "instance_type": "ml.p3.8xlarge",
         "framework_version": "1.13.1",
         "py_version": "py39",
         "sagemaker_session": sagemaker_session,
     }
+    _only_config_error(safe_estimators.pytorch, {**base, **extra})
+
+
+hf_arguments = st.fixed_dictionaries(
+    {},
+    optional={
+        "instance_type": st.one_of(st.sampled_from(["ml.g5.12xlarge", "ml.p3.2xlarge"]), values),
+        "instance_count": st.one_of(st.integers(-2, 4), values),
+        "transformers_version": st.one_of(st.sampled_from(["4.21.1", "4.28", "4.99"]), values),
+        "pytorch_version": st.one_of(st.sampled_from(["1.11.0", "2.0"]), values),
+        "py_version": st.one_of(st.sampled_from(["py38", "py310"]), values),
+        "environment": values,
+        "distribution": values,
+        "training_compiler": st.one_of(st.booleans(), values),
+        "model_parallel": values,
+        "hyperparameters": values,
+        "tags": values,
+    },
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hf_arguments)
+def test_huggingface_factory_raises_only_config_error(sagemaker_session, extra):
+    base = {
+        "entry_point": SCRIPT,
+        "role": ROLE,
+        "instance_type": "ml.p3.8xlarge",
+        "transformers_version": "4.21.1",
+        "pytorch_version": "1.11.0",
+        "py_version": "py38",
+        "training_compiler": True,
+        "sagemaker_session": sagemaker_session,
+    }
+    _only_config_error(safe_estimators.huggingface, {**base, **extra})
+
+
+def _only_config_error(factory, arguments):
     try:
-        safe_estimators.pytorch(**{**base, **extra})
+        factory(**arguments)
     except ConfigError as error:
         assert error.problems
         assert all(p.path and p.message for p in error.problems)
