@@ -57,11 +57,13 @@ def _shapes() -> dict[str, Any]:
     return shapes
 
 
+@functools.cache
 def environment_limit() -> MapLimit:
     """Limits of CreateTrainingJob ``Environment``."""
     return _map_limit(_shapes(), "TrainingEnvironmentMap")
 
 
+@functools.cache
 def hyperparameters_limit() -> MapLimit:
     """Limits of CreateTrainingJob ``HyperParameters``."""
     return _map_limit(_shapes(), "HyperParameters")

@@ -10,7 +10,6 @@ import functools
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -129,20 +128,20 @@ def script_context(ctx: Context) -> ScriptContext:
     )
 
 
-def _script_path(spec: JobSpec) -> Path | None:
+def _script_path(spec: JobSpec) -> str | None:
     """The entry point as a readable local file, or None (S3, git, pipeline variable)."""
     if spec.extra.get("git_config") or not isinstance(spec.entry_point, str):
         return None
     if isinstance(spec.source_dir, str) and "://" in spec.source_dir:
         return None
-    path = Path(spec.source_dir or "") / spec.entry_point
-    return path if path.is_file() else None
+    path = os.path.join(spec.source_dir or "", spec.entry_point)
+    return path if os.path.isfile(path) else None
 
 
-def _source_fingerprint(script: Path, source_dir: str | None) -> tuple[tuple[str, int, int], ...]:
+def _source_fingerprint(script: str, source_dir: str | None) -> tuple[tuple[str, int, int], ...]:
     """Name, size and modification time of every Python file the checks may read."""
-    root = source_dir or str(script.parent)
-    found = [(str(script), *_size_and_mtime(str(script)))]
+    root = source_dir or os.path.dirname(script) or "."
+    found = [(script, *_size_and_mtime(script))]
     for folder, _, names in os.walk(root):
         paths = [os.path.join(folder, name) for name in names if name.endswith(".py")]
         found += [(path, *_size_and_mtime(path)) for path in paths]
