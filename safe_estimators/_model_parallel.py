@@ -19,7 +19,6 @@ supported instance types) are tables in ``_model_parallel_facts``. Nothing here 
 ``sagemaker``. This module only re-exports the names the rest of the package and the tests use.
 """
 
-from safe_estimators._model_parallel_facts import ALIASES as _ALIASES
 from safe_estimators._model_parallel_layout import ParallelLayout
 from safe_estimators._model_parallel_options import ModelParallel
 from safe_estimators._model_parallel_parse import parse_model_parallel, split_distribution
@@ -27,7 +26,6 @@ from safe_estimators._model_parallel_resolve import resolve_model_parallel
 from safe_estimators._model_parallel_rules import check_model_parallel
 
 __all__ = [
-    "_ALIASES",
     "ModelParallel",
     "ParallelLayout",
     "check_model_parallel",
