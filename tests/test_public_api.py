@@ -10,7 +10,9 @@ import pytest
 import instance_catalog
 import safe_estimators
 
-PUBLIC = [(module, name) for module in (safe_estimators, instance_catalog) for name in module.__all__]
+PUBLIC = [
+    (module, name) for module in (safe_estimators, instance_catalog) for name in module.__all__
+]
 
 
 @pytest.mark.parametrize(("module", "name"), PUBLIC, ids=[n for _, n in PUBLIC])
