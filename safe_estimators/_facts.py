@@ -22,6 +22,9 @@ IMAGE_CONFIGS: dict[tuple[str, bool], str] = {
     ("huggingface", True): "huggingface-training-compiler",
 }
 
+# The SDK table for PyTorch training containers on Trainium (ml.trn*) instances.
+NEURON_IMAGE_CONFIG = "pytorch-neuron"
+
 # Distribution strategies the PyTorch and Hugging Face estimators read, with the keys each one
 # reads. The SDK silently ignores anything else, so a typo there means a job that is not
 # distributed at all.

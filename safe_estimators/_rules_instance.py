@@ -124,11 +124,35 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
         return
     family = ctx.instance.family if ctx.instance else ""
     if family.startswith(("trn", "inf")):
-        return  # Neuron containers come from other SDK tables; the build step checks them.
+        if spec.estimator == "pytorch":
+            yield from _neuron_versions(ctx)
+        return  # other Neuron containers: the build step resolves them eagerly
     if spec.estimator == "pytorch":
         yield from _pytorch_versions(ctx)
     else:
         yield from _huggingface_versions(ctx)
+
+
+def _neuron_versions(ctx: Context) -> Iterator[Problem]:
+    """Trainium containers come from the SDK's Neuron table, which it does not check.
+
+    With one version in that table the SDK takes it whatever was asked: PyTorch 1.13.1 on
+    ml.trn1 silently becomes a 1.11.0 container.
+    """
+    spec = ctx.spec
+    assert spec.framework_version is not None
+    container = framework_container(_facts.NEURON_IMAGE_CONFIG, spec.framework_version)
+    if container.version is None:
+        yield Problem(
+            "framework_version",
+            f"the SageMaker SDK has Trainium (Neuron) training containers for PyTorch "
+            f"{_known(container)} only; for {spec.framework_version!r} it would silently start "
+            f"PyTorch {container.known[-1]} on {ctx.instance_name}.",
+            f"set framework_version={container.known[-1]!r}, or pass the image_uri of a newer "
+            "Neuron deep learning container.",
+        )
+        return
+    yield from _py_version(ctx, container, f"PyTorch {container.version} Neuron")
 
 
 def _compiler_words(compiler: bool) -> str:

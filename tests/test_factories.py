@@ -232,3 +232,19 @@ def test_a_malformed_option_does_not_hide_the_rules_problems(sagemaker_session, 
     )
     # The type error and the typo, and the spot rule that still ran over the rest.
     assert set(error.paths) == {"max_run", "volume_sise", "max_wait", "checkpoint_s3_uri"}
+
+
+def test_trainium_jobs_get_the_neuron_container_they_ask_for(sagemaker_session, role):
+    # The SDK has one Neuron training container and takes it whatever version is asked for.
+    error = refused(pt, sagemaker_session=sagemaker_session, role=role, entry_point=SCRIPT,
+                    instance_type="ml.trn1.32xlarge", framework_version="1.13.1",
+                    py_version="py39", check_script=False,
+                    distribution={"torch_distributed": {"enabled": True}})
+    assert error.paths == ["framework_version"]
+    assert "silently start PyTorch 1.11.0" in str(error)
+
+    est = pt(sagemaker_session, role, instance_type="ml.trn1.32xlarge", framework_version="1.11.0",
+             py_version="py38", check_script=False,
+             distribution={"torch_distributed": {"enabled": True}})
+    assert "pytorch-training-neuron:1.11.0" in safe_estimators.explain(est).image_uri
+    assert est.distribution == {"torch_distributed": {"enabled": True}}
