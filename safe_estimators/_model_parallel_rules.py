@@ -27,6 +27,7 @@ from safe_estimators._model_parallel_facts import (
 from safe_estimators._model_parallel_layout import ParallelLayout, layout_of
 from safe_estimators._model_parallel_options import ModelParallel, set_options
 from safe_estimators._problems import Problem, join_path, warning
+from safe_estimators._versions import parse_version
 
 
 @attrs.frozen
@@ -126,7 +127,7 @@ def _rule_container(job: _Job) -> list[Problem]:
             )
         ]
     try:
-        newer = Version(version) > Version(LAST_V1_PYTORCH)
+        newer = parse_version(version) > parse_version(LAST_V1_PYTORCH)
     except InvalidVersion:
         return [
             Problem(
@@ -166,16 +167,16 @@ def _rule_parameters_available(job: _Job) -> list[Problem]:
         facts = PARAMETERS.get(name)
         if facts is None or name == "pipeline_parallel_degree":
             continue
-        if facts.since and job.library < Version(facts.since):
+        if facts.since and job.library < parse_version(facts.since):
             problems.append(
                 Problem(
                     job.where(name),
                     f"{name} needs model parallel library >= {facts.since}, but the PyTorch "
                     f"{job.pytorch_version} container ships {job.library}.",
-                    _container_hint(Version(facts.since)),
+                    _container_hint(parse_version(facts.since)),
                 )
             )
-        elif facts.superseded_in and job.library >= Version(facts.superseded_in):
+        elif facts.superseded_in and job.library >= parse_version(facts.superseded_in):
             problems.append(
                 warning(
                     job.where(name),
@@ -190,7 +191,8 @@ def _rule_parameters_available(job: _Job) -> list[Problem]:
 
 def _container_hint(required: Version) -> str:
     fitting = sorted(
-        (pt for pt, lib in LIBRARY_BY_PYTORCH.items() if Version(lib) >= required), key=Version
+        (pt for pt, lib in LIBRARY_BY_PYTORCH.items() if parse_version(lib) >= required),
+        key=parse_version,
     )
     return f"use framework_version {fitting[0]} to {fitting[-1]}."
 
@@ -291,14 +293,14 @@ def _rule_sharded_data_parallel(job: _Job) -> list[Problem]:
                 "remove shard_optimizer_state.",
             )
         )
-    if layout.tensor > 1 and job.library and job.library < Version(SDP_WITH_TENSOR_SINCE):
+    if layout.tensor > 1 and job.library and job.library < parse_version(SDP_WITH_TENSOR_SINCE):
         problems.append(
             Problem(
                 here,
                 f"sharded data parallelism with tensor parallelism (degree {layout.tensor}) "
                 f"needs library >= {SDP_WITH_TENSOR_SINCE}; PyTorch {job.pytorch_version} "
                 f"ships {job.library}.",
-                _container_hint(Version(SDP_WITH_TENSOR_SINCE)),
+                _container_hint(parse_version(SDP_WITH_TENSOR_SINCE)),
             )
         )
     return problems

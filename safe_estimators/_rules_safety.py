@@ -74,7 +74,7 @@ def _map_limits(
             "move the rest into a configuration file in source_dir.",
         )
     for key, value in entries.items():
-        path = join_path(name, key)
+        path = f"{name}.{key}"
         if len(key) > limit.key_max:
             yield Problem(path, f"name is {len(key)} characters; the limit is {limit.key_max}.")
         elif not limit.key_pattern.fullmatch(key):
