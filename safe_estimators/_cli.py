@@ -71,15 +71,11 @@ def _submit(args: argparse.Namespace) -> int:
     import boto3
     import sagemaker
 
-    from safe_estimators._build import build_estimator
+    from safe_estimators._factories import build
     from safe_estimators._files import load_spec
-    from safe_estimators._resolve import resolve_arguments
-    from safe_estimators._spec import spec_arguments
 
     spec = load_spec(args.file)
-    job = resolve_arguments({"estimator": spec.estimator, **spec_arguments(spec)})
-    session = sagemaker.Session(boto_session=boto3.Session())
-    estimator = build_estimator(job, session)
+    estimator = build(spec, sagemaker_session=sagemaker.Session(boto_session=boto3.Session()))
     inputs = dict(spec.inputs) if isinstance(spec.inputs, dict) else spec.inputs
     estimator.fit(inputs=inputs, wait=args.wait, logs=args.wait)
     print(estimator.latest_training_job.name)
