@@ -217,6 +217,11 @@ _structure_training_compiler_dict = make_dict_structure_fn(
 )
 
 
+def _shown(key: object) -> str:
+    """A key as it appears in a problem's path; an empty key must still be visible."""
+    return '""' if key == "" else str(key)
+
+
 def _attrs_fields(cls: type) -> list[str]:
     return [a.name for a in attrs.fields(cls)]
 
@@ -233,7 +238,7 @@ def problems_from_exception(exc: BaseException, path: str) -> list[Problem]:
         names = _attrs_fields(exc.cl)
         return [
             Problem(
-                join_path(path, key),
+                join_path(path, _shown(key)),
                 f"unknown option {key!r}.",
                 did_you_mean(key, names) or f"the known options are: {', '.join(names)}.",
             )
@@ -245,7 +250,7 @@ def problems_from_exception(exc: BaseException, path: str) -> list[Problem]:
         for sub, note in with_notes:
             key = getattr(note, "name", None)
             if key is None:
-                key = getattr(note, "index", "")
+                key = _shown(getattr(note, "index", ""))
             found += problems_from_exception(sub, join_path(path, key))
         for sub in without_notes:
             found += problems_from_exception(sub, path)
@@ -296,7 +301,7 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
             where = f"the {kind} estimator" if kind in ESTIMATORS else "an estimator"
             problems.append(
                 Problem(
-                    join_path(path, key),
+                    join_path(path, _shown(key)),
                     f"{key!r} is not an option of {where}.",
                     hint or "remove it; see help(safe_estimators.huggingface) for the options.",
                 )
