@@ -305,10 +305,14 @@ def _deep_copy(value: Any) -> Any:
 
 def resolve(spec: JobSpec) -> ResolvedJob:
     """Check ``spec`` and compute the estimator's arguments; raise ConfigError with all errors."""
-    ctx, problems, findings = check(spec)
+    return _resolved_job(*check(spec))
+
+
+def _resolved_job(ctx: Context, problems: list[Problem], findings: list[Finding]) -> ResolvedJob:
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise ConfigError(errors)
+    spec = ctx.spec
     kwargs, injections, layout = _kwargs(ctx)
     warnings = tuple(p for p in problems if p.severity == "warning")
     for problem in warnings:
@@ -330,25 +334,25 @@ def resolve(spec: JobSpec) -> ResolvedJob:
 
 def check_arguments(
     arguments: Mapping[str, Any],
-) -> tuple[JobSpec | None, list[Problem], list[Finding]]:
+) -> tuple[Context | None, list[Problem], list[Finding]]:
     """Structure and check keyword arguments; every problem at once, never raises.
 
-    When some options are malformed, the rules still run over the others (problems about the
-    malformed options themselves are not repeated by the rules).
+    Returns the checked context (None when no spec could be built), all problems and the script
+    findings. When some options are malformed, the rules still run over the others (problems
+    about the malformed options themselves are not repeated by the rules).
     """
     spec, problems = structure_spec(arguments)
     if spec is None:
         return None, problems, []
-    _, found, findings = check(spec)
+    ctx, found, findings = check(spec)
     skipped = skipped_paths(problems)
     problems += [p for p in found if p.path.split(".", 1)[0] not in skipped]
-    return spec, problems, findings
+    return ctx, problems, findings
 
 
 def resolve_arguments(arguments: Mapping[str, Any]) -> ResolvedJob:
     """Structure keyword arguments (or a loaded spec file) into a spec and resolve it."""
-    spec, problems, _ = check_arguments(arguments)
-    errors = [p for p in problems if p.severity == "error"]
-    if spec is None or errors:
-        raise ConfigError(errors or problems)
-    return resolve(spec)
+    ctx, problems, findings = check_arguments(arguments)
+    if ctx is None:
+        raise ConfigError(problems)
+    return _resolved_job(ctx, problems, findings)

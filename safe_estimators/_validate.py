@@ -7,7 +7,7 @@ from pathlib import Path
 
 from safe_estimators._files import SUFFIXES, read_spec_data, relative_to_file
 from safe_estimators._problems import Problem
-from safe_estimators._resolve import check, check_arguments, finding_problem, script_context
+from safe_estimators._resolve import check_arguments, finding_problem, script_context
 from safe_estimators._script_checks import Finding, ScriptContext, check_script
 
 
@@ -25,10 +25,11 @@ def lint_target(path: str | os.PathLike[str]) -> list[Finding]:
     if Path(path).suffix.lower() not in SUFFIXES:
         return check_script(path, ScriptContext())
     data, problems = read_spec_data(path)
-    spec = None
+    ctx = None
     if data is not None:
-        spec, problems, _ = check_arguments(relative_to_file(Path(path).parent, data))
-    if spec is None:
+        ctx, problems, _ = check_arguments(relative_to_file(Path(path).parent, data))
+    if ctx is None:
         return [Finding(str(path), 0, "error", "invalid-spec", str(p), p.hint) for p in problems]
-    ctx = check(spec)[0]
+    spec = ctx.spec
+    # Run even where the spec says check_script: false: linting is what was asked for.
     return check_script(spec.entry_point, script_context(ctx), source_dir=spec.source_dir)
