@@ -9,9 +9,9 @@ import ``sagemaker``; only building an estimator does.
 """
 
 from safe_estimators._build import explain
+from safe_estimators._distributions.model_parallel import ModelParallel, ParallelLayout
 from safe_estimators._factories import build, huggingface, pytorch
 from safe_estimators._files import load_spec
-from safe_estimators._model_parallel import ModelParallel, ParallelLayout
 from safe_estimators._plan import Plan, plan
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolved import Explanation, Injection

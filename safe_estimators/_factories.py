@@ -15,14 +15,12 @@ if TYPE_CHECKING:
     from sagemaker.pytorch import PyTorch
     from sagemaker.workflow.entities import PipelineVariable
 
-    from safe_estimators._model_parallel import ModelParallel
+    from safe_estimators._distributions.model_parallel import ModelParallel
 
 
-def _given(arguments: Mapping[str, Any]) -> dict[str, Any]:
+def _given(named: Mapping[str, Any], passed_through: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments the caller set: None means "not given", as in the SageMaker SDK."""
-    extra = arguments.get("kwargs", {})
-    named = {k: v for k, v in arguments.items() if k not in ("kwargs", "sagemaker_session")}
-    return {k: v for k, v in {**named, **extra}.items() if v is not None}
+    return {k: v for k, v in {**named, **passed_through}.items() if v is not None}
 
 
 def huggingface(
@@ -62,7 +60,24 @@ def huggingface(
     Every problem found is reported at once in one ``ConfigError`` before anything is built.
     ``safe_estimators.explain(estimator)`` tells what was injected and why.
     """
-    job = resolve_arguments({"estimator": "huggingface", **_given(locals())})
+    named = dict(
+        estimator="huggingface",
+        transformers_version=transformers_version,
+        pytorch_version=pytorch_version,
+        entry_point=entry_point,
+        instance_type=instance_type,
+        role=role,
+        instance_count=instance_count,
+        py_version=py_version,
+        source_dir=source_dir,
+        hyperparameters=hyperparameters,
+        environment=environment,
+        distribution=distribution,
+        training_compiler=training_compiler,
+        model_parallel=model_parallel,
+        check_script=check_script,
+    )
+    job = resolve_arguments(_given(named, kwargs))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
@@ -89,7 +104,23 @@ def pytorch(
     Same options and guarantees as :func:`huggingface`, with ``framework_version`` naming the
     PyTorch container (short versions such as ``"1.13"`` resolve as the SDK resolves them).
     """
-    job = resolve_arguments({"estimator": "pytorch", **_given(locals())})
+    named = dict(
+        estimator="pytorch",
+        framework_version=framework_version,
+        entry_point=entry_point,
+        instance_type=instance_type,
+        role=role,
+        instance_count=instance_count,
+        py_version=py_version,
+        source_dir=source_dir,
+        hyperparameters=hyperparameters,
+        environment=environment,
+        distribution=distribution,
+        training_compiler=training_compiler,
+        model_parallel=model_parallel,
+        check_script=check_script,
+    )
+    job = resolve_arguments(_given(named, kwargs))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 

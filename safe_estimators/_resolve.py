@@ -15,14 +15,14 @@ from typing import Any
 import attrs
 
 import instance_catalog
-from safe_estimators import _facts
-from safe_estimators._model_parallel import (
+from safe_estimators._distributions.model_parallel import (
     ParallelLayout,
     check_model_parallel,
     parse_model_parallel,
     resolve_model_parallel,
     split_distribution,
 )
+from safe_estimators._facts import tables
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
@@ -224,7 +224,7 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
             )
         )
     distribution: dict[str, Any] = kwargs.setdefault("distribution", {})
-    for key in _facts.XLA_MISSPELLINGS:
+    for key in tables.XLA_MISSPELLINGS:
         if key in distribution:
             distribution["pytorchxla"] = distribution.pop(key)
             record.append(

@@ -1,10 +1,10 @@
 """A JSON Schema of spec files, generated from the typed spec so that it cannot drift from it.
 
 The schema is derived from the attrs classes the loader structures into (``JobSpec``,
-``TrainingCompiler``, ``ModelParallel``) and from the SDK keyword tables in ``_sdk_arguments``:
-a field added to one of them appears here without touching this module. What cannot be read from
-the types (the shorthands the cattrs hooks accept, the instance catalog) is in the small tables
-below. Editors use it through the YAML language server::
+``TrainingCompiler``, ``ModelParallel``) and from the SDK keyword tables in
+``_facts.sdk_arguments``: a field added to one of them appears here without touching this
+module. What cannot be read from the types (the shorthands the cattrs hooks accept, the instance
+catalog) is in the small tables below. Editors use it through the YAML language server::
 
     safe-estimators schema > spec.schema.json
     # yaml-language-server: $schema=./spec.schema.json      (first line of job.yaml)
@@ -22,10 +22,10 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from safe_estimators._model_parallel import ModelParallel
-from safe_estimators._model_parallel_facts import ALIASES as MODEL_PARALLEL_ALIASES
+from safe_estimators._distributions.model_parallel import ModelParallel
+from safe_estimators._distributions.model_parallel.facts import ALIASES as MODEL_PARALLEL_ALIASES
+from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
 from safe_estimators._rules import LOCAL_TYPES
-from safe_estimators._sdk_arguments import BY_ESTIMATOR
 from safe_estimators._spec import SPEC_FIELDS, JobSpec, PositiveInt, TrainingCompiler
 
 Schema = dict[str, Any]

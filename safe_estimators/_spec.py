@@ -15,8 +15,8 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn
 
+from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
 from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path
-from safe_estimators._sdk_arguments import BY_ESTIMATOR
 
 EstimatorKind = Literal["huggingface", "pytorch"]
 ESTIMATORS: tuple[str, ...] = ("huggingface", "pytorch")

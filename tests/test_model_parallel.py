@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from safe_estimators._model_parallel import (
+from safe_estimators._distributions.model_parallel import (
     ModelParallel,
     ParallelLayout,
     check_model_parallel,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from safe_estimators._model_parallel import (
+from safe_estimators._distributions.model_parallel import (
     ModelParallel,
     check_model_parallel,
     parse_model_parallel,

@@ -10,10 +10,10 @@ import jsonschema
 import pytest
 
 import instance_catalog
+from safe_estimators._distributions.model_parallel import ModelParallel
+from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
 from safe_estimators._files import read_spec_data
-from safe_estimators._model_parallel import ModelParallel
 from safe_estimators._schema import spec_schema
-from safe_estimators._sdk_arguments import BY_ESTIMATOR
 from safe_estimators._spec import SPEC_FIELDS, JobSpec, TrainingCompiler
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*/job.*"))

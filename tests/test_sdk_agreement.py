@@ -16,7 +16,8 @@ from sagemaker.huggingface.training_compiler.config import TrainingCompilerConfi
 from sagemaker.pytorch import PyTorch
 from sagemaker.pytorch.training_compiler.config import TrainingCompilerConfig as PTCompiler
 
-from safe_estimators import _facts, _sdk_arguments
+from safe_estimators._facts import sdk_arguments as _sdk_arguments
+from safe_estimators._facts import tables
 
 
 def _keywords(*classes: type) -> set[str]:
@@ -38,8 +39,8 @@ def test_estimator_keyword_tables_match_the_sdk(kind, cls):
 
 
 def test_compiler_families_match_the_sdk():
-    assert set(_facts.COMPILER_FAMILIES) == set(HFCompiler.SUPPORTED_INSTANCE_CLASS_PREFIXES)
-    assert set(_facts.COMPILER_FAMILIES) == set(PTCompiler.SUPPORTED_INSTANCE_CLASS_PREFIXES)
+    assert set(tables.COMPILER_FAMILIES) == set(HFCompiler.SUPPORTED_INSTANCE_CLASS_PREFIXES)
+    assert set(tables.COMPILER_FAMILIES) == set(PTCompiler.SUPPORTED_INSTANCE_CLASS_PREFIXES)
 
 
 def test_importing_and_validating_does_not_import_sagemaker(tmp_path):

@@ -19,8 +19,8 @@ from moto import mock_aws
 
 import instance_catalog
 import safe_estimators
-from safe_estimators import _facts
 from safe_estimators._cli import main
+from safe_estimators._facts import tables
 
 TEMPLATE = Path(__file__).parent.parent / "examples" / "template"
 REGION = "us-west-2"
@@ -79,7 +79,7 @@ def test_pipeline_instance_choices_share_a_gpu_count_and_suit_the_compiler():
     for group in groups:
         counts = {instance_catalog.gpu_count(name) for name in group}
         assert len(counts) == 1, group
-        assert all(instance_catalog.get(n).family in _facts.COMPILER_FAMILIES for n in group)
+        assert all(instance_catalog.get(n).family in tables.COMPILER_FAMILIES for n in group)
 
 
 def test_generated_project_has_its_files_and_answers(project):

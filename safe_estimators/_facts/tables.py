@@ -1,6 +1,6 @@
 """SageMaker facts the rules read, one table each (sources in shared/reference/sagemaker-facts.md).
 
-Framework versions are not here: they come from the installed SDK's own data (see _versions.py).
+Framework versions are not here: they come from the installed SDK's own data (see ``versions``).
 """
 
 from __future__ import annotations

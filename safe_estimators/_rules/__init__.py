@@ -2,15 +2,15 @@
 
 Every rule runs; their problems are gathered into one ConfigError. No rule raises for a user
 mistake and none imports ``sagemaker``. A new check is one function in the module of its
-concern (``_rules_instance``, ``_rules_compiler``, ``_rules_distribution``, ``_rules_safety``;
-model parallelism in ``_model_parallel_rules``), listed in ``RULES`` below.
+concern in this folder (``instance``, ``compiler``, ``distribution``, ``safety``), listed in
+``RULES`` below; ``context`` holds what every rule reads. Rules that belong to one distribution
+strategy (model parallelism, a launcher) live with that strategy in ``_distributions/``.
 """
 
 from __future__ import annotations
 
-from safe_estimators._context import LOCAL_TYPES, Context, Rule
 from safe_estimators._problems import Problem
-from safe_estimators._rules_compiler import (
+from safe_estimators._rules.compiler import (
     compiler_debugging_tools,
     compiler_distribution,
     compiler_exclusions,
@@ -18,18 +18,19 @@ from safe_estimators._rules_compiler import (
     compiler_hardware,
     compiler_multi_gpu,
 )
-from safe_estimators._rules_distribution import (
+from safe_estimators._rules.context import LOCAL_TYPES, Context, Rule
+from safe_estimators._rules.distribution import (
     distribution_needs_gpus,
     distribution_shape,
     mpi_processes,
     torch_distributed_full_version,
 )
-from safe_estimators._rules_instance import (
+from safe_estimators._rules.instance import (
     framework_versions,
     instance_type_known,
     pipeline_parameter_instance_type,
 )
-from safe_estimators._rules_safety import api_limits, no_secrets, spot_training
+from safe_estimators._rules.safety import api_limits, no_secrets, spot_training
 
 __all__ = ["LOCAL_TYPES", "RULES", "Context", "Rule", "run_rules"]
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from safe_estimators import _facts
-from safe_estimators._context import Context
+from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, did_you_mean, join_path
+from safe_estimators._rules.context import Context
 
 
 def distribution_shape(ctx: Context) -> Iterator[Problem]:
     """Strategies and their keys must be ones the SDK reads (it silently ignores the rest)."""
-    known = dict(_facts.DISTRIBUTION_KEYS)
+    known = dict(tables.DISTRIBUTION_KEYS)
     if ctx.compiler:
-        known.update(dict.fromkeys(_facts.XLA_MISSPELLINGS, frozenset({"enabled"})))
+        known.update(dict.fromkeys(tables.XLA_MISSPELLINGS, frozenset({"enabled"})))
     for key, value in ctx.distribution.items():
         path = join_path("distribution", key)
         if key not in known:
@@ -21,8 +21,8 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
                 path,
                 f"{key!r} is not a distribution strategy the SageMaker SDK reads; it would be "
                 "ignored silently.",
-                did_you_mean(str(key), _facts.DISTRIBUTION_KEYS)
-                or f"use one of: {', '.join(_facts.DISTRIBUTION_KEYS)}.",
+                did_you_mean(str(key), tables.DISTRIBUTION_KEYS)
+                or f"use one of: {', '.join(tables.DISTRIBUTION_KEYS)}.",
             )
             continue
         if key == "instance_groups":

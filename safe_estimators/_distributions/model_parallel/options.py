@@ -1,8 +1,8 @@
 """The typed SMP v1 options: ``ModelParallel`` and the checks of its single values.
 
 Each option's value check is one entry in ``VALUE_CHECKS``; the attrs validators and the parsers
-(``_model_parallel_parse``) share them, so a wrong value reads the same from Python, a dict or a
-raw distribution. Relations between values are the rules' business (``_model_parallel_rules``).
+(``parse``) share them, so a wrong value reads the same from Python, a dict or a
+raw distribution. Relations between values are the rules' business (``rules``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._model_parallel_facts import PLACEMENT_PERMUTATIONS, PLACEMENT_ROUTES
+from safe_estimators._distributions.model_parallel.facts import (
+    PLACEMENT_PERMUTATIONS,
+    PLACEMENT_ROUTES,
+)
 from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path
 
 # --------------------------------------------------------------------------------------------

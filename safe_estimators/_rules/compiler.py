@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from safe_estimators import _facts
-from safe_estimators._context import Context, version_at_least
+from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, warning
+from safe_estimators._rules.context import Context, version_at_least
 
 
 def compiler_hardware(ctx: Context) -> Iterator[Problem]:
@@ -19,12 +19,12 @@ def compiler_hardware(ctx: Context) -> Iterator[Problem]:
             f"Training Compiler does not run in local mode ({ctx.instance_name!r}).",
             "test the script locally without training_compiler, or use an ml.* GPU instance.",
         )
-    elif ctx.instance is not None and ctx.instance.family not in _facts.COMPILER_FAMILIES:
+    elif ctx.instance is not None and ctx.instance.family not in tables.COMPILER_FAMILIES:
         yield Problem(
             "instance_type",
             f"Training Compiler does not support the {ctx.instance.family} family "
             f"({ctx.instance_name}); it supports "
-            f"{', '.join(_facts.COMPILER_FAMILIES)}.",
+            f"{', '.join(tables.COMPILER_FAMILIES)}.",
             "use e.g. ml.p3.2xlarge, ml.g5.xlarge or ml.p4d.24xlarge, or turn the compiler off.",
         )
 
@@ -59,7 +59,7 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
     """Multi-GPU compiler jobs need a container recent enough for the PyTorch/XLA launcher."""
     if not ctx.wants_xla_distribution:
         return
-    minimum = _facts.COMPILER_XLA_MIN_PYTORCH[ctx.spec.estimator]
+    minimum = tables.COMPILER_XLA_MIN_PYTORCH[ctx.spec.estimator]
     version = ctx.pytorch_version
     if version is not None and not version_at_least(version, minimum):
         field = "pytorch_version" if ctx.spec.estimator == "huggingface" else "framework_version"
@@ -79,7 +79,7 @@ def compiler_distribution(ctx: Context) -> Iterator[Problem]:
     if not ctx.compiler:
         return
     for key in ctx.distribution:
-        if key in _facts.XLA_MISSPELLINGS:
+        if key in tables.XLA_MISSPELLINGS:
             yield warning(
                 f"distribution.{key}",
                 f"{key!r} is not read by the SageMaker SDK (AWS's troubleshooting page spells it "

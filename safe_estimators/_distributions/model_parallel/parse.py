@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from safe_estimators._model_parallel_facts import ALIASES, MPI_OPTIONS
-from safe_estimators._model_parallel_options import (
+from safe_estimators._distributions.model_parallel.facts import ALIASES, MPI_OPTIONS
+from safe_estimators._distributions.model_parallel.options import (
     OPTION_NAMES,
     VALUE_CHECKS,
     ModelParallel,

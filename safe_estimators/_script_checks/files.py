@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from safe_estimators._script_summary import _Module, _parse
-from safe_estimators._script_types import Finding
+from safe_estimators._script_checks.findings import Finding
+from safe_estimators._script_checks.summary import _Module, _parse
 
 # A 10,000-line script is ~400 kB; past this size we refuse rather than stall a build.
 _MAX_BYTES = 2_000_000

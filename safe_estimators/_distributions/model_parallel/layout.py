@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from safe_estimators._model_parallel_options import ModelParallel
+from safe_estimators._distributions.model_parallel.options import ModelParallel
 
 
 @attrs.frozen

@@ -6,11 +6,11 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from safe_estimators import _facts
-from safe_estimators._context import Context
-from safe_estimators._limits import MapLimit, environment_limit, hyperparameters_limit
+from safe_estimators._facts import tables
+from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._problems import Problem, join_path
-from safe_estimators._secrets import secret_kind
+from safe_estimators._rules.context import Context
+from safe_estimators._rules.secrets import secret_kind
 
 
 def spot_training(ctx: Context) -> Iterator[Problem]:
@@ -18,7 +18,7 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
     spec = ctx.spec
     if not spec.use_spot_instances:
         return
-    max_run = spec.max_run or _facts.DEFAULT_MAX_RUN
+    max_run = spec.max_run or tables.DEFAULT_MAX_RUN
     if spec.max_wait is None:
         yield Problem(
             "max_wait",
@@ -115,7 +115,7 @@ def api_limits(ctx: Context) -> Iterator[Problem]:
         else:
             hyper[str(key)] = encoded
     yield from _map_limits(
-        "hyperparameters", hyper, hyperparameters_limit(), len(_facts.SDK_HYPERPARAMETERS)
+        "hyperparameters", hyper, hyperparameters_limit(), len(tables.SDK_HYPERPARAMETERS)
     )
     env = {k: v for k, v in ctx.spec.environment.items() if isinstance(v, str)}
     yield from _map_limits("environment", env, environment_limit(), 0)

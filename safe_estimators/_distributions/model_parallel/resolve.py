@@ -2,7 +2,7 @@
 
 Also returns what was injected on the user's behalf (each with its reason) and the parallel layout
 for the explanation. Nothing here imports ``sagemaker``; the SDK facts it relies on are in the
-comments below and in ``_model_parallel_facts``.
+comments below and in ``facts``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from safe_estimators._model_parallel_facts import (
+from safe_estimators._distributions.model_parallel.facts import (
     DEFAULT_CUSTOM_MPI_OPTIONS,
     FLOAT_PARAMETERS,
     MPI_OPTIONS,
@@ -19,8 +19,8 @@ from safe_estimators._model_parallel_facts import (
     PLACEMENT_ROUTES,
     library_of,
 )
-from safe_estimators._model_parallel_layout import ParallelLayout, layout_of
-from safe_estimators._model_parallel_options import ModelParallel, set_options
+from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
+from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._problems import join_path
 from safe_estimators._resolved import Injection
 

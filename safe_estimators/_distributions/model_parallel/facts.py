@@ -12,7 +12,7 @@ from itertools import permutations
 import attrs
 from packaging.version import Version
 
-from safe_estimators._versions import parse_version
+from safe_estimators._facts.versions import parse_version
 
 # The newest SMP v1 release inside each SageMaker PyTorch training container (full PyTorch
 # version). Sources: the release notes in aws/sagemaker-python-sdk

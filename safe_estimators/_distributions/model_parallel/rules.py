@@ -2,7 +2,7 @@
 
 Each rule is a small pure function of a ``_Job`` (the options plus the instance type, GPU count,
 instance count, library version and hyperparameters) returning problems; ``check_model_parallel``
-runs them all. The facts they read are tables in ``_model_parallel_facts``.
+runs them all. The facts they read are tables in ``facts``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 import attrs
 from packaging.version import InvalidVersion, Version
 
-from safe_estimators._model_parallel_facts import (
+from safe_estimators._distributions.model_parallel.facts import (
     BATCH_SIZE_HYPERPARAMETERS,
     LAST_V1_PYTORCH,
     LIBRARY_BY_PYTORCH,
@@ -24,10 +24,10 @@ from safe_estimators._model_parallel_facts import (
     TENSORFLOW_ONLY,
     library_of,
 )
-from safe_estimators._model_parallel_layout import ParallelLayout, layout_of
-from safe_estimators._model_parallel_options import ModelParallel, set_options
+from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
+from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
+from safe_estimators._facts.versions import parse_version
 from safe_estimators._problems import Problem, join_path, warning
-from safe_estimators._versions import parse_version
 
 
 @attrs.frozen
@@ -163,7 +163,7 @@ def _rule_parameters_available(job: _Job) -> list[Problem]:
     problems = []
     for name in set_options(job.mp):
         # The pipeline degree is written under whichever name the container's library reads
-        # (see _pipeline_degree_name in _model_parallel_resolve), so neither spelling is gated.
+        # (see _pipeline_degree_name in resolve), so neither spelling is gated.
         facts = PARAMETERS.get(name)
         if facts is None or name == "pipeline_parallel_degree":
             continue

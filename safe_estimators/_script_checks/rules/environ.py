@@ -7,9 +7,9 @@ import ast
 from collections.abc import Iterator
 from typing import Literal
 
-from safe_estimators._script_program import _Program
-from safe_estimators._script_summary import _clip, _dotted, _src
-from safe_estimators._script_types import Finding, ScriptContext
+from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.program import _Program
+from safe_estimators._script_checks.summary import _clip, _dotted, _src
 
 
 def _rule_environ_values(program: _Program, context: ScriptContext) -> Iterator[Finding]:

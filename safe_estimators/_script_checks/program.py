@@ -10,7 +10,7 @@ import ast
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
-from safe_estimators._script_summary import _Call, _dotted, _is_const, _keyword, _Module
+from safe_estimators._script_checks.summary import _Call, _dotted, _is_const, _keyword, _Module
 
 # How far the mark_step search follows a helper function up to its callers.
 _MAX_CALLER_DEPTH = 4

@@ -9,10 +9,14 @@ import attrs
 from packaging.version import InvalidVersion
 
 import instance_catalog
-from safe_estimators import _facts
+from safe_estimators._facts import tables
+from safe_estimators._facts.versions import (
+    framework_container,
+    huggingface_container,
+    parse_version,
+)
 from safe_estimators._problems import Problem
 from safe_estimators._spec import JobSpec, instance_type_name
-from safe_estimators._versions import framework_container, huggingface_container, parse_version
 
 LOCAL_TYPES = ("local", "local_gpu")
 
@@ -73,11 +77,11 @@ class Context:
         if spec.estimator == "pytorch":
             if spec.framework_version is None:
                 return None
-            table = _facts.IMAGE_CONFIGS[("pytorch", self.compiler)]
+            table = tables.IMAGE_CONFIGS[("pytorch", self.compiler)]
             return framework_container(table, spec.framework_version).version
         if spec.pytorch_version is None or spec.transformers_version is None:
             return None
-        table = _facts.IMAGE_CONFIGS[("huggingface", self.compiler)]
+        table = tables.IMAGE_CONFIGS[("huggingface", self.compiler)]
         base = huggingface_container(table, spec.transformers_version, spec.pytorch_version)[1]
         return base.version if base else None
 

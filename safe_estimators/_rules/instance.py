@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import instance_catalog
-from safe_estimators import _facts
-from safe_estimators._context import Context
+from safe_estimators._facts import tables
+from safe_estimators._facts.versions import Container, framework_container, huggingface_container
 from safe_estimators._problems import Problem, count, did_you_mean
-from safe_estimators._versions import Container, framework_container, huggingface_container
+from safe_estimators._rules.context import Context
 
 
 def instance_type_known(ctx: Context) -> Iterator[Problem]:
@@ -67,11 +67,11 @@ def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
             )
             continue
         counts[value] = entry.gpu_count
-        if ctx.compiler and entry.family not in _facts.COMPILER_FAMILIES:
+        if ctx.compiler and entry.family not in tables.COMPILER_FAMILIES:
             yield Problem(
                 f"instance_type.enum_values.{value}",
                 f"Training Compiler does not support the {entry.family} family.",
-                f"allow only {', '.join(_facts.COMPILER_FAMILIES)} instance types.",
+                f"allow only {', '.join(tables.COMPILER_FAMILIES)} instance types.",
             )
     if not ctx.gpu_derived or default_gpus is None:
         return
@@ -141,7 +141,7 @@ def _neuron_versions(ctx: Context) -> Iterator[Problem]:
     """
     spec = ctx.spec
     assert spec.framework_version is not None
-    container = framework_container(_facts.NEURON_IMAGE_CONFIG, spec.framework_version)
+    container = framework_container(tables.NEURON_IMAGE_CONFIG, spec.framework_version)
     if container.version is None:
         yield Problem(
             "framework_version",
@@ -162,11 +162,11 @@ def _compiler_words(compiler: bool) -> str:
 def _pytorch_versions(ctx: Context) -> Iterator[Problem]:
     spec = ctx.spec
     assert spec.framework_version is not None
-    table = _facts.IMAGE_CONFIGS[("pytorch", ctx.compiler)]
+    table = tables.IMAGE_CONFIGS[("pytorch", ctx.compiler)]
     container = framework_container(table, spec.framework_version)
     if container.version is None:
         other = framework_container(
-            _facts.IMAGE_CONFIGS[("pytorch", not ctx.compiler)], spec.framework_version
+            tables.IMAGE_CONFIGS[("pytorch", not ctx.compiler)], spec.framework_version
         )
         yield Problem(
             "framework_version",
@@ -188,12 +188,12 @@ def _pytorch_versions(ctx: Context) -> Iterator[Problem]:
 def _huggingface_versions(ctx: Context) -> Iterator[Problem]:
     spec = ctx.spec
     assert spec.transformers_version is not None and spec.pytorch_version is not None
-    table = _facts.IMAGE_CONFIGS[("huggingface", ctx.compiler)]
+    table = tables.IMAGE_CONFIGS[("huggingface", ctx.compiler)]
     outer, base = huggingface_container(table, spec.transformers_version, spec.pytorch_version)
     words = _compiler_words(ctx.compiler)
     if base is None:
         other, _ = huggingface_container(
-            _facts.IMAGE_CONFIGS[("huggingface", not ctx.compiler)],
+            tables.IMAGE_CONFIGS[("huggingface", not ctx.compiler)],
             spec.transformers_version,
             spec.pytorch_version,
         )

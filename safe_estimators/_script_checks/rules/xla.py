@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from safe_estimators._script_program import _REDUCE_TAILS, _Program
-from safe_estimators._script_summary import _Call, _Module, _short
-from safe_estimators._script_types import Finding, ScriptContext
+from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.program import _REDUCE_TAILS, _Program
+from safe_estimators._script_checks.summary import _Call, _Module, _short
 
 _DEVICE_LOADER_TAILS = frozenset({"MpDeviceLoader", "ParallelLoader"})
 

@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
-from safe_estimators._script_types import Finding
+from safe_estimators._script_checks.findings import Finding
 
 
 def _node_classes(base: type) -> set[type]:

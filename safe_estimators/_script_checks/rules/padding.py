@@ -6,9 +6,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from safe_estimators._script_program import _Program
-from safe_estimators._script_summary import _has_kwargs_unpacking, _is_const, _keyword, _short, _src
-from safe_estimators._script_types import Finding, ScriptContext
+from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.program import _Program
+from safe_estimators._script_checks.summary import (
+    _has_kwargs_unpacking,
+    _is_const,
+    _keyword,
+    _short,
+    _src,
+)
 
 # Hugging Face collators (and tokenizer.pad) that pad to the longest sequence by default;
 # value = index of `padding` among the positional arguments.

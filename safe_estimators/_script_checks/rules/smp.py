@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from safe_estimators._script_program import _is_torch_clip, _Program
-from safe_estimators._script_summary import (
+from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.program import _is_torch_clip, _Program
+from safe_estimators._script_checks.summary import (
     _Call,
     _dotted,
     _has_kwargs_unpacking,
@@ -15,7 +16,6 @@ from safe_estimators._script_summary import (
     _Module,
     _short,
 )
-from safe_estimators._script_types import Finding, ScriptContext
 
 _SMP = "smdistributed.modelparallel"
 _NORM_CLIP_TAILS = frozenset({"clip_grad_norm_", "clip_grad_norm"})

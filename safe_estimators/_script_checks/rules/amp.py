@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from safe_estimators._script_program import _REDUCE_TAILS, _is_torch_clip, _Program
-from safe_estimators._script_summary import _Call, _Module, _short
-from safe_estimators._script_types import Finding, ScriptContext
+from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.program import _REDUCE_TAILS, _is_torch_clip, _Program
+from safe_estimators._script_checks.summary import _Call, _Module, _short
 
 _CLIP_TAILS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
 

@@ -12,21 +12,21 @@ runs them: the script may need a GPU, torch_xla, or may train at import time.
 
 Where things are, so that a new check is one small function in the file named after its feature:
 
-- ``_script_checks`` (this module): the public surface (:class:`ScriptContext`,
+- ``__init__`` (this module): the public surface (:class:`ScriptContext`,
   :class:`Finding`, :func:`check_script`, :func:`check_source`), the rule table ``_RULES`` and
   the driver that follows the entry point's local imports.
-- ``_script_types``: :class:`ScriptContext` and :class:`Finding` themselves.
-- ``_script_summary``: ``_parse`` turns a file into a ``_Module`` summary in one pass: import
+- ``findings``: :class:`ScriptContext` and :class:`Finding` themselves.
+- ``summary``: ``_parse`` turns a file into a ``_Module`` summary in one pass: import
   aliases, every call with its dotted name resolved through the imports (``xm.mark_step`` ->
   ``torch_xla.core.xla_model.mark_step``), its enclosing function and position, simple
   assignments, ``os.environ`` writes.
-- ``_script_program``: ``_Program`` groups the entry point with its local modules and answers
+- ``program``: ``_Program`` groups the entry point with its local modules and answers
   program-wide questions (is it built on the Hugging Face Trainer? does it import torch_xla?).
-- ``_script_files``: reading files and finding the local modules an import names.
-- The rules, each a generator over the program and the context: ``_script_rules_xla``
-  (xla_spawn jobs), ``_script_rules_environ`` (``os.environ``, GPU_NUM_DEVICES),
-  ``_script_rules_padding``, ``_script_rules_amp`` (GradScaler order), ``_script_rules_smp``
-  (model parallelism).
+- ``files``: reading files and finding the local modules an import names.
+- ``rules/``: the rules, one module per family, each rule a generator over the program and the
+  context: ``rules.xla`` (xla_spawn jobs), ``rules.environ`` (``os.environ``, GPU_NUM_DEVICES),
+  ``rules.padding``, ``rules.amp`` (GradScaler order), ``rules.smp`` (model parallelism). A new
+  check goes into the family's module (or a new module there) and into ``_RULES`` below.
 
 The rules are heuristics over names. They prefer silence to crying wolf: each one says which
 patterns it accepts, and an expression it cannot read (``padding=args.padding``) is not a finding.
@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from safe_estimators._script_files import (
+from safe_estimators._script_checks.files import (
     _MAX_BYTES,
     _display_name,
     _helper_name,
@@ -50,15 +50,16 @@ from safe_estimators._script_files import (
     _search_roots,
     _too_large,
 )
-from safe_estimators._script_program import _Program
-from safe_estimators._script_rules_amp import (
+from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.program import _Program
+from safe_estimators._script_checks.rules.amp import (
     _rule_amp_clip_before_unscale,
     _rule_amp_reduce_after_clip,
     _rule_amp_step_before_clip,
 )
-from safe_estimators._script_rules_environ import _rule_environ_values
-from safe_estimators._script_rules_padding import _rule_dynamic_padding
-from safe_estimators._script_rules_smp import (
+from safe_estimators._script_checks.rules.environ import _rule_environ_values
+from safe_estimators._script_checks.rules.padding import _rule_dynamic_padding
+from safe_estimators._script_checks.rules.smp import (
     _rule_smp_clip,
     _rule_smp_loss_scale,
     _rule_smp_model_creation,
@@ -66,7 +67,7 @@ from safe_estimators._script_rules_smp import (
     _rule_smp_scheduler,
     _rule_smp_set_device,
 )
-from safe_estimators._script_rules_xla import (
+from safe_estimators._script_checks.rules.xla import (
     _entry_not_python,
     _rule_data_sharded,
     _rule_device_loader,
@@ -74,8 +75,7 @@ from safe_estimators._script_rules_xla import (
     _rule_mark_step,
     _rule_mp_fn,
 )
-from safe_estimators._script_summary import _parse
-from safe_estimators._script_types import Finding, ScriptContext
+from safe_estimators._script_checks.summary import _parse
 
 __all__ = ["Finding", "ScriptContext", "check_script", "check_source"]
 
