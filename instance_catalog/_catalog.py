@@ -6,21 +6,22 @@ import functools
 import json
 from typing import Any
 
-from instance_catalog._model import InstanceType, UnknownInstanceType
+from instance_catalog._model import Accelerator, InstanceType, UnknownInstanceType
 
 DATA_FILE = "instances.json"
+ACCELERATORS_FILE = "accelerators.json"
 
 
-def read_data() -> dict[str, Any]:
-    """The parsed data file: ``{"header": {...}, "instance_types": {name: fields}}``."""
+def read_data(name: str = DATA_FILE) -> dict[str, Any]:
+    """A parsed data file; by default ``{"header": {...}, "instance_types": {name: fields}}``."""
     # pkgutil reads package data from a directory or a zip alike. importlib.resources would too,
     # but importing it costs several times the rest of the first lookup. Imported here so that
     # importing the package pays for neither.
     import pkgutil
 
-    raw = pkgutil.get_data("instance_catalog", f"data/{DATA_FILE}")
+    raw = pkgutil.get_data("instance_catalog", f"data/{name}")
     if raw is None:  # only for exotic loaders that cannot read data files
-        raise FileNotFoundError(f"instance_catalog cannot read its data file data/{DATA_FILE}")
+        raise FileNotFoundError(f"instance_catalog cannot read its data file data/{name}")
     data: dict[str, Any] = json.loads(raw)
     return data
 
@@ -35,6 +36,17 @@ def _by_name() -> dict[str, InstanceType]:
 def instance_types() -> tuple[InstanceType, ...]:
     """Every SageMaker training instance type in the catalog, sorted by name."""
     return tuple(sorted(_by_name().values(), key=lambda entry: entry.name))
+
+
+@functools.cache
+def accelerators() -> dict[str, Accelerator]:
+    """Every accelerator model the catalog's instance types carry, by name (``"A100"``)."""
+    data = read_data(ACCELERATORS_FILE)
+    sources = data["sources"]
+    return {
+        name: Accelerator(name=name, **{**row, "source": sources[row["source"]]["reference"]})
+        for name, row in data["accelerators"].items()
+    }
 
 
 def get(name: str) -> InstanceType:

@@ -43,6 +43,15 @@ COMMAND = "python -m instance_catalog.refresh"
 
 _MAX_TYPES_PER_CALL = 100  # DescribeInstanceTypes rejects more InstanceTypes in one request
 
+# NeuronInfo reports physical NeuronCores (CoreInfo.Count per device, CoreInfo.Version). The Neuron
+# runtime's default logical NeuronCore configuration (LNC) groups that many physical cores into
+# the one core a training process drives: 1 for NeuronCore-v2 (Trainium), 2 for NeuronCore-v3
+# (Trainium2: 8 physical cores per chip, 4 logical), so ml.trn2.48xlarge runs 64 processes, not
+# 128. Source: AWS Neuron docs, "Logical NeuronCore configuration" and "Developer Guide for
+# Training with PyTorch NeuronX" (Trn2: 8 NeuronCores per chip, 4 logical by default). A core
+# version missing here leaves neuron_cores unknown (None) rather than guessed.
+_DEFAULT_LOGICAL_CORE_GROUPING: dict[int, int] = {1: 1, 2: 1, 3: 2}
+
 
 @attrs.frozen
 class RefreshReport:
@@ -195,12 +204,25 @@ def _from_ec2(name: str, info: dict[str, Any]) -> InstanceType:
         memory_mib=info["MemoryInfo"]["SizeInMiB"],
         efa_supported=bool(info.get("NetworkInfo", {}).get("EfaSupported", False)),
         source=EC2_SOURCE,
+        neuron_cores=_neuron_cores(devices) if kind == "neuron" and count else None,
     )
+
+
+def _neuron_cores(devices: list[dict[str, Any]]) -> int | None:
+    cores = 0
+    for device in devices:
+        core = device.get("CoreInfo", {})
+        grouping = _DEFAULT_LOGICAL_CORE_GROUPING.get(core.get("Version", 0))
+        if grouping is None or "Count" not in core:
+            return None
+        cores += device["Count"] * core["Count"] // grouping
+    return cores
 
 
 def _entry(name: str, **fields: Any) -> InstanceType:
     # The one place gpu_count is derived, for API answers and supplement rows alike.
     gpu_count = fields["accelerator_count"] if fields["accelerator_kind"] == "gpu" else 0
+    fields.setdefault("neuron_cores", None)
     return InstanceType(name=name, gpu_count=gpu_count, **fields)
 
 

@@ -301,3 +301,80 @@ def test_import_and_lookup_load_no_aws_or_sagemaker_module() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.split("\n")[:2] == ["[]", "[]"]
+
+
+# --- NeuronCores (EC2 NeuronInfo) and precision per accelerator ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "cores"),
+    [
+        ("ml.trn1.2xlarge", 2),
+        ("ml.trn1.32xlarge", 32),
+        ("ml.trn1n.32xlarge", 32),
+        # NeuronInfo says 16 chips x 8 physical cores; the runtime pairs them by default (LNC 2),
+        # which is AWS's "64 NeuronCores" and the number of training processes.
+        ("ml.trn2.48xlarge", 64),
+        ("ml.p4d.24xlarge", None),
+        ("ml.m5.xlarge", None),
+    ],
+)
+def test_neuron_cores_per_instance(name: str, cores: int | None) -> None:
+    assert instance_catalog.get(name).neuron_cores == cores
+
+
+@pytest.mark.parametrize("name", IN_MOTO)
+def test_neuron_cores_come_from_moto_neuron_info(name: str) -> None:
+    devices = MOTO_EC2[name.removeprefix("ml.")].get("NeuronInfo", {}).get("NeuronDevices", [])
+    physical = sum(device["Count"] * device["CoreInfo"]["Count"] for device in devices)
+    cores = CATALOG[name].neuron_cores
+    if not physical:
+        assert cores is None
+    else:
+        assert cores is not None and physical % cores == 0 and physical // cores in (1, 2)
+
+
+def test_trainium_is_described_in_neuron_cores_not_gpus() -> None:
+    assert instance_catalog.get("ml.trn1.32xlarge").describe_accelerators() == (
+        "32 NeuronCores (16 Trainium)"
+    )
+    assert instance_catalog.get("ml.p3.16xlarge").describe_accelerators() == "8 V100 GPUs"
+    assert instance_catalog.get("ml.c5.xlarge").describe_accelerators() == "no GPUs"
+
+
+def test_every_accelerator_in_the_catalog_has_its_precision_facts() -> None:
+    names = {entry.accelerator_name for entry in CATALOG.values() if entry.accelerator_name}
+    assert names <= set(instance_catalog.accelerators())
+    for entry in CATALOG.values():
+        if entry.accelerator_name:
+            assert entry.accelerator is not None and entry.accelerator.source
+
+
+@pytest.mark.parametrize(
+    ("name", "bf16", "fp8"),
+    [
+        ("ml.p3.16xlarge", False, False),  # V100, Volta
+        ("ml.g4dn.12xlarge", False, False),  # T4, Turing
+        ("ml.p2.xlarge", False, False),  # K80
+        ("ml.g5.48xlarge", True, False),  # A10G, Ampere
+        ("ml.p4d.24xlarge", True, False),  # A100, Ampere
+        ("ml.g6e.48xlarge", True, True),  # L40S, Ada Lovelace (compute capability 8.9)
+        ("ml.p5.48xlarge", True, True),  # H100, Hopper
+        ("ml.p6-b200.48xlarge", True, True),
+        ("ml.trn1.32xlarge", True, True),  # Trainium: BF16 and cFP8
+    ],
+)
+def test_precision_support_by_accelerator(name: str, bf16: bool, fp8: bool) -> None:
+    accelerator = instance_catalog.get(name).accelerator
+    assert accelerator is not None
+    assert (accelerator.bf16, accelerator.fp8) == (bf16, fp8)
+
+
+def test_nvidia_precision_follows_compute_capability() -> None:
+    for accelerator in instance_catalog.accelerators().values():
+        if accelerator.vendor != "nvidia":
+            continue
+        assert accelerator.compute_capability is not None
+        capability = tuple(int(part) for part in accelerator.compute_capability.split("."))
+        assert accelerator.bf16 == (capability >= (8, 0)), accelerator.name
+        assert accelerator.fp8 == (capability >= (8, 9)), accelerator.name
