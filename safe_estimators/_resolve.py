@@ -26,6 +26,7 @@ from safe_estimators._facts import tables
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
+from safe_estimators._rules.context import version_at_least
 from safe_estimators._script_checks import Finding, ScriptContext, check_script
 from safe_estimators._spec import (
     JobSpec,
@@ -119,13 +120,110 @@ def _model_parallel_rules(ctx: Context) -> list[Problem]:
 def script_context(ctx: Context) -> ScriptContext:
     """What the script checks need to know about the job."""
     mp = ctx.model_parallel
+    spec = ctx.spec
+    launcher, per_host = _script_launcher(ctx)
+    options = _smp_options(spec) if launcher == "smp-v2" else {}
+    checkpoint_dir = spec.extra.get("checkpoint_local_path")
+    if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
+        checkpoint_dir = "/opt/ml/checkpoints"
     return ScriptContext(
         training_compiler=ctx.compiler,
         xla_distributed=ctx.wants_xla_distribution,
         gpus_per_instance=ctx.gpus_per_instance,
-        model_parallel=mp is not None,
-        model_parallel_fp16=bool(mp is not None and (mp.fp16 or mp.fp16_params)),
+        model_parallel=mp is not None and launcher != "smp-v2",
+        model_parallel_fp16=bool(
+            mp is not None and launcher != "smp-v2" and (mp.fp16 or mp.fp16_params)
+        ),
+        launcher=launcher,
+        processes=None if per_host is None else per_host * spec.instance_count,
+        instance_type=ctx.instance_name or None,
+        pytorch_version=_container_pytorch(ctx),
+        tensor_parallel_degree=_degree(options, "tensor_parallel_degree", 1),
+        context_parallel_degree=_degree(options, "context_parallel_degree", 1),
+        expert_parallel_degree=_degree(options, "expert_parallel_degree", 1),
+        hybrid_shard_degree=_degree(options, "hybrid_shard_degree", 0),
+        activation_offloading_set="sm_activation_offloading" in options,
+        use_spot_instances=spec.use_spot_instances is True,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_in_hyperparameters=any(
+            isinstance(v, str) and checkpoint_dir in v for v in spec.hyperparameters.values()
+        ),
     )
+
+
+def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
+    """The launcher (a ScriptContext.launcher value) and its processes per instance.
+
+    Read from the raw ``distribution`` and ``model_parallel=`` as the SDK reads them; it stands in
+    for the resolved launcher until the launcher modules provide one.
+    """
+    spec = ctx.spec
+    dist = spec.distribution if isinstance(spec.distribution, Mapping) else {}
+    instance = ctx.instance
+    devices = (instance.gpu_count or instance.accelerator_count or None) if instance else None
+
+    def on(key: str, block: object = None) -> bool:
+        block = dist.get(key) if block is None else block
+        return isinstance(block, Mapping) and block.get("enabled") is True
+
+    smd = dist.get("smdistributed")
+    smd = smd if isinstance(smd, Mapping) else {}
+    smp_block = smd.get("modelparallel")
+    # The SDK picks the SMP v2 image when torch_distributed is present beside modelparallel.
+    if isinstance(smp_block, Mapping) and smp_block.get("enabled") is not False:
+        return ("smp-v2" if "torch_distributed" in dist else "smp-v1"), _mpi_per_host(ctx, devices)
+    if spec.model_parallel is not None:
+        version = _container_pytorch(ctx)
+        if version is None:
+            return None, None
+        if version_at_least(version, "2.0.1"):
+            return "smp-v2", devices
+        return "smp-v1", _mpi_per_host(ctx, devices)
+    if on("dataparallel", smd.get("dataparallel")):
+        return "smddp", devices
+    if on("pytorchddp"):
+        return "pytorchddp", devices
+    if on("torch_distributed"):
+        return "torchrun", devices
+    if on("mpi"):
+        count = dist["mpi"].get("processes_per_host", 1)
+        return "mpi", count if type(count) is int else None
+    return None, None
+
+
+def _mpi_per_host(ctx: Context, devices: int | None) -> int | None:
+    count = getattr(ctx.model_parallel, "processes_per_host", None)
+    return count if type(count) is int else devices
+
+
+def _container_pytorch(ctx: Context) -> str | None:
+    try:
+        version = ctx.pytorch_version
+    except (LookupError, TypeError, ValueError):
+        version = None
+    spec = ctx.spec
+    # SMP-only versions (2.4.1) are not in the DLC table: the version as written then.
+    written = spec.framework_version if spec.estimator == "pytorch" else spec.pytorch_version
+    return version or (written if isinstance(written, str) else None)
+
+
+def _smp_options(spec: JobSpec) -> Mapping[str, Any]:
+    """The SMP v2 parameters as written, from either place; empty when not readable."""
+    value = spec.model_parallel
+    if attrs.has(type(value)):
+        value = {k: v for k, v in attrs.asdict(value).items() if v is not None}
+    if isinstance(value, Mapping):
+        return value
+    dist = spec.distribution if isinstance(spec.distribution, Mapping) else {}
+    smd = dist.get("smdistributed")
+    block = smd.get("modelparallel") if isinstance(smd, Mapping) else None
+    params = block.get("parameters") if isinstance(block, Mapping) else None
+    return params if isinstance(params, Mapping) else {}
+
+
+def _degree(options: Mapping[str, Any], name: str, default: int) -> int:
+    value = options.get(name, default)
+    return value if type(value) is int else default
 
 
 def _script_path(spec: JobSpec) -> str | None:

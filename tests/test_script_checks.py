@@ -12,6 +12,7 @@ import gc
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,6 +36,30 @@ EVERYTHING = ScriptContext(
     model_parallel_fp16=True,
 )
 
+# torchrun on 2 x ml.p4d.24xlarge (8 GPUs each): 16 processes.
+TORCHRUN = ScriptContext(
+    gpus_per_instance=8, launcher="torchrun", processes=16, instance_type="ml.p4d.24xlarge",
+    pytorch_version="2.3.0",
+)
+SMDDP = attrs.evolve(TORCHRUN, launcher="smddp")
+TRAINIUM = attrs.evolve(
+    TORCHRUN, gpus_per_instance=None, processes=32, instance_type="ml.trn1.32xlarge",
+    pytorch_version="2.0.0",
+)
+SMP_V1 = ScriptContext(
+    model_parallel=True, launcher="smp-v1", gpus_per_instance=8, processes=16,
+    instance_type="ml.p4d.24xlarge", pytorch_version="1.13.1",
+)
+# SMP v2 on 2 x ml.p4d.24xlarge, PyTorch 2.3.1 (SMP 2.5.0): tensor 8 x hybrid shard 2.
+SMP_V2 = attrs.evolve(
+    TORCHRUN, launcher="smp-v2", pytorch_version="2.3.1", tensor_parallel_degree=8,
+    hybrid_shard_degree=2,
+)
+SMP_V2_TP_ONLY = attrs.evolve(SMP_V2, hybrid_shard_degree=1)
+SMP_V2_OFFLOAD = attrs.evolve(SMP_V2, activation_offloading_set=True)
+SMP_V2_PT241 = attrs.evolve(SMP_V2, pytorch_version="2.4.1")  # SMP 2.7.0
+SPOT = ScriptContext(use_spot_instances=True)
+
 # rule id -> the job configuration its pair of fixtures is checked in.
 PAIRS = {
     "xla-missing-mp-fn": XLA,
@@ -56,6 +81,25 @@ PAIRS = {
     "smp-fp16-static-loss-scale": SMP_FP16,
     "smp-set-device": SMP,
     "smp-not-imported": SMP,
+    "smp-no-init": SMP_V1,
+    "smp-no-step": SMP_V1,
+    "smp-no-distributed-model": SMP_V1,
+    "smp-no-distributed-optimizer": SMP_V1,
+    "no-process-group": TORCHRUN,
+    "no-distributed-sampler": TORCHRUN,
+    "hard-coded-device": TORCHRUN,
+    "save-on-every-rank": TORCHRUN,
+    "smddp-backend-not-imported": TORCHRUN,
+    "smddp-job-uses-nccl": SMDDP,
+    "trainium-backend": TRAINIUM,
+    "smp-v2-no-init": SMP_V2,
+    "smp-v2-no-transform": SMP_V2,
+    "smp-v2-smddp-after-init": SMP_V2,
+    "smp-v2-smddp-tensor-parallel-only": SMP_V2_TP_ONLY,
+    "smp-v2-offloading-not-wired": SMP_V2_OFFLOAD,
+    "smp-v2-removed-module": SMP_V2_PT241,
+    "model-outside-model-dir": PLAIN,
+    "spot-without-checkpoints": SPOT,
 }
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
@@ -69,6 +113,17 @@ REALISTIC = {
     "run_mlm_trainer": (EXAMPLES / "compiler-single-gpu" / "train.py", XLA),
     # AWS's SMP v1 GPT-2 example shape, fp16
     "smp_fp16_gpt2": (EXAMPLES / "model-parallel-fp16" / "train.py", SMP_FP16),
+}
+
+TORCHRUN_SPOT = attrs.evolve(TORCHRUN, use_spot_instances=True)
+
+# Realistic launcher scripts, both in fixtures/scripts: name -> the job configurations that
+# <name>_good.py passes clean and <name>_bad.py (where present) is checked in.
+REALISTIC_LAUNCH = {
+    "fsdp_llama": (TORCHRUN_SPOT, TORCHRUN),
+    "hf_trainer_torchrun": (TORCHRUN_SPOT, TORCHRUN, SMDDP),
+    "smp_v2_guide": (SMP_V2_PT241, SMP_V2),
+    "lightning": (TORCHRUN_SPOT, TORCHRUN),
 }
 
 _MARKER = re.compile(r"#\s*expect(-file)?:\s*([\w\-, ]+)")
@@ -116,9 +171,20 @@ def test_realistic_scripts(name: str, case: tuple[Path, ScriptContext]) -> None:
         assert reported(findings) == expected(bad)
 
 
+@pytest.mark.parametrize("name", REALISTIC_LAUNCH)
+def test_realistic_launcher_scripts(name: str) -> None:
+    first, *others = REALISTIC_LAUNCH[name]
+    for context in (first, *others):
+        assert check_script(f"{name}_good.py", context, source_dir=FIXTURES) == []
+    bad = FIXTURES / f"{name}_bad.py"
+    findings = check_script(bad.name, first, source_dir=FIXTURES)
+    assert reported(findings) == expected(bad)
+    assert all(f.message and f.hint for f in findings)
+
+
 def test_every_fixture_is_in_a_table() -> None:
     names = {p.name.rsplit("_", 1)[0] for p in FIXTURES.glob("*.py")}
-    assert names <= set(PAIRS) | set(REALISTIC)
+    assert names <= set(PAIRS) | set(REALISTIC) | set(REALISTIC_LAUNCH)
     assert set(PAIRS) <= names
 
 

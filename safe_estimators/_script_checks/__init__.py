@@ -58,7 +58,21 @@ from safe_estimators._script_checks.rules.amp import (
     _rule_amp_step_before_clip,
 )
 from safe_estimators._script_checks.rules.environ import _rule_environ_values
+from safe_estimators._script_checks.rules.launch import (
+    _rule_hard_coded_device,
+    _rule_no_distributed_sampler,
+    _rule_no_process_group,
+    _rule_save_every_rank,
+)
+from safe_estimators._script_checks.rules.outputs import (
+    _rule_model_outside_model_dir,
+    _rule_spot_without_checkpoints,
+)
 from safe_estimators._script_checks.rules.padding import _rule_dynamic_padding
+from safe_estimators._script_checks.rules.smddp import (
+    _rule_smddp_job_uses_nccl,
+    _rule_smddp_not_imported,
+)
 from safe_estimators._script_checks.rules.smp import (
     _rule_smp_clip,
     _rule_smp_loss_scale,
@@ -67,6 +81,21 @@ from safe_estimators._script_checks.rules.smp import (
     _rule_smp_scheduler,
     _rule_smp_set_device,
 )
+from safe_estimators._script_checks.rules.smp_v1 import (
+    _rule_smp_no_distributed_model,
+    _rule_smp_no_distributed_optimizer,
+    _rule_smp_no_init,
+    _rule_smp_no_step,
+)
+from safe_estimators._script_checks.rules.smp_v2 import (
+    _rule_smp_v2_no_init,
+    _rule_smp_v2_no_transform,
+    _rule_smp_v2_offloading,
+    _rule_smp_v2_removed_module,
+    _rule_smp_v2_smddp_after_init,
+    _rule_smp_v2_smddp_tp_only,
+)
+from safe_estimators._script_checks.rules.trainium import _rule_trainium_backend
 from safe_estimators._script_checks.rules.xla import (
     _entry_not_python,
     _rule_data_sharded,
@@ -190,6 +219,25 @@ _RULES: tuple[_Rule, ...] = (
     _rule_smp_loss_scale,
     _rule_smp_set_device,
     _rule_smp_not_used,
+    _rule_smp_no_init,
+    _rule_smp_no_step,
+    _rule_smp_no_distributed_model,
+    _rule_smp_no_distributed_optimizer,
+    _rule_no_process_group,
+    _rule_no_distributed_sampler,
+    _rule_hard_coded_device,
+    _rule_save_every_rank,
+    _rule_smddp_not_imported,
+    _rule_smddp_job_uses_nccl,
+    _rule_smp_v2_no_init,
+    _rule_smp_v2_no_transform,
+    _rule_smp_v2_smddp_after_init,
+    _rule_smp_v2_smddp_tp_only,
+    _rule_smp_v2_offloading,
+    _rule_smp_v2_removed_module,
+    _rule_trainium_backend,
+    _rule_model_outside_model_dir,
+    _rule_spot_without_checkpoints,
 )
 
 

@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 
 from safe_estimators._problems import Severity
+
+# How the job starts the entry point; "smp-v1" is MPI with the model parallel library v1,
+# "smp-v2" is torchrun with the SMP v2 image (torch.sagemaker), "smddp" is
+# smdistributed.dataparallel (through mpirun or torchrun), "pytorchddp" is mpirun.
+Launcher = Literal["torchrun", "pytorchddp", "smddp", "mpi", "smp-v1", "smp-v2"]
 
 
 @attrs.frozen
@@ -21,6 +28,18 @@ class ScriptContext:
         model_parallel: the SageMaker model parallel library (``smdistributed.modelparallel``)
             is on.
         model_parallel_fp16: model parallelism with ``fp16`` on.
+        launcher: the multi-process launcher that starts the entry point, ``None`` for a single
+            process (or a launcher the checks do not model, such as pytorchxla).
+        processes: how many processes the launcher starts in total; ``None`` when unknown.
+        instance_type: the instance type name (``ml.trn1.32xlarge``); ``None`` when unknown.
+        pytorch_version: the container's full PyTorch version; ``None`` when unknown.
+        tensor_parallel_degree, context_parallel_degree, expert_parallel_degree,
+            hybrid_shard_degree: the SMP v2 degrees as configured (their defaults otherwise).
+        activation_offloading_set: the SMP v2 option ``sm_activation_offloading`` is given.
+        use_spot_instances: a managed spot job (it may be interrupted and restarted).
+        checkpoint_dir: the local folder SageMaker syncs with ``checkpoint_s3_uri``.
+        checkpoint_in_hyperparameters: a hyperparameter names ``checkpoint_dir``, so the
+            script may read it from its arguments.
     """
 
     training_compiler: bool = False
@@ -28,6 +47,25 @@ class ScriptContext:
     gpus_per_instance: int | None = None
     model_parallel: bool = False
     model_parallel_fp16: bool = False
+    launcher: Launcher | None = None
+    processes: int | None = None
+    instance_type: str | None = None
+    pytorch_version: str | None = None
+    tensor_parallel_degree: int = 1
+    context_parallel_degree: int = 1
+    expert_parallel_degree: int = 1
+    hybrid_shard_degree: int = 0
+    activation_offloading_set: bool = False
+    use_spot_instances: bool = False
+    checkpoint_dir: str = "/opt/ml/checkpoints"
+    checkpoint_in_hyperparameters: bool = False
+
+    @property
+    def multi_process(self) -> bool | None:
+        """The launcher starts more than one process; ``None`` when the count is unknown."""
+        if self.launcher is None:
+            return False
+        return None if self.processes is None else self.processes > 1
 
 
 @attrs.frozen

@@ -10,7 +10,14 @@ import ast
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
-from safe_estimators._script_checks.summary import _Call, _dotted, _is_const, _keyword, _Module
+from safe_estimators._script_checks.summary import (
+    _Call,
+    _dotted,
+    _has_kwargs_unpacking,
+    _is_const,
+    _keyword,
+    _Module,
+)
 
 # How far the mark_step search follows a helper function up to its callers.
 _MAX_CALLER_DEPTH = 4
@@ -56,6 +63,24 @@ class _Program:
             for module in self.modules
             for name in module.imported
         )
+
+    @cached_property
+    def local_names(self) -> set[str]:
+        """Module names of the program's local files (``helpers`` for helpers.py)."""
+        names = set()
+        for module in self.modules:
+            stem = module.file.rpartition("/")[2].removesuffix(".py")
+            names.add(stem if stem != "__init__" else module.file.rpartition("/")[0])
+        return names
+
+    def mentions(self, text: str) -> bool:
+        """Some file names ``text`` anywhere (code, string or comment): a reason to stay quiet."""
+        return any(text in module.text for module in self.modules)
+
+    @cached_property
+    def process_group_inits(self) -> list[tuple[_Module, _Call]]:
+        """``torch.distributed.init_process_group(...)`` calls, however imported."""
+        return self.find("init_process_group")
 
     @cached_property
     def trainer_based(self) -> bool:
@@ -192,6 +217,18 @@ class _Program:
                 if site.scope != call.scope or caller_mod is not mod:
                     todo.append((caller_mod, site, depth + 1))
         return False
+
+
+def _backend(call: _Call) -> str | None:
+    """The backend an ``init_process_group`` call asks for: its constant, ``""`` when none is
+    given (PyTorch's default, NCCL on GPUs), ``None`` when the expression cannot be read."""
+    node = call.node
+    value = _keyword(node, "backend", 0)
+    if value is None:
+        return None if _has_kwargs_unpacking(node) else ""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value.lower()
+    return None
 
 
 def _is_framework_trainer(name: str) -> bool:

@@ -89,10 +89,13 @@ class _EnvWrite(NamedTuple):
 class _Module:
     """What the rules need from one parsed file."""
 
-    def __init__(self, file: str, tree: ast.Module, path: Path | None) -> None:
+    def __init__(
+        self, file: str, tree: ast.Module, path: Path | None, source: str | bytes = ""
+    ) -> None:
         self.file = file
         self.tree = tree
         self.path = path
+        self._source = source
         self.aliases: dict[str, str] = {}
         self.imported: set[str] = set()
         # (module, imported names, relative level) for following local modules.
@@ -220,6 +223,12 @@ class _Module:
         if isinstance(target, ast.Name | ast.Attribute):
             name = _dotted(target, None)
             self.assigns.append(_Assign(name, value, scope, (target.lineno, target.col_offset)))
+
+    @cached_property
+    def text(self) -> str:
+        """The source text, for the rules that only ask whether a name is mentioned at all."""
+        source = self._source
+        return source.decode("utf-8", "replace") if isinstance(source, bytes) else source
 
     @cached_property
     def calls_by_scope(self) -> dict[int, list[_Call]]:
@@ -366,7 +375,7 @@ def _parse(source: str | bytes, file: str, path: Path | None) -> _Module | Findi
     except (RecursionError, MemoryError):
         return _too_complex(file)
     try:
-        return _Module(file, tree, path)
+        return _Module(file, tree, path, source)
     except (RecursionError, MemoryError):
         return _too_complex(file)
 

@@ -1,0 +1,293 @@
+"""Rules for every multi-process launcher (torchrun, pytorchddp, SMDDP, MPI, SMP v1 and v2).
+
+The launcher starts one copy of the script per GPU. Each copy must join the process group, read
+its own share of the data, use its own GPU and leave saving to one rank; a script written for one
+GPU does none of that, and still runs: N copies train N identical models side by side.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.program import _Program
+from safe_estimators._script_checks.summary import _Call, _keyword, _Module, _short, _src
+
+# Calls that initialise the process group for the script (besides init_process_group itself):
+# (package prefix, call tail).
+_INITIALISERS = frozenset({
+    ("deepspeed", "init_distributed"),
+    ("deepspeed", "initialize"),
+    ("horovod", "init"),
+    ("smdistributed.modelparallel", "init"),
+    ("torch.sagemaker", "init"),
+    ("torch.distributed", "init_device_mesh"),
+    ("accelerate", "Accelerator"),
+    ("lightning", "Fabric"),
+    ("colossalai", "launch_from_torch"),
+})  # fmt: skip
+# A call to a function of the user's own whose body the checks cannot see (an installed helper
+# package): `init_distributed_mode(args)`, `setup_dist()`. Taken as initialising.
+_HELPER_INIT = re.compile(r"(init|setup|start).*dist|dist.*(init|setup)", re.IGNORECASE)
+# Names that shard the data without a DistributedSampler (HF datasets, webdataset, MosaicML
+# streaming, Lightning Fabric, torchdata), mentioned anywhere.
+_SHARDING_NAMES = (
+    "DistributedSampler", "split_dataset_by_node", "split_by_node", "StreamingDataset",
+    "setup_dataloaders", "ShardingFilter", "sharding_filter", ".shard(",
+)  # fmt: skip
+# What an `if` around a save, or a decorator on its function, says when it picks one process.
+_RANK_TEST = re.compile(
+    r"rank|is_main|main_process|is_master|master_process|process_zero|is_leader|is_primary",
+    re.IGNORECASE,
+)
+# How far the rank-guard search follows a function up to its callers.
+_MAX_CALLER_DEPTH = 3
+
+
+def _processes(context: ScriptContext) -> str:
+    n = context.processes
+    return f"{n} processes" if n else "one process per GPU"
+
+
+def _launches_many(context: ScriptContext) -> bool:
+    # Unknown count: the launcher was chosen to start several, so check.
+    return context.multi_process is not False
+
+
+def _rule_no_process_group(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """A torch script under a multi-process launcher must initialise the process group, or use a
+    framework that does (HF Trainer, accelerate, Lightning, DeepSpeed, SMP, Horovod)."""
+    if not _launches_many(context) or not program.imports("torch"):
+        return
+    if context.launcher in ("smp-v1", "smp-v2"):
+        return  # smp.init() / tsm.init() set it up; their own rules say when they are missing
+    if program.trainer_based or program.mentions("init_process_group"):
+        return
+    for _, call in program.calls():
+        if call.tail in ("init", "initialize", "init_distributed", "init_device_mesh",
+                         "Accelerator", "Fabric", "launch_from_torch"):
+            if any(call.name.startswith(p) and call.tail == t for p, t in _INITIALISERS):
+                return
+        elif "dist" in call.tail.lower() and _HELPER_INIT.search(call.tail):
+            return
+    yield Finding(
+        program.entry.file, 0, "error" if context.multi_process else "warning",
+        "no-process-group",
+        f"the job's launcher ({context.launcher}) starts {_processes(context)}, but the script "
+        "never initialises the process group (no `torch.distributed.init_process_group`, and no "
+        "Hugging Face Trainer, accelerate, Lightning or DeepSpeed to do it): each process trains "
+        "its own copy of the model and their gradients are never combined.",
+        "call `torch.distributed.init_process_group(backend=\"nccl\")` at start-up, then "
+        "`torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))` and wrap the model in "
+        "DistributedDataParallel or FSDP.",
+    )
+
+
+def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """Each process must read its own share of the data: a DistributedSampler, or a framework or
+    dataset that shards by rank."""
+    if not _launches_many(context) or context.launcher == "smp-v1":
+        return  # SMP v1 pipeline/tensor ranks read the same batches: no rule to apply here
+    if context.launcher == "smp-v2" and context.processes:
+        model_ranks = (
+            context.tensor_parallel_degree * context.context_parallel_degree
+            * context.expert_parallel_degree
+        )
+        if context.processes <= model_ranks:
+            return  # no data parallelism left: every rank reads the same data
+    if program.trainer_based or program.accelerate_prepared:
+        return
+    if any(program.mentions(name) for name in _SHARDING_NAMES):
+        return
+    if any("IterableDataset" in base for m in program.modules for _, bases in m.class_bases
+           for base in bases):
+        return  # an iterable dataset of the script's own may shard by rank itself
+    for module, call in program.find("DataLoader"):
+        if not (call.name == "DataLoader" or call.name.startswith("torch.utils.data")):
+            continue
+        # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
+        if len(call.node.args) > 3 or any(
+            kw.arg in ("sampler", "batch_sampler") or kw.arg is None for kw in call.node.keywords
+        ):
+            continue
+        yield Finding(
+            module.file, call.line, "warning", "no-distributed-sampler",
+            f"`{_short(call)}` at line {call.line} has no DistributedSampler, and nothing else "
+            f"in the script shards the data: each of the {_processes(context)} reads the whole "
+            "dataset in the same order, so an epoch costs N times as much and the processes "
+            "train on identical batches.",
+            "pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)` "
+            "each epoch), or shard the dataset by rank.",
+        )
+        return
+
+
+def _rule_hard_coded_device(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """``"cuda:0"``, ``.cuda(0)``, ``torch.device("cuda", 0)``: every process on the same GPU."""
+    if not _launches_many(context) or (context.instance_type or "").startswith("ml.trn"):
+        return
+    if any(w.key == "CUDA_VISIBLE_DEVICES" for m in program.modules for w in m.env_writes):
+        return  # one visible GPU per process: cuda:0 is the process's own
+    seen: set[tuple[str, int]] = set()
+    for module, call in program.calls():
+        what = _hard_coded(call, context)
+        if what is None or (module.file, call.line) in seen:
+            continue
+        seen.add((module.file, call.line))
+        yield Finding(
+            module.file, call.line, "warning", "hard-coded-device",
+            f"{what} at line {call.line} puts every one of the {_processes(context)} on the "
+            "same GPU: they run out of memory there, or share one GPU while the others idle.",
+            "use the process's own GPU: `local_rank = int(os.environ[\"LOCAL_RANK\"])`, "
+            "`torch.cuda.set_device(local_rank)`, then `torch.device(\"cuda\", local_rank)`.",
+        )
+
+
+def _is_cuda_index(node: ast.expr | None) -> bool:
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if type(value) is int:
+            return True
+        return isinstance(value, str) and re.fullmatch(r"cuda:\d+", value.strip()) is not None
+    return False
+
+
+def _hard_coded(call: _Call, context: ScriptContext) -> str | None:
+    node = call.node
+    tail = call.tail
+    if tail == "cuda" and _is_cuda_index(_keyword(node, "device", 0)):
+        return f"`{_src(node)}`"
+    if tail == "device" and call.name in ("torch.device", "device"):
+        first, index = _keyword(node, "type", 0), _keyword(node, "index", 1)
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            if first.value.startswith("cuda:") and _is_cuda_index(first):
+                return f"`{_src(node)}`"
+            if first.value == "cuda" and isinstance(index, ast.Constant) and type(
+                index.value
+            ) is int:
+                return f"`{_src(node)}`"
+        return None
+    if tail == "set_device" and "cuda" in call.name:
+        # Under SMP v1 the smp-set-device rule reports this one.
+        if context.launcher != "smp-v1" and _is_cuda_index(_keyword(node, "device", 0)):
+            return f"`{_src(node)}`"
+        return None
+    for arg in node.args if tail == "to" else ():
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _is_cuda_index(arg):
+            return f"`{_short(call)}` with {arg.value!r}"
+    for kw in node.keywords:
+        if kw.arg in ("device", "map_location") and isinstance(kw.value, ast.Constant) and (
+            isinstance(kw.value.value, str) and _is_cuda_index(kw.value)
+        ):
+            return f"`{kw.arg}={kw.value.value!r}` in `{_short(call)}`"
+    return None
+
+
+def _rule_save_every_rank(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """``torch.save`` / ``save_pretrained`` must run in one process (a rank guard around it)."""
+    if not _launches_many(context):
+        return
+    for module, call in program.find("save", "save_pretrained"):
+        if call.tail == "save":
+            if call.name != "torch.save":
+                continue
+            target = _keyword(call.node, "f", 1)
+        else:
+            if _keyword(call.node, "is_main_process") is not None:
+                continue
+            target = _keyword(call.node, "save_directory", 0)
+        if target is not None and "rank" in _src(target).lower():
+            continue  # one file per rank, on purpose
+        if _guarded(program, module, call, 0, set()):
+            continue
+        yield Finding(
+            module.file, call.line, "warning", "save-on-every-rank",
+            f"`{_short(call)}` at line {call.line} runs in every one of the "
+            f"{_processes(context)}, with no rank check around it: they all write the same "
+            "files at once, which can leave a truncated or mixed file behind.",
+            "save from one process: `if torch.distributed.get_rank() == 0:` (for FSDP, gather "
+            "the full state dict on every rank first, then save on rank 0).",
+        )
+
+
+def _guarded(
+    program: _Program, module: _Module, call: _Call, depth: int, seen: set[tuple[int, int]]
+) -> bool:
+    """A rank test decides whether ``call`` runs: an enclosing ``if``, an early return before
+    it, a decorator on its function, or every caller of its function being guarded. Where the
+    callers cannot be found, it counts as guarded (quiet)."""
+    scope = module.scopes[call.scope]
+    if isinstance(scope, ast.Lambda):
+        return True
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+        _RANK_TEST.search(_src(d)) for d in scope.decorator_list
+    ):
+        return True
+    body = scope.body if isinstance(scope, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) \
+        else []
+    if _guarded_in(body, call.line):
+        return True
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    key = (id(module), call.scope)
+    if depth >= _MAX_CALLER_DEPTH or key in seen:
+        return True
+    seen.add(key)
+    callers = [
+        (m, c) for m, c in program.by_tail.get(scope.name, ())
+        if _calls_local(c, scope.name, program) and not (m is module and c.scope == call.scope)
+    ]
+    if not callers:
+        return True
+    return all(_guarded(program, m, c, depth + 1, seen) for m, c in callers)
+
+
+def _calls_local(call: _Call, name: str, program: _Program) -> bool:
+    """``name(...)``, ``self.name(...)`` or ``helpers.name(...)``: not ``torch.save`` for a
+    local ``save``."""
+    head = call.name.rpartition(".")[0]
+    return call.name == name or head in ("self", "cls") or head in program.local_names
+
+
+def _guarded_in(body: list[ast.stmt], line: int) -> bool:
+    """Walk down the statements that contain ``line``, looking for a rank test on the way."""
+    while body:
+        for stmt in body:
+            if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+                break
+            if _is_early_exit(stmt):
+                return True
+        else:
+            return False
+        if isinstance(stmt, ast.If | ast.While) and _RANK_TEST.search(_src(stmt.test)):
+            return True
+        body = _inner_block(stmt, line)
+    return False
+
+
+def _is_early_exit(stmt: ast.stmt) -> bool:
+    """``if rank != 0: return`` (or continue, break, raise) before the save."""
+    return (
+        isinstance(stmt, ast.If)
+        and bool(_RANK_TEST.search(_src(stmt.test)))
+        and bool(stmt.body)
+        and isinstance(stmt.body[-1], ast.Return | ast.Continue | ast.Break | ast.Raise)
+    )
+
+
+def _inner_block(stmt: ast.stmt, line: int) -> list[ast.stmt]:
+    blocks: list[list[ast.stmt]] = []
+    for field in ("body", "orelse", "finalbody"):
+        value = getattr(stmt, field, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            blocks.append(value)
+    for handler in getattr(stmt, "handlers", ()):
+        blocks.append(handler.body)
+    for case in getattr(stmt, "cases", ()):
+        blocks.append(case.body)
+    for block in blocks:
+        if block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno):
+            return block
+    return []

@@ -1,0 +1,105 @@
+"""Rules for what a job leaves behind (every job): the model in SM_MODEL_DIR, checkpoints in the
+checkpoint folder on spot jobs.
+
+SageMaker uploads only ``/opt/ml/model`` (``SM_MODEL_DIR``) as model.tar.gz, and syncs only the
+checkpoint folder with ``checkpoint_s3_uri``; anything else on the instance is gone with it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.program import _Program
+from safe_estimators._script_checks.summary import _Call, _dotted, _keyword, _Module, _short
+
+_MODEL_DIR = "/opt/ml/model"
+# Spellings that reach the model folder, mentioned anywhere: then something may write there.
+_MODEL_DIR_NAMES = ("SM_MODEL_DIR", _MODEL_DIR, "model_dir")
+# Save calls: tail -> (position, keyword) of the destination; the name test keeps others out.
+_SAVES = {
+    "save": (1, "f"),  # torch.save(obj, f), xm.save(data, path)
+    "save_pretrained": (0, "save_directory"),
+    "save_model": (0, "output_dir"),  # Trainer.save_model(output_dir)
+    "dump": (1, "filename"),  # joblib.dump(value, filename)
+}
+# Destinations that are not lost with the instance: SageMaker's own folders, S3.
+_KEPT_PREFIXES = ("/opt/ml/", "s3://")
+
+
+def _is_save(call: _Call) -> bool:
+    if call.tail == "save":
+        return call.name in ("torch.save", "torch_xla.core.xla_model.save")
+    if call.tail == "dump":
+        return call.name == "joblib.dump"
+    return call.tail in _SAVES
+
+
+def _rule_model_outside_model_dir(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    if any(program.mentions(name) for name in _MODEL_DIR_NAMES):
+        return
+    for module, call in program.find(*_SAVES):
+        if not _is_save(call):
+            continue
+        position, keyword = _SAVES[call.tail]
+        if call.tail == "save_model" and "accelerator" in call.receiver.lower():
+            position, keyword = 1, "save_directory"  # accelerator.save_model(model, directory)
+        path = _path_prefix(_keyword(call.node, keyword, position), module, call, 0)
+        if path is None or path.startswith(_KEPT_PREFIXES) or path.startswith(
+            context.checkpoint_dir
+        ):
+            continue
+        yield Finding(
+            module.file, call.line, "warning", "model-outside-model-dir",
+            f"`{_short(call)}` at line {call.line} writes the model to {path!r}, and nothing in "
+            f"the script writes to SM_MODEL_DIR ({_MODEL_DIR}): SageMaker uploads only that "
+            "folder, so the trained model is lost when the instance stops.",
+            "save to `os.environ[\"SM_MODEL_DIR\"]` (for example "
+            "`os.path.join(os.environ[\"SM_MODEL_DIR\"], \"model.pt\")`).",
+        )
+        return
+
+
+def _path_prefix(node: ast.expr | None, module: _Module, call: _Call, depth: int) -> str | None:
+    """The constant start of a path expression, or None when it is not a readable constant:
+    ``"/tmp/m.pt"``, ``f"/tmp/{name}"``, ``os.path.join("/tmp", x)``, ``Path("/tmp") / x``,
+    or a variable assigned one of those."""
+    if node is None or depth > 2:
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) and node.value else None
+    if isinstance(node, ast.JoinedStr):
+        first = node.values[0] if node.values else None
+        return _path_prefix(first, module, call, depth) if isinstance(first, ast.Constant) \
+            else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _path_prefix(node.left, module, call, depth)
+    if isinstance(node, ast.Call) and node.args:
+        name = _dotted(node.func, module.aliases)
+        if name in ("os.path.join", "pathlib.Path", "Path", "os.path.abspath"):
+            return _path_prefix(node.args[0], module, call, depth)
+        return None
+    if isinstance(node, ast.Name):
+        value = module.latest_value(node.id, call.scope, call.pos)
+        return _path_prefix(value, module, call, depth + 1)
+    return None
+
+
+def _rule_spot_without_checkpoints(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """A spot job restarts the script after an interruption: only the checkpoint folder
+    survives it."""
+    if not context.use_spot_instances or context.checkpoint_in_hyperparameters:
+        return
+    folders = {context.checkpoint_dir.rstrip("/") or "/", "/opt/ml/checkpoints"}
+    if any(program.mentions(folder) for folder in folders) or program.mentions("s3://"):
+        return
+    yield Finding(
+        program.entry.file, 0, "warning", "spot-without-checkpoints",
+        f"this is a spot job, but the script never reads or writes {context.checkpoint_dir}, the "
+        "folder SageMaker syncs with checkpoint_s3_uri: when the spot instance is reclaimed, the "
+        "job restarts the script from zero and the time trained so far is paid again.",
+        f"save checkpoints to {context.checkpoint_dir} and resume from the latest one found "
+        "there at start-up (the Hugging Face Trainer: `output_dir` there and "
+        "`resume_from_checkpoint=True` when it holds a checkpoint).",
+    )
