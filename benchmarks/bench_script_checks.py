@@ -72,6 +72,7 @@ def train_{i}(model, dataset, args):
         xm.mark_step()
         if step % 100 == 0 and smp.rank() == 0:
             xm.master_print(f"model {i} step {{step}} loss {{loss.item():.4f}}")
+    torch.save(model.state_dict(), f"/tmp/model-{i}.pt")
     return model
 '''
 
@@ -87,6 +88,10 @@ EVERY_RULE = ScriptContext(
     gpus_per_instance=8,
     model_parallel=True,
     model_parallel_fp16=True,
+    # The launcher rules too: a multi-process spot job (SMP v1 keeps the smp rules on).
+    launcher="smp-v1",
+    processes=16,
+    use_spot_instances=True,
 )
 
 

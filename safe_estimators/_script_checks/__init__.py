@@ -25,8 +25,11 @@ Where things are, so that a new check is one small function in the file named af
 - ``files``: reading files and finding the local modules an import names.
 - ``rules/``: the rules, one module per family, each rule a generator over the program and the
   context: ``rules.xla`` (xla_spawn jobs), ``rules.environ`` (``os.environ``, GPU_NUM_DEVICES),
-  ``rules.padding``, ``rules.amp`` (GradScaler order), ``rules.smp`` (model parallelism). A new
-  check goes into the family's module (or a new module there) and into ``_RULES`` below.
+  ``rules.padding``, ``rules.amp`` (GradScaler order), ``rules.smp`` (model parallelism fp16),
+  ``rules.smp_v1`` (SMP v1 basics), ``rules.launch`` (any multi-process launcher),
+  ``rules.smddp``, ``rules.smp_v2`` (torch.sagemaker), ``rules.trainium``, ``rules.outputs``
+  (SM_MODEL_DIR, spot checkpoints). A new check goes into the family's module (or a new module
+  there) and into ``_RULES`` below.
 
 The rules are heuristics over names. They prefer silence to crying wolf: each one says which
 patterns it accepts, and an expression it cannot read (``padding=args.padding``) is not a finding.
