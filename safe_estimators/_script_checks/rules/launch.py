@@ -65,6 +65,8 @@ def _rule_no_process_group(program: _Program, context: ScriptContext) -> Iterato
         return  # smp.init() / tsm.init() set it up; their own rules say when they are missing
     if program.trainer_based or program.mentions("init_process_group"):
         return
+    if program.imports("mpi4py"):
+        return  # it communicates through MPI itself
     for _, call in program.calls():
         if call.tail in ("init", "initialize", "init_distributed", "init_device_mesh",
                          "Accelerator", "Fabric", "launch_from_torch"):

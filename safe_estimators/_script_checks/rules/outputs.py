@@ -12,7 +12,14 @@ from collections.abc import Iterator
 
 from safe_estimators._script_checks.findings import Finding, ScriptContext
 from safe_estimators._script_checks.program import _Program
-from safe_estimators._script_checks.summary import _Call, _dotted, _keyword, _Module, _short
+from safe_estimators._script_checks.summary import (
+    _Call,
+    _dotted,
+    _keyword,
+    _Module,
+    _short,
+    _src,
+)
 
 _MODEL_DIR = "/opt/ml/model"
 # Spellings that reach the model folder, mentioned anywhere: then something may write there.
@@ -28,12 +35,21 @@ _SAVES = {
 _KEPT_PREFIXES = ("/opt/ml/", "s3://")
 
 
+# Savers with save_pretrained that are not the model (a tokenizer in /tmp loses nothing that
+# from_pretrained cannot fetch again).
+_NOT_MODELS = ("token", "processor", "config", "feature_extractor")
+_MODEL_WORDS = ("model", "state_dict", "net", "module")
+
+
 def _is_save(call: _Call) -> bool:
-    if call.tail == "save":
-        return call.name in ("torch.save", "torch_xla.core.xla_model.save")
-    if call.tail == "dump":
-        return call.name == "joblib.dump"
-    return call.tail in _SAVES
+    """A call that saves the model: for torch.save and friends, the object saved must read as
+    one (``model.state_dict()``, ``{"model": ...}``); other objects may be caches."""
+    if call.tail in ("save", "dump"):
+        if call.name not in ("torch.save", "torch_xla.core.xla_model.save", "joblib.dump"):
+            return False
+        saved = _keyword(call.node, "obj", 0)
+        return saved is not None and any(w in _src(saved).lower() for w in _MODEL_WORDS)
+    return call.tail in _SAVES and not any(w in call.receiver.lower() for w in _NOT_MODELS)
 
 
 def _rule_model_outside_model_dir(program: _Program, context: ScriptContext) -> Iterator[Finding]:
@@ -65,24 +81,25 @@ def _path_prefix(node: ast.expr | None, module: _Module, call: _Call, depth: int
     """The constant start of a path expression, or None when it is not a readable constant:
     ``"/tmp/m.pt"``, ``f"/tmp/{name}"``, ``os.path.join("/tmp", x)``, ``Path("/tmp") / x``,
     or a variable assigned one of those."""
-    if node is None or depth > 2:
+    if node is None or depth > 8:
         return None
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) and node.value else None
     if isinstance(node, ast.JoinedStr):
         first = node.values[0] if node.values else None
-        return _path_prefix(first, module, call, depth) if isinstance(first, ast.Constant) \
-            else None
+        return first.value if isinstance(first, ast.Constant) and isinstance(
+            first.value, str
+        ) else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-        return _path_prefix(node.left, module, call, depth)
+        return _path_prefix(node.left, module, call, depth + 1)
     if isinstance(node, ast.Call) and node.args:
         name = _dotted(node.func, module.aliases)
         if name in ("os.path.join", "pathlib.Path", "Path", "os.path.abspath"):
-            return _path_prefix(node.args[0], module, call, depth)
+            return _path_prefix(node.args[0], module, call, depth + 1)
         return None
     if isinstance(node, ast.Name):
         value = module.latest_value(node.id, call.scope, call.pos)
-        return _path_prefix(value, module, call, depth + 1)
+        return _path_prefix(value, module, call, depth + 3)
     return None
 
 
