@@ -290,8 +290,10 @@ def test_a_script_that_is_not_torch_gets_no_process_group_finding() -> None:
         "from torch.utils.data import DataLoader\n"
         "DataLoader(split_dataset_by_node(ds, rank=r, world_size=w))\n",
         "from torch.utils.data import DataLoader\nDataLoader(ds, **loader_args)\n",
+        "from torch.utils.data import DataLoader\n"
+        "DataLoader(files[dist.get_rank()::dist.get_world_size()])\n",
     ],
-    ids=["own-iterable-dataset", "split-by-node", "unreadable-arguments"],
+    ids=["own-iterable-dataset", "split-by-node", "unreadable-arguments", "sliced-by-rank"],
 )
 def test_data_sharded_another_way_is_not_reported(source: str) -> None:
     source = "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n" + source

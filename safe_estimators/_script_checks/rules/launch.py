@@ -37,6 +37,8 @@ _SHARDING_NAMES = (
     "DistributedSampler", "split_dataset_by_node", "split_by_node", "StreamingDataset",
     "setup_dataloaders", "ShardingFilter", "sharding_filter", ".shard(",
 )  # fmt: skip
+# files[rank::world_size]: the script shards by hand.
+_RANK_SLICE = re.compile(r"\[[\w.()\s]*rank[\w.()\s]*::", re.IGNORECASE)
 # What an `if` around a save, or a decorator on its function, says when it picks one process.
 _RANK_TEST = re.compile(
     r"rank|is_main|main_process|is_master|master_process|process_zero|is_leader|is_primary",
@@ -101,7 +103,9 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
             return  # no data parallelism left: every rank reads the same data
     if program.trainer_based or program.accelerate_prepared:
         return
-    if any(program.mentions(name) for name in _SHARDING_NAMES):
+    if any(program.mentions(name) for name in _SHARDING_NAMES) or any(
+        _RANK_SLICE.search(m.text) for m in program.modules
+    ):
         return
     if any("IterableDataset" in base for m in program.modules for _, bases in m.class_bases
            for base in bases):
@@ -132,22 +136,34 @@ def _rule_hard_coded_device(program: _Program, context: ScriptContext) -> Iterat
         return
     if any(w.key == "CUDA_VISIBLE_DEVICES" for m in program.modules for w in m.env_writes):
         return  # one visible GPU per process: cuda:0 is the process's own
-    seen: set[tuple[str, int]] = set()
+    found: dict[tuple[str, int], str] = {}
     for module, call in program.calls():
         what = _hard_coded(call, context)
-        if what is None or (module.file, call.line) in seen:
-            continue
-        seen.add((module.file, call.line))
+        if what is not None:
+            found.setdefault((module.file, call.line), what)
+    for module in program.modules:
+        for assign in module.assigns:
+            # device = "cuda:0"
+            if "device" in assign.target.lower() and _is_cuda_index(_unless(assign.value)):
+                line = assign.pos[0]
+                found.setdefault((module.file, line), f"`{assign.target} = {_src(assign.value)}`")
+    for (file, line), what in found.items():
         yield Finding(
-            module.file, call.line, "warning", "hard-coded-device",
-            f"{what} at line {call.line} puts every one of the {_processes(context)} on the "
+            file, line, "warning", "hard-coded-device",
+            f"{what} at line {line} puts every one of the {_processes(context)} on the "
             "same GPU: they run out of memory there, or share one GPU while the others idle.",
             "use the process's own GPU: `local_rank = int(os.environ[\"LOCAL_RANK\"])`, "
             "`torch.cuda.set_device(local_rank)`, then `torch.device(\"cuda\", local_rank)`.",
         )
 
 
+def _unless(node: ast.expr | None) -> ast.expr | None:
+    """``"cuda:0" if torch.cuda.is_available() else "cpu"`` -> ``"cuda:0"``."""
+    return node.body if isinstance(node, ast.IfExp) else node
+
+
 def _is_cuda_index(node: ast.expr | None) -> bool:
+    """``0`` or ``"cuda:0"`` (any index): a device that is the same in every process."""
     if isinstance(node, ast.Constant):
         value = node.value
         if type(value) is int:
@@ -162,7 +178,7 @@ def _hard_coded(call: _Call, context: ScriptContext) -> str | None:
     if tail == "cuda" and _is_cuda_index(_keyword(node, "device", 0)):
         return f"`{_src(node)}`"
     if tail == "device" and call.name in ("torch.device", "device"):
-        first, index = _keyword(node, "type", 0), _keyword(node, "index", 1)
+        first, index = _unless(_keyword(node, "type", 0)), _keyword(node, "index", 1)
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
             if first.value.startswith("cuda:") and _is_cuda_index(first):
                 return f"`{_src(node)}`"
@@ -176,7 +192,7 @@ def _hard_coded(call: _Call, context: ScriptContext) -> str | None:
         if context.launcher != "smp-v1" and _is_cuda_index(_keyword(node, "device", 0)):
             return f"`{_src(node)}`"
         return None
-    for arg in node.args if tail == "to" else ():
+    for arg in map(_unless, node.args) if tail == "to" else ():
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _is_cuda_index(arg):
             return f"`{_short(call)}` with {arg.value!r}"
     for kw in node.keywords:
