@@ -267,8 +267,11 @@ def test_an_unknown_process_count_warns_instead_of_refusing() -> None:
         "from mylib.dist import init_distributed_mode\ninit_distributed_mode(args)",
         "from torch.distributed.device_mesh import init_device_mesh\n"
         "mesh = init_device_mesh('cuda', (16,))",
+        "from common import ddp_setup\nddp_setup()",
+        "import subprocess\nsubprocess.run(['python', 'train_impl.py'], check=True)",
     ],
-    ids=["deepspeed", "horovod", "accelerate", "helper", "device-mesh"],
+    ids=["deepspeed", "horovod", "accelerate", "helper", "device-mesh", "ddp-setup",
+         "wrapper-script"],
 )
 def test_frameworks_that_initialise_the_process_group_count(initialiser: str) -> None:
     source = f"import torch\n{initialiser}\n"

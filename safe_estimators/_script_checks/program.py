@@ -29,6 +29,12 @@ _XM = "torch_xla.core.xla_model"
 _TRAINER_PACKAGES = frozenset(
     {"transformers", "trl", "optimum", "setfit", "lightning", "pytorch_lightning"}
 )
+# Calls that run another program: (module prefixes, and the call names that can be one).
+_PROGRAM_RUNNERS = ("subprocess.", "os.system", "os.exec", "os.spawn", "runpy.", "os.popen")
+_PROGRAM_RUNNER_TAILS = frozenset({
+    "run", "call", "check_call", "check_output", "Popen", "system", "popen", "run_path",
+    "run_module", "execv", "execvp", "execvpe", "execl", "execlp", "spawnv", "spawnl",
+})  # fmt: skip
 # Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
 _MARK_STEP_NAMES = frozenset({f"{_XM}.mark_step", "torch_xla.sync"})
 _REDUCE_TAILS = frozenset({"reduce_gradients", "all_reduce"})
@@ -76,6 +82,15 @@ class _Program:
     def mentions(self, text: str) -> bool:
         """Some file names ``text`` anywhere (code, string or comment): a reason to stay quiet."""
         return any(text in module.text for module in self.modules)
+
+    @cached_property
+    def runs_other_programs(self) -> bool:
+        """It starts another script (subprocess, os.system, runpy): the training may be there,
+        out of the checks' sight, so whole-file "never calls X" findings would be guesses."""
+        return any(
+            call.name.startswith(_PROGRAM_RUNNERS) for _, call in self.calls()
+            if call.tail in _PROGRAM_RUNNER_TAILS
+        )
 
     @cached_property
     def process_group_inits(self) -> list[tuple[_Module, _Call]]:

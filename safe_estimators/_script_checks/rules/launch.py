@@ -29,8 +29,11 @@ _INITIALISERS = frozenset({
     ("colossalai", "launch_from_torch"),
 })  # fmt: skip
 # A call to a function of the user's own whose body the checks cannot see (an installed helper
-# package): `init_distributed_mode(args)`, `setup_dist()`. Taken as initialising.
-_HELPER_INIT = re.compile(r"(init|setup|start).*dist|dist.*(init|setup)", re.IGNORECASE)
+# package): `init_distributed_mode(args)`, `setup_dist()`, `ddp_setup()`. Taken as initialising.
+_HELPER_INIT = re.compile(
+    r"(init|setup|start).*(dist|ddp|fsdp|parallel)|(dist|ddp|fsdp|parallel).*(init|setup)",
+    re.IGNORECASE,
+)
 # Names that shard the data without a DistributedSampler (HF datasets, webdataset, MosaicML
 # streaming, Lightning Fabric, torchdata), mentioned anywhere.
 _SHARDING_NAMES = (
@@ -67,14 +70,12 @@ def _rule_no_process_group(program: _Program, context: ScriptContext) -> Iterato
         return  # smp.init() / tsm.init() set it up; their own rules say when they are missing
     if program.trainer_based or program.mentions("init_process_group"):
         return
-    if program.imports("mpi4py"):
-        return  # it communicates through MPI itself
+    if program.imports("mpi4py") or program.runs_other_programs:
+        return  # it communicates through MPI itself / the training is in another program
     for _, call in program.calls():
-        if call.tail in ("init", "initialize", "init_distributed", "init_device_mesh",
-                         "Accelerator", "Fabric", "launch_from_torch"):
-            if any(call.name.startswith(p) and call.tail == t for p, t in _INITIALISERS):
-                return
-        elif "dist" in call.tail.lower() and _HELPER_INIT.search(call.tail):
+        if any(call.name.startswith(p) and call.tail == t for p, t in _INITIALISERS):
+            return
+        if _HELPER_INIT.search(call.tail):
             return
     yield Finding(
         program.entry.file, 0, "error" if context.multi_process else "warning",

@@ -17,7 +17,7 @@ from safe_estimators._script_checks.summary import _dotted
 
 
 def _applies(program: _Program, context: ScriptContext) -> bool:
-    return context.model_parallel and _custom_smp(program)
+    return context.model_parallel and _custom_smp(program) and not program.runs_other_programs
 
 
 def _trains(program: _Program) -> bool:

@@ -41,12 +41,17 @@ def _smp_v2(program: _Program, context: ScriptContext) -> bool:
     return context.launcher == "smp-v2" and not program.imports("hyperpod_nemo_adapter")
 
 
+def _whole_file(program: _Program, context: ScriptContext) -> bool:
+    # "never calls X" needs the whole training in sight.
+    return _smp_v2(program, context) and not program.runs_other_programs
+
+
 def _tsm_calls(program: _Program, tail: str) -> list[tuple[_Module, _Call]]:
     return [(m, c) for m, c in program.find(tail) if c.name == f"{_TSM}.{tail}"]
 
 
 def _rule_smp_v2_no_init(program: _Program, context: ScriptContext) -> Iterator[Finding]:
-    if not _smp_v2(program, context) or _tsm_calls(program, "init"):
+    if not _whole_file(program, context) or _tsm_calls(program, "init"):
         return
     yield Finding(
         program.entry.file, 0, "error", "smp-v2-no-init",
@@ -59,7 +64,7 @@ def _rule_smp_v2_no_init(program: _Program, context: ScriptContext) -> Iterator[
 
 
 def _rule_smp_v2_no_transform(program: _Program, context: ScriptContext) -> Iterator[Finding]:
-    if not _smp_v2(program, context) or _tsm_calls(program, "transform"):
+    if not _whole_file(program, context) or _tsm_calls(program, "transform"):
         return
     degrees = [
         f"{name} {getattr(context, name)}" for name in _TRANSFORM_DEGREES
