@@ -160,7 +160,8 @@ def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
     spec = ctx.spec
     dist = spec.distribution if isinstance(spec.distribution, Mapping) else {}
     instance = ctx.instance
-    devices = (instance.gpu_count or instance.accelerator_count or None) if instance else None
+    # One process per GPU, or per NeuronCore on Trainium (torchrun's nproc_per_node).
+    devices = (instance.gpu_count or instance.neuron_cores or None) if instance else None
 
     def on(key: str, block: object = None) -> bool:
         block = dist.get(key) if block is None else block
