@@ -126,7 +126,10 @@ def test_lint_on_the_torchrun_spot_job_reports_the_five_mistakes_with_their_line
     assert code == 1
     lines = out.splitlines()
     assert len(lines) == 5
-    assert lines[0].startswith("train.py:0: error: the job's launcher (torchrun) starts 16 ")
+    assert lines[0].startswith(
+        "train.py:0: error: the job's launcher (torchrun) starts 16 processes "
+        "(2 x ml.p4d.24xlarge, 8 GPUs each)"
+    )
     assert "process group" in lines[0]
     assert lines[1].startswith("train.py:0: warning: this is a spot job")
     assert lines[2].startswith("train.py:37: warning: `torch.device('cuda:0')`")
@@ -326,3 +329,11 @@ def test_cuda_visible_devices_per_process_makes_cuda_0_right() -> None:
     source += "os.environ['CUDA_VISIBLE_DEVICES'] = os.environ['LOCAL_RANK']\n"
     source += "dist.init_process_group('nccl')\nmodel.to('cuda:0')\n"
     assert check_source(source, ScriptContext(launcher="torchrun", processes=16)) == []
+
+
+def test_a_spot_job_with_its_own_checkpoint_folder() -> None:
+    context = ScriptContext(use_spot_instances=True, checkpoint_dir="/local/ckpt")
+    [finding] = check_source("import torch\ntorch.save(m, '/opt/ml/checkpoints/x.pt')\n", context)
+    assert (finding.rule, finding.line) == ("spot-without-checkpoints", 0)
+    assert "never reads or writes /local/ckpt" in finding.message
+    assert check_source("import torch\ntorch.save(m, '/local/ckpt/x.pt')\n", context) == []

@@ -52,8 +52,13 @@ _MAX_CALLER_DEPTH = 3
 
 
 def _processes(context: ScriptContext) -> str:
-    n = context.processes
-    return f"{n} processes" if n else "one process per GPU"
+    """``16 processes (2 x ml.p4d.24xlarge, 8 GPUs each)``, for messages."""
+    n, gpus = context.processes, context.gpus_per_instance
+    if not n:
+        return "one process per GPU"
+    if gpus and context.instance_type and n % gpus == 0:
+        return f"{n} processes ({n // gpus} x {context.instance_type}, {gpus} GPUs each)"
+    return f"{n} processes"
 
 
 def _launches_many(context: ScriptContext) -> bool:
@@ -83,7 +88,8 @@ def _rule_no_process_group(program: _Program, context: ScriptContext) -> Iterato
         f"the job's launcher ({context.launcher}) starts {_processes(context)}, but the script "
         "never initialises the process group (no `torch.distributed.init_process_group`, and no "
         "Hugging Face Trainer, accelerate, Lightning or DeepSpeed to do it): each process trains "
-        "its own copy of the model and their gradients are never combined.",
+        "its own copy of the model and their gradients are never combined, or the first "
+        "torch.distributed call fails.",
         "call `torch.distributed.init_process_group(backend=\"nccl\")` at start-up, then "
         "`torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))` and wrap the model in "
         "DistributedDataParallel or FSDP.",

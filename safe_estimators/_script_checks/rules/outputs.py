@@ -108,8 +108,8 @@ def _rule_spot_without_checkpoints(program: _Program, context: ScriptContext) ->
     survives it."""
     if not context.use_spot_instances or context.checkpoint_in_hyperparameters:
         return
-    folders = {context.checkpoint_dir.rstrip("/") or "/", "/opt/ml/checkpoints"}
-    if any(program.mentions(folder) for folder in folders) or program.mentions("s3://"):
+    folder = context.checkpoint_dir.rstrip("/") or "/"
+    if program.mentions(folder) or program.mentions("s3://"):
         return
     yield Finding(
         program.entry.file, 0, "warning", "spot-without-checkpoints",
