@@ -172,7 +172,9 @@ def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
     smp_block = smd.get("modelparallel")
     # The SDK picks the SMP v2 image when torch_distributed is present beside modelparallel.
     if isinstance(smp_block, Mapping) and smp_block.get("enabled") is not False:
-        return ("smp-v2" if "torch_distributed" in dist else "smp-v1"), _mpi_per_host(ctx, devices)
+        if "torch_distributed" in dist:
+            return "smp-v2", devices
+        return "smp-v1", _mpi_per_host(ctx, devices)
     if spec.model_parallel is not None:
         version = _container_pytorch(ctx)
         if version is None:
