@@ -23,10 +23,9 @@ import pytest
 import sagemaker
 import yaml
 from moto import mock_aws
+from test_sdk_config import ORG_CONFIG
 
 import safe_estimators
-
-from test_sdk_config import ORG_CONFIG
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 GOLDEN = Path(__file__).parent / "fixtures" / "golden-requests.json"
