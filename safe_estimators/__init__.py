@@ -8,15 +8,7 @@ and return the real SageMaker estimator. Spec files go through the same path: ``
 import ``sagemaker``; only building an estimator does.
 """
 
-from safe_estimators._build import explain
-from safe_estimators._distributions.model_parallel import ModelParallel, ParallelLayout
-from safe_estimators._factories import build, huggingface, pytorch
-from safe_estimators._files import load_spec
-from safe_estimators._plan import Plan, plan
-from safe_estimators._problems import ConfigError, Problem
-from safe_estimators._resolved import Explanation, Injection
-from safe_estimators._script_checks import Finding, ScriptContext, check_script, check_source
-from safe_estimators._spec import JobSpec, TrainingCompiler
+from typing import TYPE_CHECKING
 
 __all__ = [
     "ConfigError",
@@ -39,3 +31,57 @@ __all__ = [
     "plan",
     "pytorch",
 ]
+
+# The module of each public name. A name's module is imported on first use, so that
+# `import safe_estimators` is cheap and `safe-estimators validate` loads neither the builder nor
+# the plan (nor the script checks, for a spec without a local entry point).
+_HOMES = {
+    "ConfigError": "_problems",
+    "Explanation": "_resolved",
+    "Finding": "_script_checks",
+    "Injection": "_resolved",
+    "JobSpec": "_spec",
+    "ModelParallel": "_distributions.model_parallel",
+    "ParallelLayout": "_distributions.model_parallel",
+    "Plan": "_plan",
+    "Problem": "_problems",
+    "ScriptContext": "_script_checks",
+    "TrainingCompiler": "_spec",
+    "build": "_factories",
+    "check_script": "_script_checks",
+    "check_source": "_script_checks",
+    "explain": "_build",
+    "huggingface": "_factories",
+    "load_spec": "_files",
+    "plan": "_plan",
+    "pytorch": "_factories",
+}
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    from safe_estimators._build import explain
+    from safe_estimators._distributions.model_parallel import ModelParallel, ParallelLayout
+    from safe_estimators._factories import build, huggingface, pytorch
+    from safe_estimators._files import load_spec
+    from safe_estimators._plan import Plan, plan
+    from safe_estimators._problems import ConfigError, Problem
+    from safe_estimators._resolved import Explanation, Injection
+    from safe_estimators._script_checks import Finding, ScriptContext, check_script, check_source
+    from safe_estimators._spec import JobSpec, TrainingCompiler
+else:
+    # Not shown to type checkers: a module __getattr__ would make every misspelt name valid.
+
+    def __getattr__(name: str) -> object:
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+        globals()[name] = value  # later lookups are plain attribute reads
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})
+
+
+del TYPE_CHECKING

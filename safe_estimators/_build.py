@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from safe_estimators._problems import ConfigError, Problem
@@ -12,10 +13,102 @@ from safe_estimators._spec import instance_type_name
 EXPLANATION_ATTRIBUTE = "safe_estimators"
 
 
+# --- the SDK defaults config, validated once per content ---------------------------------------
+
+# The SDK re-validates the whole defaults config against its JSON Schema on every lookup
+# (sagemaker.utils.get_sagemaker_config_value, behind resolve_value_from_config and the other
+# resolve_* helpers; about twenty per estimator and fit), and jsonschema checks the large schema
+# itself each time: about 0.15 s per call, most of a plan. The SDK's own validation runs once for
+# each distinct content; a content it refused is refused again on every call.
+_VALIDATED: dict[Any, None] = {}  # keys of contents the SDK's validation accepted
+_VALIDATED_MAX = 64
+_INSTALL_LOCK = threading.Lock()
+_SCALARS = (str, int, float, bool, type(None))
+# The modules that bound the SDK's function under this name when they were imported.
+_CALLERS = (
+    "sagemaker.config.config",
+    "sagemaker.config",
+    "sagemaker.utils",
+    "sagemaker.session",
+    "sagemaker.local.local_session",
+)
+
+
+def _content_key(value: Any) -> Any:
+    """A hashable key equal only for equal plain data (types included); TypeError otherwise."""
+    kind = type(value)
+    if kind is dict:
+        return (dict, tuple((_content_key(k), _content_key(v)) for k, v in value.items()))
+    if kind is list or kind is tuple:
+        return (kind, tuple(_content_key(v) for v in value))
+    if kind in _SCALARS:
+        return (kind, value)
+    raise TypeError(f"not plain data: {kind.__name__}")
+
+
+def _validating_once(original: Any) -> Any:
+    def validate_sagemaker_config(sagemaker_config: Any = None) -> None:
+        try:
+            key = _content_key(sagemaker_config)
+        except (TypeError, RecursionError):  # dates, custom objects: validate every time
+            original(sagemaker_config)
+            return
+        if key in _VALIDATED:
+            return
+        original(sagemaker_config)
+        if len(_VALIDATED) >= _VALIDATED_MAX:
+            _VALIDATED.clear()
+        _VALIDATED[key] = None
+
+    validate_sagemaker_config.__doc__ = original.__doc__
+    validate_sagemaker_config.__wrapped__ = original  # type: ignore[attr-defined]
+    validate_sagemaker_config.safe_estimators_once = True  # type: ignore[attr-defined]
+    return validate_sagemaker_config
+
+
+def _validate_sdk_config_once() -> None:
+    """Make the SDK validate each distinct defaults config once per process (idempotent)."""
+    import sys
+
+    import sagemaker.config.config as sdk_config
+    import sagemaker.session  # noqa: F401  # binds the name at import: patch after it
+
+    if hasattr(sdk_config.validate_sagemaker_config, "safe_estimators_once"):
+        return
+    with _INSTALL_LOCK:
+        original = sdk_config.validate_sagemaker_config
+        if hasattr(original, "safe_estimators_once"):
+            return
+        once = _validating_once(original)
+        for name in _CALLERS:
+            module = sys.modules.get(name)
+            if getattr(module, "validate_sagemaker_config", None) is original:
+                module.validate_sagemaker_config = once  # type: ignore[union-attr]
+        _resolve_endpoints_once()
+
+
+def _resolve_endpoints_once() -> None:
+    """Load botocore's endpoints table once, as a botocore session does for all its clients.
+
+    The SDK's ``sagemaker.utils._botocore_resolver()`` makes a new loader and parses the whole
+    table (endpoints.json) on every image URI and partition lookup: about 0.2 s each, twice per
+    fit. The resolver only adds derived keys to the entries it returns, so one is reused.
+    """
+    import functools
+
+    import sagemaker.utils as sdk_utils
+
+    original = getattr(sdk_utils, "_botocore_resolver", None)
+    if original is None or hasattr(original, "cache_info"):
+        return
+    sdk_utils._botocore_resolver = functools.lru_cache(maxsize=1)(original)
+
+
 def _classes(estimator: str) -> tuple[Any, Any]:
     """The estimator class and its TrainingCompilerConfig class."""
     import importlib
 
+    _validate_sdk_config_once()
     module: Any = importlib.import_module(f"sagemaker.{estimator}")
     name = {"huggingface": "HuggingFace", "pytorch": "PyTorch"}[estimator]
     return getattr(module, name), module.TrainingCompilerConfig
@@ -203,6 +296,19 @@ def _offline_send(request: Any, event_name: str = "", **_: Any) -> Any:
     raise OfflineCallRefused(f"plan is offline and does not call {request.method} {request.url}")
 
 
+# Offline plans in one region share a boto3 session (with _offline_send) and the SageMaker
+# clients the SDK would create: making them loads and builds botocore's service models, about
+# 0.3 s a plan. Every session still gets its own config, S3 client and captured request.
+_OFFLINE_CLIENTS: dict[str, tuple[Any, dict[str, Any]]] = {}
+_OFFLINE_LOCK = threading.Lock()
+_SESSION_CLIENTS = (
+    "sagemaker_client",
+    "sagemaker_runtime_client",
+    "sagemaker_featurestore_runtime_client",
+    "sagemaker_metrics_client",
+)
+
+
 def offline_session(region: str | None, bucket: str | None) -> Any:
     """A real sagemaker.Session that captures CreateTrainingJob instead of sending it.
 
@@ -214,6 +320,8 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
     import boto3
     import sagemaker
     from sagemaker.config import load_sagemaker_config
+
+    _validate_sdk_config_once()
 
     class _CapturingSession(sagemaker.Session):  # type: ignore[misc]
         captured: dict[str, Any] | None = None
@@ -230,13 +338,24 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
     config.setdefault("SchemaVersion", "1.0")
     modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
     modules.setdefault("Modules", {})["TelemetryOptOut"] = True
-    boto_session = boto3.Session(
-        region_name=region or PLACEHOLDER_REGION,
-        aws_access_key_id="PLAN",
-        aws_secret_access_key="PLAN",  # never sent: every call is answered locally
-    )
-    boto_session.events.register("before-send", _offline_send)
-    return _CapturingSession(boto_session=boto_session, sagemaker_config=config)
+    region = region or PLACEHOLDER_REGION
+    with _OFFLINE_LOCK:  # a boto3 session is not thread-safe while it creates clients
+        reused = _OFFLINE_CLIENTS.get(region)
+        if reused is not None:
+            boto_session, clients = reused
+            return _CapturingSession(boto_session=boto_session, sagemaker_config=config, **clients)
+        boto_session = boto3.Session(
+            region_name=region,
+            aws_access_key_id="PLAN",
+            aws_secret_access_key="PLAN",  # never sent: every call is answered locally
+        )
+        boto_session.events.register("before-send", _offline_send)
+        session = _CapturingSession(boto_session=boto_session, sagemaker_config=config)
+        _OFFLINE_CLIENTS[region] = (
+            boto_session,
+            {name: getattr(session, name) for name in _SESSION_CLIENTS},
+        )
+        return session
 
 
 def capture_request(estimator: Any, inputs: Any = None, job_name: str | None = None) -> Any:

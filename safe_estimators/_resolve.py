@@ -10,7 +10,7 @@ import functools
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -27,7 +27,6 @@ from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
 from safe_estimators._rules.context import version_at_least
-from safe_estimators._script_checks import Finding, ScriptContext, check_script
 from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
@@ -35,6 +34,9 @@ from safe_estimators._spec import (
     skipped_paths,
     structure_spec,
 )
+
+if TYPE_CHECKING:  # imported where used: a spec without a local script never loads the checks
+    from safe_estimators._script_checks import Finding, ScriptContext
 
 logger = logging.getLogger("safe_estimators")
 
@@ -119,6 +121,8 @@ def _model_parallel_rules(ctx: Context) -> list[Problem]:
 
 def script_context(ctx: Context) -> ScriptContext:
     """What the script checks need to know about the job."""
+    from safe_estimators._script_checks import ScriptContext
+
     mp = ctx.model_parallel
     spec = ctx.spec
     launcher, per_host = _script_launcher(ctx)
@@ -265,6 +269,8 @@ def _cached_script_checks(
     fingerprint: tuple[tuple[str, int, int], ...],
 ) -> tuple[Finding, ...]:
     # Many specs share one script (CI validating a folder of jobs): parse it once per content.
+    from safe_estimators._script_checks import check_script
+
     return tuple(check_script(entry_point, context, source_dir=source_dir))
 
 

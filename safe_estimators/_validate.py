@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from safe_estimators._files import SUFFIXES, read_spec_data, relative_to_file
 from safe_estimators._problems import Problem
 from safe_estimators._resolve import check_arguments, finding_problem, script_context
-from safe_estimators._script_checks import Finding, ScriptContext, check_script
+
+if TYPE_CHECKING:
+    from safe_estimators._script_checks import Finding
 
 
 def validate_file(path: str | os.PathLike[str]) -> list[Problem]:
@@ -22,6 +25,8 @@ def validate_file(path: str | os.PathLike[str]) -> list[Problem]:
 
 def lint_target(path: str | os.PathLike[str]) -> list[Finding]:
     """Script findings for a spec file (with its job's context) or a bare script."""
+    from safe_estimators._script_checks import Finding, ScriptContext, check_script
+
     if Path(path).suffix.lower() not in SUFFIXES:
         return check_script(path, ScriptContext())
     data, problems = read_spec_data(path)

@@ -1,0 +1,111 @@
+"""Importing the package and validating a spec load only what they use, and the public API stays
+the same for code and for type checkers.
+
+Fresh interpreters, because the test process has imported everything already.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import safe_estimators
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = ROOT / "examples"
+HEAVY = ["safe_estimators._build", "safe_estimators._plan", "safe_estimators._factories"]
+SCRIPT_CHECKS = "safe_estimators._script_checks"
+
+
+def _loaded_after(code: str, *args: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    program = code + "\nimport sys\nprint(' '.join(sorted(sys.modules)))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", program, *args], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.splitlines()[-1].split())
+
+
+def test_importing_the_package_loads_none_of_its_modules():
+    loaded = _loaded_after("import safe_estimators")
+    assert {m for m in loaded if m.startswith("safe_estimators.")} == set()
+    assert "sagemaker" not in loaded
+
+
+def test_validating_a_spec_without_a_local_script_loads_neither_builder_nor_script_checks(
+    tmp_path,
+):
+    spec = tmp_path / "job.yaml"
+    spec.write_text(
+        "estimator: pytorch\n"
+        "entry_point: train.py\n"
+        "source_dir: s3://my-bucket/code/sourcedir.tar.gz\n"
+        "instance_type: ml.p3.8xlarge\n"
+        'framework_version: "1.13.1"\n'
+        "py_version: py39\n"
+    )
+    code = "from safe_estimators._cli import main\nassert main(['validate', sys.argv[1]]) == 0"
+    loaded = _loaded_after("import sys\n" + code, str(spec))
+    assert [m for m in [*HEAVY, SCRIPT_CHECKS, "sagemaker"] if m in loaded] == []
+
+
+def test_validating_a_spec_with_a_local_script_checks_it_without_the_builder():
+    code = "from safe_estimators._cli import main\nassert main(['validate', sys.argv[1]]) == 0"
+    loaded = _loaded_after("import sys\n" + code, str(EXAMPLES / "compiler-multi-gpu/job.yaml"))
+    assert SCRIPT_CHECKS in loaded
+    assert [m for m in [*HEAVY, "sagemaker"] if m in loaded] == []
+
+
+@pytest.mark.parametrize("name", safe_estimators.__all__)
+def test_every_public_name_is_the_object_of_its_module(name):
+    import importlib
+
+    home = importlib.import_module(f"safe_estimators.{safe_estimators._HOMES[name]}")
+    assert getattr(safe_estimators, name) is getattr(home, name)
+
+
+def test_every_public_name_has_a_home_and_nothing_else_does():
+    assert sorted(safe_estimators._HOMES) == sorted(safe_estimators.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'plann'"):
+        _ = safe_estimators.plann  # type: ignore[attr-defined]
+
+
+def test_star_import_gives_the_public_names():
+    namespace: dict[str, object] = {}
+    exec("from safe_estimators import *", namespace)
+    assert {n for n in namespace if not n.startswith("__")} == set(safe_estimators.__all__)
+
+
+def test_type_checkers_see_the_public_api_and_nothing_more(tmp_path, monkeypatch):
+    from mypy import api
+
+    user = tmp_path / "user.py"
+    user.write_text(
+        textwrap.dedent(
+            """
+            import safe_estimators
+            from safe_estimators import ConfigError, JobSpec, ModelParallel, plan
+
+            result: safe_estimators.Plan = plan("job.yaml")
+            request: dict = result.request
+            spec: JobSpec = safe_estimators.load_spec("job.yaml")
+            mp = ModelParallel(pipeline_parallel_degree=2)
+            error: type[ValueError] = ConfigError
+            safe_estimators.plann("job.yaml")
+            """
+        )
+    )
+    # Run from the project root (mypy searches the working directory), reporting on user.py only.
+    monkeypatch.chdir(ROOT)
+    out, _, status = api.run(
+        [str(user), "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache")]
+    )
+    assert status == 1, out
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 1, out
+    assert 'Module has no attribute "plann"' in errors[0]
