@@ -309,6 +309,29 @@ _SESSION_CLIENTS = (
 )
 
 
+def _botocore_session() -> Any:
+    """A new botocore session that reads service models the SDK has parsed already, if any.
+
+    Importing sagemaker creates a Session (JumpStart's default), which loads the SageMaker, S3
+    and runtime service models: about 0.4 s. A botocore loader holds only parsed data files, and
+    every client of a session shares it, so the offline session borrows that one; its own
+    credentials, events and clients stay separate.
+    """
+    import botocore.session
+
+    core = botocore.session.get_session()
+    try:
+        from sagemaker.jumpstart import constants
+
+        loaded = constants.DEFAULT_JUMPSTART_SAGEMAKER_SESSION.boto_session._session
+        loader = loaded.get_component("data_loader")
+    except (ImportError, AttributeError, ValueError):  # no such session in this SDK version
+        return core
+    if loaded.get_config_variable("data_path") == core.get_config_variable("data_path"):
+        core.register_component("data_loader", loader)
+    return core
+
+
 def offline_session(region: str | None, bucket: str | None) -> Any:
     """A real sagemaker.Session that captures CreateTrainingJob instead of sending it.
 
@@ -345,6 +368,7 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
             boto_session, clients = reused
             return _CapturingSession(boto_session=boto_session, sagemaker_config=config, **clients)
         boto_session = boto3.Session(
+            botocore_session=_botocore_session(),
             region_name=region,
             aws_access_key_id="PLAN",
             aws_secret_access_key="PLAN",  # never sent: every call is answered locally
