@@ -24,14 +24,8 @@ _VALIDATED: dict[Any, None] = {}  # keys of contents the SDK's validation accept
 _VALIDATED_MAX = 64
 _INSTALL_LOCK = threading.Lock()
 _SCALARS = (str, int, float, bool, type(None))
-# The modules that bound the SDK's function under this name when they were imported.
-_CALLERS = (
-    "sagemaker.config.config",
-    "sagemaker.config",
-    "sagemaker.utils",
-    "sagemaker.session",
-    "sagemaker.local.local_session",
-)
+# The SDK modules that call validate_sagemaker_config by a name of their own.
+_CALLERS = ("sagemaker.config.config", "sagemaker.config", "sagemaker.utils", "sagemaker.session")
 
 
 def _content_key(value: Any) -> Any:
@@ -66,25 +60,32 @@ def _validating_once(original: Any) -> Any:
     return validate_sagemaker_config
 
 
-def _validate_sdk_config_once() -> None:
-    """Make the SDK validate each distinct defaults config once per process (idempotent)."""
-    import sys
-
+def _avoid_repeated_sdk_work() -> None:
+    """Stop the SDK redoing work whose result cannot change within a process (idempotent):
+    validating the same defaults config again, and parsing botocore's endpoints table again."""
     import sagemaker.config.config as sdk_config
-    import sagemaker.session  # noqa: F401  # binds the name at import: patch after it
 
     if hasattr(sdk_config.validate_sagemaker_config, "safe_estimators_once"):
         return
     with _INSTALL_LOCK:
-        original = sdk_config.validate_sagemaker_config
-        if hasattr(original, "safe_estimators_once"):
+        if hasattr(sdk_config.validate_sagemaker_config, "safe_estimators_once"):
             return
-        once = _validating_once(original)
-        for name in _CALLERS:
-            module = sys.modules.get(name)
-            if getattr(module, "validate_sagemaker_config", None) is original:
-                module.validate_sagemaker_config = once  # type: ignore[union-attr]
         _resolve_endpoints_once()
+        _validate_config_once(sdk_config.validate_sagemaker_config)
+
+
+def _validate_config_once(original: Any) -> None:
+    import importlib
+    import sys
+
+    once = _validating_once(original)
+    # Each caller bound the function to its own name when it was imported: import them, then
+    # rebind. LocalSession's module, when imported later, takes it from sagemaker.config.
+    modules: list[Any] = [importlib.import_module(name) for name in _CALLERS]
+    modules.append(sys.modules.get("sagemaker.local.local_session"))
+    for module in modules:
+        if getattr(module, "validate_sagemaker_config", None) is original:
+            module.validate_sagemaker_config = once
 
 
 def _resolve_endpoints_once() -> None:
@@ -108,7 +109,7 @@ def _classes(estimator: str) -> tuple[Any, Any]:
     """The estimator class and its TrainingCompilerConfig class."""
     import importlib
 
-    _validate_sdk_config_once()
+    _avoid_repeated_sdk_work()
     module: Any = importlib.import_module(f"sagemaker.{estimator}")
     name = {"huggingface": "HuggingFace", "pytorch": "PyTorch"}[estimator]
     return getattr(module, name), module.TrainingCompilerConfig
@@ -344,7 +345,7 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
     import sagemaker
     from sagemaker.config import load_sagemaker_config
 
-    _validate_sdk_config_once()
+    _avoid_repeated_sdk_work()
 
     class _CapturingSession(sagemaker.Session):  # type: ignore[misc]
         captured: dict[str, Any] | None = None

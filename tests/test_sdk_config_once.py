@@ -125,3 +125,15 @@ def test_plans_in_parallel_threads_get_their_own_requests():
         together = [_request_without_name(p) for p in pool.map(safe_estimators.plan, jobs)]
     assert together == alone
     assert len({r["ResourceConfig"]["InstanceType"] for r in together}) > 1
+
+
+def test_a_number_is_not_taken_for_the_boolean_validated_before(monkeypatch, tmp_path):
+    config = _org_config(f"typed-{tmp_path.name}")
+    config["SageMaker"]["TrainingJob"]["EnableNetworkIsolation"] = True
+    _use_config(monkeypatch, tmp_path / "config.yaml", config)
+    assert safe_estimators.plan(JOB).request["EnableNetworkIsolation"] is True
+
+    config["SageMaker"]["TrainingJob"]["EnableNetworkIsolation"] = 1  # equal to True in Python
+    _use_config(monkeypatch, tmp_path / "config.yaml", config)
+    with pytest.raises(jsonschema.ValidationError, match="is not of type 'boolean'"):
+        safe_estimators.plan(JOB)
