@@ -35,7 +35,7 @@ from transformers import AutoTokenizer, get_linear_schedule_with_warmup
 tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
 '''
 
-BLOCK = """
+BLOCK = '''
 
 def tokenize_{i}(batch):
     return tokenizer(batch["text"], padding="max_length", truncation=True, max_length=128)
@@ -74,13 +74,13 @@ def train_{i}(model, dataset, args):
             xm.master_print(f"model {i} step {{step}} loss {{loss.item():.4f}}")
     torch.save(model.state_dict(), f"/tmp/model-{i}.pt")
     return model
-"""
+'''
 
-FOOTER = """
+FOOTER = '''
 
 def _mp_fn(index):
     train_0(Model0(), None, None)
-"""
+'''
 
 EVERY_RULE = ScriptContext(
     training_compiler=True,
@@ -153,17 +153,12 @@ def main() -> None:
         ]
 
     floor = rows[0][1][0]
-    print(
-        f"{n_lines:,} lines, {len(source):,} characters, {len(findings)} findings; "
-        f"median of {args.runs} runs, every rule on"
-    )
+    print(f"{n_lines:,} lines, {len(source):,} characters, {len(findings)} findings; "
+          f"median of {args.runs} runs, every rule on")
     print(f"  {'':<22} {'cpu ms':>8} {'wall ms':>8} {'lines/s (cpu)':>14} {'x ast.parse':>12}")
     for name, (cpu, wall) in rows:
-        print(
-            f"  {name:<22} {cpu * 1000:8.1f} {wall * 1000:8.1f} {n_lines / cpu:>14,.0f} "
-            f"{cpu / floor:12.2f}"
-        )
-
+        print(f"  {name:<22} {cpu * 1000:8.1f} {wall * 1000:8.1f} {n_lines / cpu:>14,.0f} "
+              f"{cpu / floor:12.2f}")
 
 if __name__ == "__main__":
     main()
