@@ -8,7 +8,7 @@ from typing import Any
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob
 from safe_estimators._resolved import Explanation, Injection
-from safe_estimators._spec import instance_type_name
+from safe_estimators._spec import count_of, instance_type_name
 
 EXPLANATION_ATTRIBUTE = "safe_estimators"
 
@@ -245,7 +245,7 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     explanation = Explanation(
         estimator=job.estimator,
         instance_type=instance_type_name(job.spec.instance_type) or "<pipeline parameter>",
-        instance_count=job.spec.instance_count,
+        instance_count=count_of(job.spec.instance_count),
         gpus_per_instance=job.instance.gpu_count if job.instance else None,
         injections=injections,
         warnings=job.warnings,

@@ -26,6 +26,7 @@ from safe_estimators._facts import tables
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
+from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._rules.context import version_at_least
 from safe_estimators._spec import (
     JobSpec,
@@ -113,7 +114,7 @@ def _model_parallel_rules(ctx: Context) -> list[Problem]:
         ctx.model_parallel,
         instance_type=ctx.instance_name,
         gpus_per_instance=ctx.instance.gpu_count,
-        instance_count=ctx.spec.instance_count,
+        instance_count=ctx.instance_count,
         pytorch_version=ctx.pytorch_version,
         hyperparameters=ctx.spec.hyperparameters,
     )
@@ -353,11 +354,20 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
         )
     if not distribution:
         del kwargs["distribution"]
+    if spec.compiler_config is not None:
+        record.append(
+            Injection(
+                "training_compiler",
+                True,
+                "read from compiler_config (AWS's spelling): the compiler gets the same checks "
+                "and safe defaults as training_compiler=True.",
+            )
+        )
     for name, value, reason in (
         ("disable_profiler", True, "the profiler's overhead hides the compiler's speed-up."),
         ("debugger_hook_config", False, "the Debugger hook's overhead hides the speed-up."),
     ):
-        if getattr(spec, name) is None:
+        if getattr(spec, name) is None and not profiling_asked(spec, name):
             kwargs[name] = value
             record.append(Injection(name, value, f"Training Compiler: {reason}"))
 
@@ -384,22 +394,30 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         distribution, injected, layout = resolve_model_parallel(
             ctx.model_parallel,
             gpus_per_instance=ctx.instance.gpu_count,
-            instance_count=spec.instance_count,
+            instance_count=ctx.instance_count,
             pytorch_version=ctx.pytorch_version,
         )
         kwargs["distribution"] = {**kwargs.get("distribution", {}), **distribution}
         record += injected
-    if spec.instance_count > 1 and spec.encrypt_inter_container_traffic is None:
+    if ctx.instance_count > 1 and spec.encrypt_inter_container_traffic is None:
         kwargs["encrypt_inter_container_traffic"] = True
-        record.append(
-            Injection(
-                "encrypt_inter_container_traffic",
-                True,
-                f"{spec.instance_count} instances exchange gradients and data over the network; "
-                "encrypt it unless you turn it off explicitly.",
-            )
-        )
+        record.append(Injection("encrypt_inter_container_traffic", True, _encryption_reason(ctx)))
     return kwargs, record, layout
+
+
+def _encryption_reason(ctx: Context) -> str:
+    """Why traffic is encrypted, and what it costs (AWS's inter-container encryption page)."""
+    reason = (
+        f"{ctx.instance_count} instances exchange gradients and data over the network; "
+        "encrypted unless you set it to False. It adds training time (and so cost), most for "
+        "jobs that communicate a lot (large models, many instances)."
+    )
+    if ctx.spec.extra.get("subnets") or ctx.spec.extra.get("security_group_ids"):
+        reason += (
+            " In a VPC the job's security group must allow inbound and outbound UDP port 500 "
+            "and IP protocol 50 (ESP) from itself."
+        )
+    return reason
 
 
 def _deep_copy(value: Any) -> Any:

@@ -26,7 +26,16 @@ from safe_estimators._distributions.model_parallel import ModelParallel
 from safe_estimators._distributions.model_parallel.facts import ALIASES as MODEL_PARALLEL_ALIASES
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
 from safe_estimators._rules import LOCAL_TYPES
-from safe_estimators._spec import SPEC_FIELDS, JobSpec, PositiveInt, TrainingCompiler
+from safe_estimators._spec import (
+    SPEC_FIELDS,
+    CompilerConfig,
+    CountValue,
+    FlagValue,
+    JobSpec,
+    PositiveInt,
+    TextValue,
+    TrainingCompiler,
+)
 
 Schema = dict[str, Any]
 
@@ -43,6 +52,9 @@ _PRIMITIVES: dict[object, Schema] = {
 # Constraints a NewType adds to its base type (the structure hook enforces them).
 _NEWTYPE_CONSTRAINTS: dict[object, Schema] = {PositiveInt: {"minimum": 1}}
 
+# Types that also take a SageMaker Pipelines variable in Python: a file holds the plain value.
+_IN_A_FILE: dict[object, Any] = {CountValue: PositiveInt, FlagValue: bool, TextValue: str}
+
 # Older option names the loader accepts, by class.
 _ALIASES: dict[type, dict[str, str]] = {ModelParallel: MODEL_PARALLEL_ALIASES}
 
@@ -56,7 +68,10 @@ _SHORTHANDS: dict[type, list[Schema]] = {
 # JobSpec fields whose annotation is looser than what a file may hold: model_parallel is parsed
 # after structuring, so JobSpec types it Any. (instance_type, which may be a Pipelines object in
 # Python, is a string from the catalog in a file: see _spec_properties.)
-_FIELD_TYPES: dict[str, Any] = {"model_parallel": ModelParallel | None}
+_FIELD_TYPES: dict[str, Any] = {
+    "model_parallel": ModelParallel | None,
+    "compiler_config": CompilerConfig | None,
+}
 
 # Spec-file options that are not SageMaker estimator keywords.
 _DESCRIPTIONS: dict[str, str] = {
@@ -66,6 +81,8 @@ _DESCRIPTIONS: dict[str, str] = {
     "instance_type": "A SageMaker training instance type (safe-estimators catalog lists them), "
     "or local / local_gpu.",
     "training_compiler": "Turn on SageMaker Training Compiler with its safe defaults.",
+    "compiler_config": "The SageMaker SDK's TrainingCompilerConfig as a mapping; read as "
+    "training_compiler (enabled: true turns the compiler on with the same safe defaults).",
     "model_parallel": "Options of the SageMaker model parallel library (v1); the smdistributed "
     "and MPI distribution is derived from them.",
     "check_script": "Check the entry point for known pitfalls before launch.",
@@ -84,6 +101,8 @@ def _type_schema(tp: Any, defs: Schema) -> Schema:
         return {}
     if tp in _PRIMITIVES:
         return dict(_PRIMITIVES[tp])
+    if tp in _IN_A_FILE:
+        return _type_schema(_IN_A_FILE[tp], defs)
     supertype = getattr(tp, "__supertype__", None)  # typing.NewType
     if supertype is not None:
         return {**_type_schema(supertype, defs), **_NEWTYPE_CONSTRAINTS.get(tp, {})}

@@ -23,6 +23,12 @@ ESTIMATORS: tuple[str, ...] = ("huggingface", "pytorch")
 
 
 PositiveInt = NewType("PositiveInt", int)
+# A positive int, or a SageMaker Pipelines variable (ParameterInteger) the SDK accepts there.
+CountValue = NewType("CountValue", object)
+# A bool, or a Pipelines variable (ParameterBoolean).
+FlagValue = NewType("FlagValue", object)
+# A str, or a Pipelines variable (ParameterString, an execution property).
+TextValue = NewType("TextValue", object)
 # A str, or a SageMaker Pipelines parameter (ParameterString) resolved only at run time.
 InstanceTypeValue = NewType("InstanceTypeValue", object)
 
@@ -31,6 +37,21 @@ def is_pipeline_variable(value: object) -> bool:
     """A SageMaker Pipelines variable (parameter, property, function), known without importing
     sagemaker: they all carry an ``expr`` and ``to_string``."""
     return hasattr(value, "expr") and callable(getattr(value, "to_string", None))
+
+
+def value_of(value: object) -> Any:
+    """The value to check: the value itself, or a pipeline variable's default (None if it has
+    none)."""
+    if is_pipeline_variable(value):
+        return getattr(value, "default_value", None)
+    return value
+
+
+def count_of(value: object, unknown: int = 1) -> int:
+    """A count to compute with: the int, or a pipeline parameter's default (``unknown`` if it
+    has none)."""
+    number = value_of(value)
+    return number if type(number) is int else unknown
 
 
 def instance_type_name(value: object) -> str:
@@ -42,6 +63,7 @@ def instance_type_name(value: object) -> str:
 
 
 def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    value = value_of(value)
     if value is not None and (type(value) is not int or value < 1):
         raise ConfigError(
             [
@@ -60,6 +82,33 @@ class _BadValue(ValueError):
     def __init__(self, message: str, hint: str):
         super().__init__(message)
         self.hint = hint
+
+
+def _structure_count(value: object, _type: object) -> object:
+    if is_pipeline_variable(value):
+        default = value_of(value)
+        if default is not None:
+            _structure_positive_int(default, _type)
+        return value
+    return _structure_positive_int(value, _type)
+
+
+def _loose(expected: type, what: str) -> Any:
+    """A hook for values the SDK also accepts as pipeline variables (checked via a default)."""
+    strict = _strict(expected)
+
+    def hook(value: object, _type: object) -> object:
+        if is_pipeline_variable(value):
+            default = value_of(value)
+            if default is not None:
+                strict(default, _type)
+            return value
+        try:
+            return strict(value, _type)
+        except _BadValue as exc:
+            raise _BadValue(f"{exc} (or a SageMaker Pipelines {what})", exc.hint) from None
+
+    return hook
 
 
 def _structure_positive_int(value: object, _type: object) -> int:
@@ -98,14 +147,26 @@ class TrainingCompiler:
 
 
 @attrs.frozen(kw_only=True)
+class CompilerConfig:
+    """The SageMaker SDK's ``TrainingCompilerConfig`` as a spec file writes it.
+
+    ``compiler_config`` (this mapping, or the SDK object in Python) is AWS's spelling of
+    ``training_compiler``: ``enabled: true`` gets the same checks and safe defaults.
+    """
+
+    enabled: bool = attrs.field(default=True, validator=_bool_at("compiler_config"))
+    debug: bool = attrs.field(default=False, validator=_bool_at("compiler_config"))
+
+
+@attrs.frozen(kw_only=True)
 class JobSpec:
     """Everything the user asked for, typed. ``extra`` holds other estimator keywords unchanged."""
 
     estimator: EstimatorKind
     entry_point: str
     instance_type: InstanceTypeValue
-    role: str | None = None
-    instance_count: PositiveInt = attrs.field(default=PositiveInt(1), validator=_positive_int)
+    role: TextValue | None = None
+    instance_count: CountValue = attrs.field(default=CountValue(1), validator=_positive_int)
     source_dir: str | None = None
     py_version: str | None = None
     framework_version: str | None = None
@@ -113,18 +174,19 @@ class JobSpec:
     pytorch_version: str | None = None
     tensorflow_version: str | None = None
     hyperparameters: dict[str, Any] = attrs.field(factory=dict)
-    environment: dict[str, str] = attrs.field(factory=dict)
+    environment: dict[str, TextValue] = attrs.field(factory=dict)
     distribution: dict[str, Any] | None = None
     training_compiler: TrainingCompiler | None = None
+    compiler_config: Any = None
     model_parallel: Any = None
     image_uri: str | None = None
     instance_groups: list[Any] | None = None
     disable_profiler: bool | None = None
     debugger_hook_config: Any = None
     encrypt_inter_container_traffic: bool | None = None
-    use_spot_instances: bool | None = None
-    max_run: PositiveInt | None = attrs.field(default=None, validator=_positive_int)
-    max_wait: PositiveInt | None = attrs.field(default=None, validator=_positive_int)
+    use_spot_instances: FlagValue | None = None
+    max_run: CountValue | None = attrs.field(default=None, validator=_positive_int)
+    max_wait: CountValue | None = attrs.field(default=None, validator=_positive_int)
     checkpoint_s3_uri: str | None = None
     check_script: bool = True
     inputs: str | dict[str, str] | None = None
@@ -200,11 +262,75 @@ def _inputs_hook(value: object, _type: object) -> str | dict[str, str] | None:
     )
 
 
+def _compiler_config_intent(value: object, path: str) -> tuple[object, list[Problem]]:
+    """What ``compiler_config`` asks for, as a ``training_compiler`` value (False: off)."""
+    if isinstance(value, Mapping):
+        try:
+            config = _structure_compiler_config_dict(dict(value), CompilerConfig)
+        except Exception as exc:
+            return None, problems_from_exception(exc, path)
+    elif type(value).__name__ == "TrainingCompilerConfig":  # the SDK's, without importing it
+        enabled, debug = getattr(value, "enabled", True), getattr(value, "debug", False)
+        config = CompilerConfig(enabled=bool(enabled), debug=bool(debug))
+    else:
+        return None, [
+            Problem(
+                path,
+                f"expected TrainingCompilerConfig(...) or a mapping such as {{enabled: true}}, got "
+                f"{_type_name(value)} {value!r}.",
+                "write compiler_config={'enabled': True}, or simply training_compiler=True.",
+            )
+        ]
+    return (TrainingCompiler(debug=config.debug) if config.enabled else False), []
+
+
+def _compiler_intent_key(value: object) -> tuple[bool, bool] | None:
+    """(enabled, debug) of a training_compiler value, or None when it is malformed."""
+    if value is None or value is False:
+        return (False, False)
+    if value is True:
+        return (True, False)
+    if isinstance(value, TrainingCompiler):
+        return (True, value.debug)
+    if isinstance(value, Mapping) and set(value) <= {"debug"}:
+        debug = value.get("debug", False)
+        return (True, debug) if type(debug) is bool else None
+    return None
+
+
+def _merge_compiler_config(fields: dict[str, Any], path: str) -> list[Problem]:
+    """Read ``compiler_config`` as the compiler intent; both spellings must agree."""
+    if fields.get("compiler_config") is None:
+        return []
+    where = join_path(path, "compiler_config")
+    wanted, problems = _compiler_config_intent(fields["compiler_config"], where)
+    if problems:
+        return problems
+    if "training_compiler" not in fields:
+        fields["training_compiler"] = wanted
+        return []
+    given = _compiler_intent_key(fields["training_compiler"])
+    if given is not None and given != _compiler_intent_key(wanted):
+        return [
+            Problem(
+                where,
+                f"says the compiler is {'on' if wanted else 'off'}"
+                + (f" with debug={wanted.debug}" if isinstance(wanted, TrainingCompiler) else "")
+                + f", but training_compiler={fields['training_compiler']!r} says otherwise.",
+                "give one of them: training_compiler=True (or False), or compiler_config.",
+            )
+        ]
+    return []
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for kind in (int, float, str, bool):
         conv.register_structure_hook(kind, _strict(kind))
     conv.register_structure_hook(PositiveInt, _structure_positive_int)
+    conv.register_structure_hook(CountValue, _structure_count)
+    conv.register_structure_hook(FlagValue, _loose(bool, "ParameterBoolean"))
+    conv.register_structure_hook(TextValue, _loose(str, "ParameterString"))
     conv.register_structure_hook(InstanceTypeValue, _instance_type_hook)
     conv.register_structure_hook(TrainingCompiler | None, _training_compiler_hook)
     conv.register_structure_hook(str | dict[str, str] | None, _inputs_hook)
@@ -214,6 +340,9 @@ def _make_converter() -> cattrs.Converter:
 converter = _make_converter()
 _structure_training_compiler_dict = make_dict_structure_fn(
     TrainingCompiler, converter, _cattrs_forbid_extra_keys=True
+)
+_structure_compiler_config_dict = make_dict_structure_fn(
+    CompilerConfig, converter, _cattrs_forbid_extra_keys=True
 )
 
 
@@ -306,6 +435,10 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
                     hint or "remove it; see help(safe_estimators.huggingface) for the options.",
                 )
             )
+    compiler_problems = _merge_compiler_config(fields, path)
+    problems += compiler_problems
+    if compiler_problems:
+        fields.pop("compiler_config")
     for required in ("entry_point", "instance_type"):
         if required not in fields:
             problems.append(

@@ -72,3 +72,161 @@ def hyperparameters_limit() -> MapLimit:
 def training_instance_types() -> tuple[str, ...]:
     """The values of the ``TrainingInstanceType`` enum."""
     return tuple(_shapes()["TrainingInstanceType"]["enum"])
+
+
+# --- member constraints -----------------------------------------------------------------------
+# botocore validates types, required members and minimums client-side; the service enforces
+# maximums, patterns and enums too. Both are in the model, so both are checked here.
+
+REQUEST_SHAPE = "CreateTrainingJobRequest"
+
+# The model's patterns are Java regular expressions. Python's ``re`` lacks Unicode classes; inside
+# a character class these stand-ins are as wide or wider, so a translated pattern never refuses a
+# value the service accepts. Patterns that still do not compile are not checked.
+_UNICODE_CLASSES = {r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Alnum}": r"\w", r"\p{Z}": r"\s"}
+
+
+@functools.cache
+def _pattern(shape_name: str) -> re.Pattern[str] | None:
+    text = _shapes()[shape_name].get("pattern")
+    if text is None:
+        return None
+    for java, python in _UNICODE_CLASSES.items():
+        text = text.replace(java, python)
+    try:
+        return re.compile(text)
+    except re.error:
+        return None
+
+
+def member_shape(dotted: str, root: str = REQUEST_SHAPE) -> str:
+    """The shape name of a request member: ``member_shape("ResourceConfig.VolumeSizeInGB")``."""
+    shape = root
+    for name in dotted.split("."):
+        shape = _shapes()[shape]["members"][name]["shape"]
+    return shape
+
+
+def _where(shape_name: str) -> str:
+    return f"CreateTrainingJob's {shape_name} in botocore's SageMaker model"
+
+
+def _typed(value: object, kind: str) -> bool:
+    if kind == "integer":
+        return type(value) is int
+    if kind in ("double", "float"):
+        return type(value) in (int, float)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return type(value) is bool
+    if kind == "list":
+        return isinstance(value, list | tuple)
+    if kind in ("map", "structure"):
+        return isinstance(value, dict)
+    return True  # timestamps, blobs: not sent by the SDK from estimator arguments
+
+
+_KIND_WORDS = {
+    "integer": "a whole number",
+    "double": "a number",
+    "float": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "list": "a list",
+    "map": "a mapping",
+    "structure": "a mapping",
+}
+
+
+def shape_problems(
+    value: object, shape_name: str, opaque: Any = None, path: str = ""
+) -> list[tuple[str, str]]:
+    """Every way ``value`` breaks the model's constraints for ``shape_name``.
+
+    Returns ``(sub_path, message)`` pairs; ``sub_path`` is dotted below the value (``"3.Key"``)
+    and each message names the limit and the shape it comes from. Values for which ``opaque``
+    is true (pipeline variables, known only at run time) are not checked.
+    """
+    if opaque is not None and opaque(value):
+        return []
+    shape = _shapes()[shape_name]
+    kind = shape["type"]
+    if not _typed(value, kind):
+        return [
+            (
+                path,
+                f"must be {_KIND_WORDS.get(kind, kind)}, got {type(value).__name__} {value!r} "
+                f"({_where(shape_name)}).",
+            )
+        ]
+    found: list[tuple[str, str]] = []
+    low, high = shape.get("min"), shape.get("max")
+    if kind in ("integer", "double", "float"):
+        assert isinstance(value, int | float)
+        if low is not None and value < low:
+            found.append((path, f"is {value}; the minimum is {low} ({_where(shape_name)})."))
+        if high is not None and value > high:
+            found.append((path, f"is {value}; the maximum is {high} ({_where(shape_name)})."))
+        return found
+    if kind in ("string", "list", "map"):
+        assert isinstance(value, str | list | tuple | dict)
+        unit = "characters" if kind == "string" else "entries"
+        if low is not None and len(value) < low:
+            found.append(
+                (path, f"has {len(value)} {unit}; the minimum is {low} ({_where(shape_name)}).")
+            )
+        if high is not None and len(value) > high:
+            found.append(
+                (path, f"has {len(value)} {unit}; the maximum is {high} ({_where(shape_name)}).")
+            )
+    if kind == "string":
+        assert isinstance(value, str)
+        enum = shape.get("enum")
+        pattern = _pattern(shape_name)
+        if enum and value not in enum:
+            found.append(
+                (path, f"is {value!r}; it must be one of {', '.join(enum)} ({_where(shape_name)}).")
+            )
+        elif pattern is not None and not pattern.fullmatch(value):
+            found.append(
+                (
+                    path,
+                    f"{value!r} does not match the pattern {shape['pattern']} "
+                    f"({_where(shape_name)}).",
+                )
+            )
+    elif kind == "list":
+        assert isinstance(value, list | tuple)
+        member = shape["member"]["shape"]
+        for index, item in enumerate(value):
+            found += shape_problems(item, member, opaque, _join(path, index))
+    elif kind == "map":
+        assert isinstance(value, dict)
+        for key, item in value.items():
+            found += shape_problems(key, shape["key"]["shape"], opaque, _join(path, key))
+            found += shape_problems(item, shape["value"]["shape"], opaque, _join(path, key))
+    elif kind == "structure":
+        assert isinstance(value, dict)
+        members = shape["members"]
+        for name in shape.get("required", []):
+            if name not in value:
+                found.append(
+                    (_join(path, name), f"is required ({_where(shape_name)}) but missing.")
+                )
+        for name, item in value.items():
+            if name not in members:
+                found.append(
+                    (
+                        _join(path, name),
+                        f"{name!r} is not a member of {shape_name}; it has "
+                        f"{', '.join(members)}.",
+                    )
+                )
+            elif item is not None:
+                found += shape_problems(item, members[name]["shape"], opaque, _join(path, name))
+    return found
+
+
+def _join(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)

@@ -44,12 +44,3 @@ XLA_MISSPELLINGS: tuple[str, ...] = ("torchxla", "pytorch_xla", "torch_xla", "xl
 
 # The SageMaker SDK's default max_run (EstimatorBase), in seconds.
 DEFAULT_MAX_RUN = 24 * 60 * 60
-
-# Hyperparameters the SDK adds to every framework job; they count against the API's limit.
-SDK_HYPERPARAMETERS: tuple[str, ...] = (
-    "sagemaker_program",
-    "sagemaker_submit_directory",
-    "sagemaker_container_log_level",
-    "sagemaker_job_name",
-    "sagemaker_region",
-)

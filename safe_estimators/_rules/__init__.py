@@ -17,6 +17,7 @@ from safe_estimators._rules.compiler import (
     compiler_gpu_num_devices,
     compiler_hardware,
     compiler_multi_gpu,
+    compiler_profiling_asked,
 )
 from safe_estimators._rules.context import LOCAL_TYPES, Context, Rule
 from safe_estimators._rules.distribution import (
@@ -30,11 +31,14 @@ from safe_estimators._rules.instance import (
     instance_type_known,
     pipeline_parameter_instance_type,
 )
+from safe_estimators._rules.request import option_types, request_members, vpc_pair
 from safe_estimators._rules.safety import api_limits, no_secrets, spot_training
+from safe_estimators._rules.source import source_code_exists
 
 __all__ = ["LOCAL_TYPES", "RULES", "Context", "Rule", "run_rules"]
 
 RULES: tuple[Rule, ...] = (
+    source_code_exists,
     instance_type_known,
     pipeline_parameter_instance_type,
     framework_versions,
@@ -44,6 +48,7 @@ RULES: tuple[Rule, ...] = (
     compiler_distribution,
     compiler_gpu_num_devices,
     compiler_debugging_tools,
+    compiler_profiling_asked,
     distribution_shape,
     mpi_processes,
     distribution_needs_gpus,
@@ -51,6 +56,9 @@ RULES: tuple[Rule, ...] = (
     spot_training,
     no_secrets,
     api_limits,
+    request_members,
+    option_types,
+    vpc_pair,
 )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._rules.context import Context, version_at_least
+from safe_estimators._spec import JobSpec
 
 
 def compiler_hardware(ctx: Context) -> Iterator[Problem]:
@@ -135,4 +136,61 @@ def compiler_debugging_tools(ctx: Context) -> Iterator[Problem]:
             "debugger_hook_config",
             "is set: the Debugger hook adds overhead that hides Training Compiler's speed-up.",
             "leave debugger_hook_config unset (it defaults to False for compiler jobs).",
+        )
+
+
+def sdk_class_names(value: object) -> set[str]:
+    """The class names of an SDK object and its bases (known without importing sagemaker)."""
+    return {cls.__name__ for cls in type(value).__mro__}
+
+
+def _profiler_rules(spec: JobSpec) -> bool:
+    rules = spec.extra.get("rules")
+    return isinstance(rules, list | tuple) and any(
+        "ProfilerRule" in sdk_class_names(rule) for rule in rules
+    )
+
+
+def _debugger_rules(spec: JobSpec) -> bool:
+    rules = spec.extra.get("rules")
+    return isinstance(rules, list | tuple) and any(
+        "ProfilerRule" not in sdk_class_names(rule) and "RuleBase" in sdk_class_names(rule)
+        for rule in rules
+    )
+
+
+def profiling_asked(spec: JobSpec, field: str) -> bool:
+    """The user asked for what a compiler default would turn off, so the default must not be set.
+
+    The SDK's fit() raises "profiler_config.disable_profiler cannot be False when
+    disable_profiler is True" and "ProfilerRule cannot be set when disable_profiler is True";
+    Debugger rules without the hook have no tensors to analyse.
+    """
+    if field == "disable_profiler":
+        config = spec.extra.get("profiler_config")
+        wants_config = config is not None and getattr(config, "disable_profiler", False) is not True
+        return wants_config or _profiler_rules(spec)
+    return field == "debugger_hook_config" and _debugger_rules(spec)
+
+
+def compiler_profiling_asked(ctx: Context) -> Iterator[Problem]:
+    """A compiler job that asks for profiling or Debugger rules keeps them, with a warning."""
+    if not ctx.compiler:
+        return
+    spec = ctx.spec
+    if spec.disable_profiler is None and profiling_asked(spec, "disable_profiler"):
+        what = "profiler_config" if spec.extra.get("profiler_config") is not None else "rules"
+        yield warning(
+            what,
+            "asks for the SageMaker Debugger profiler, so disable_profiler=True is not set for "
+            "this compiler job (the SDK would refuse both at fit()); the profiler's overhead "
+            "hides Training Compiler's speed-up.",
+            "drop the profiler for compiled runs, or keep it knowingly.",
+        )
+    if spec.debugger_hook_config is None and profiling_asked(spec, "debugger_hook_config"):
+        yield warning(
+            "rules",
+            "has Debugger rules, which need the Debugger hook, so debugger_hook_config=False is "
+            "not set for this compiler job; the hook's overhead hides the compiler's speed-up.",
+            "drop the Debugger rules for compiled runs, or keep them knowingly.",
         )

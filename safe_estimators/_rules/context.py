@@ -16,7 +16,7 @@ from safe_estimators._facts.versions import (
     parse_version,
 )
 from safe_estimators._problems import Problem
-from safe_estimators._spec import JobSpec, instance_type_name
+from safe_estimators._spec import JobSpec, count_of, instance_type_name
 
 LOCAL_TYPES = ("local", "local_gpu")
 
@@ -54,21 +54,25 @@ class Context:
         return self.spec.training_compiler is not None
 
     @property
+    def instance_count(self) -> int:
+        """The instance count checked: the number, or a pipeline parameter's default."""
+        return count_of(self.spec.instance_count)
+
+    @property
     def gpus_per_instance(self) -> int | None:
         return self.instance.gpu_count if self.instance else None
 
     @property
     def total_gpus(self) -> int | None:
         gpus = self.gpus_per_instance
-        return None if gpus is None else gpus * self.spec.instance_count
+        return None if gpus is None else gpus * self.instance_count
 
     @property
     def hardware(self) -> str:
         """``2 x ml.p3.8xlarge (4 GPUs each)``, for messages."""
-        spec = self.spec
         gpus = self.gpus_per_instance
         each = "" if gpus is None else f" ({gpus} GPU{'s' if gpus != 1 else ''} each)"
-        return f"{spec.instance_count} x {self.instance_name}{each}"
+        return f"{self.instance_count} x {self.instance_name}{each}"
 
     @property
     def pytorch_version(self) -> str | None:
@@ -89,6 +93,25 @@ class Context:
     def wants_xla_distribution(self) -> bool:
         """A compiler job that needs the PyTorch/XLA launcher: more than one GPU in total."""
         return self.compiler and (self.total_gpus or 0) > 1
+
+    @property
+    def launchers(self) -> tuple[str, ...]:
+        """What the job launches with, as the keys of ``_facts.reserved``'s tables."""
+        found: list[str] = ["compiler"] if self.compiler else []
+        distribution = self.distribution
+        xla_keys = ("pytorchxla", *tables.XLA_MISSPELLINGS) if self.compiler else ("pytorchxla",)
+        if self.wants_xla_distribution or any(key in distribution for key in xla_keys):
+            found.append("pytorchxla")
+        mpi = distribution.get("mpi")
+        if self.model_parallel is not None:
+            found += ["mpi", "mpi.processes_per_host", "smdistributed.modelparallel"]
+        elif isinstance(mpi, Mapping):
+            found.append("mpi")
+            if mpi.get("processes_per_host"):
+                found.append("mpi.processes_per_host")
+        if "torch_distributed" in distribution and "pytorchddp" not in distribution:
+            found.append("torch_distributed")
+        return tuple(found)
 
 
 Rule = Callable[[Context], Iterator[Problem]]

@@ -8,17 +8,20 @@ from typing import Any
 
 from safe_estimators._facts import tables
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
+from safe_estimators._facts.reserved import sdk_hyperparameters
 from safe_estimators._problems import Problem, join_path
 from safe_estimators._rules.context import Context
 from safe_estimators._rules.secrets import secret_kind
+from safe_estimators._spec import value_of
 
 
 def spot_training(ctx: Context) -> Iterator[Problem]:
     """Managed spot needs max_wait >= max_run and checkpoints, or an interruption loses work."""
     spec = ctx.spec
-    if not spec.use_spot_instances:
-        return
-    max_run = spec.max_run or tables.DEFAULT_MAX_RUN
+    if value_of(spec.use_spot_instances) is not True:
+        return  # a pipeline parameter is checked through its default
+    given_run, max_wait = value_of(spec.max_run), value_of(spec.max_wait)
+    max_run = given_run if type(given_run) is int else tables.DEFAULT_MAX_RUN
     if spec.max_wait is None:
         yield Problem(
             "max_wait",
@@ -26,10 +29,10 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
             "training time).",
             f"set max_wait to at least max_run ({max_run} s).",
         )
-    elif spec.max_wait < max_run:
+    elif type(max_wait) is int and max_wait < max_run:
         yield Problem(
             "max_wait",
-            f"is {spec.max_wait} s, less than max_run ({max_run} s"
+            f"is {max_wait} s, less than max_run ({max_run} s"
             f"{'' if spec.max_run else ', the SDK default'}); SageMaker rejects the job.",
             f"set max_wait >= {max_run}, or lower max_run.",
         )
@@ -63,15 +66,22 @@ def no_secrets(ctx: Context) -> Iterator[Problem]:
 
 
 def _map_limits(
-    name: str, entries: Mapping[str, str], limit: MapLimit, reserved: int
+    name: str, entries: Mapping[str, str], limit: MapLimit, added: frozenset[str]
 ) -> Iterator[Problem]:
-    allowed = limit.max_entries - reserved
-    if len(entries) > allowed:
-        extra = f" ({reserved} more are added by the SageMaker SDK)" if reserved else ""
+    reserved = sorted(added - set(entries))
+    if len(entries) + len(reserved) > limit.max_entries:
+        extra = (
+            f" and the SageMaker SDK adds {len(reserved)} more for this job "
+            f"({', '.join(reserved)}), {len(entries) + len(reserved)} in all"
+            if reserved
+            else ""
+        )
         yield Problem(
             name,
-            f"has {len(entries)} entries; CreateTrainingJob accepts {limit.max_entries}{extra}.",
-            "move the rest into a configuration file in source_dir.",
+            f"has {len(entries)} entries{extra}; CreateTrainingJob accepts "
+            f"{limit.max_entries} ({limit.shape} in botocore's SageMaker model).",
+            f"keep at most {limit.max_entries - len(reserved)}; move the rest into a "
+            "configuration file in source_dir.",
         )
     for key, value in entries.items():
         path = f"{name}.{key}"
@@ -114,8 +124,8 @@ def api_limits(ctx: Context) -> Iterator[Problem]:
             )
         else:
             hyper[str(key)] = encoded
-    yield from _map_limits(
-        "hyperparameters", hyper, hyperparameters_limit(), len(tables.SDK_HYPERPARAMETERS)
-    )
+    added = sdk_hyperparameters(ctx.launchers)
+    yield from _map_limits("hyperparameters", hyper, hyperparameters_limit(), added)
     env = {k: v for k, v in ctx.spec.environment.items() if isinstance(v, str)}
-    yield from _map_limits("environment", env, environment_limit(), 0)
+    injected = frozenset({"GPU_NUM_DEVICES"} if ctx.compiler and ctx.gpus_per_instance else ())
+    yield from _map_limits("environment", env, environment_limit(), injected)

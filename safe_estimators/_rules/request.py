@@ -1,0 +1,202 @@
+"""Rules for the estimator options that become one CreateTrainingJob member each.
+
+The SDK passes these through to the request unchanged (or nearly so), and only the API refuses
+a bad one, at ``fit()``. Their constraints (ranges, lengths, patterns, enums, list sizes) are read
+from botocore's service model, so the message names the limit the API will apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from safe_estimators._facts.limits import member_shape, shape_problems
+from safe_estimators._problems import Problem, join_path, warning
+from safe_estimators._rules.context import Context
+from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable
+
+# The SDK's timestamp suffix (sagemaker.utils.sagemaker_timestamp): "-YYYY-mm-dd-HH-MM-SS-mmm".
+_JOB_NAME_SUFFIX = "-2000-01-01-00-00-00-000"
+
+
+@attrs.frozen
+class Member:
+    """One option and the request member it becomes.
+
+    ``send`` turns the option's value into what the SDK sends (or None: not sent, not checked).
+    """
+
+    member: str
+    hint: str
+    send: Callable[[Any, Context], Any] = lambda value, ctx: value
+
+
+def _tags(value: Any, ctx: Context) -> Any:
+    # sagemaker.utils.format_tags also takes a mapping of key to value.
+    if isinstance(value, Mapping):
+        return [{"Key": str(k), "Value": str(v)} for k, v in value.items()]
+    return value
+
+
+def _role(value: Any, ctx: Context) -> Any:
+    # A bare role name is expanded to an ARN by the SDK (an IAM call); only an ARN is checked.
+    return value if not isinstance(value, str) or "/" in value or value.startswith("arn:") else None
+
+
+def _job_name(value: Any, ctx: Context) -> Any:
+    # sagemaker.utils.name_from_base: the base trimmed to leave room for the timestamp.
+    if not isinstance(value, str):
+        return value
+    return value[: 63 - len(_JOB_NAME_SUFFIX)] + _JOB_NAME_SUFFIX
+
+
+def _s3_unless_local(value: Any, ctx: Context) -> Any:
+    # Local mode writes to file:// paths; the API never sees them.
+    if ctx.local and isinstance(value, str) and value.startswith("file://"):
+        return None
+    return value
+
+
+_S3 = "write an S3 URI such as s3://my-bucket/prefix/ (with the s3:// scheme)."
+_KMS = "give a KMS key id, alias or ARN (arn:aws:kms:<region>:<account>:key/<id>)."
+
+# Option -> member; each option is checked against the member's shape in botocore's model.
+MEMBERS: dict[str, Member] = {
+    "volume_size": Member("ResourceConfig.VolumeSizeInGB", "give the size in GB, e.g. 100."),
+    "instance_count": Member("ResourceConfig.InstanceCount", "use 1 or more instances."),
+    "keep_alive_period_in_seconds": Member(
+        "ResourceConfig.KeepAlivePeriodInSeconds", "give the warm-pool time in seconds."
+    ),
+    "volume_kms_key": Member("ResourceConfig.VolumeKmsKeyId", _KMS),
+    "training_plan": Member("ResourceConfig.TrainingPlanArn", "give the training plan's ARN."),
+    "max_run": Member("StoppingCondition.MaxRuntimeInSeconds", "give seconds, e.g. 86400."),
+    "max_wait": Member("StoppingCondition.MaxWaitTimeInSeconds", "give seconds, e.g. 172800."),
+    "tags": Member(
+        "Tags",
+        "give at most 50 tags as [{'Key': ..., 'Value': ...}] or {key: value}.",
+        _tags,
+    ),
+    "base_job_name": Member(
+        "TrainingJobName",
+        "use letters, digits and hyphens only, starting with a letter or digit "
+        "(e.g. my-job-v1); the SDK appends a timestamp.",
+        _job_name,
+    ),
+    "role": Member(
+        "RoleArn", "give the role's ARN (arn:aws:iam::<account>:role/<name>) or its name.", _role
+    ),
+    "checkpoint_s3_uri": Member("CheckpointConfig.S3Uri", _S3, _s3_unless_local),
+    "checkpoint_local_path": Member("CheckpointConfig.LocalPath", "give a folder path."),
+    "output_path": Member("OutputDataConfig.S3OutputPath", _S3, _s3_unless_local),
+    "output_kms_key": Member("OutputDataConfig.KmsKeyId", _KMS),
+    "subnets": Member("VpcConfig.Subnets", "give 1 to 16 subnet ids (subnet-...)."),
+    "security_group_ids": Member(
+        "VpcConfig.SecurityGroupIds", "give 1 to 5 security group ids (sg-...)."
+    ),
+    "input_mode": Member("AlgorithmSpecification.TrainingInputMode", "use File, FastFile or Pipe."),
+    "metric_definitions": Member(
+        "AlgorithmSpecification.MetricDefinitions",
+        "give at most 40 metrics as [{'Name': 'loss', 'Regex': 'loss=([0-9.]+)'}].",
+    ),
+    "enable_sagemaker_metrics": Member(
+        "AlgorithmSpecification.EnableSageMakerMetricsTimeSeries", "write true or false."
+    ),
+    "container_entry_point": Member(
+        "AlgorithmSpecification.ContainerEntrypoint", "give a list of strings."
+    ),
+    "container_arguments": Member(
+        "AlgorithmSpecification.ContainerArguments", "give a list of strings."
+    ),
+    "enable_network_isolation": Member("EnableNetworkIsolation", "write true or false."),
+    "encrypt_inter_container_traffic": Member(
+        "EnableInterContainerTrafficEncryption", "write true or false."
+    ),
+    "use_spot_instances": Member("EnableManagedSpotTraining", "write true or false."),
+    "max_retry_attempts": Member("RetryStrategy.MaximumRetryAttempts", "use 1 to 30 attempts."),
+}
+
+# Options the SDK turns into something other than one member; their type is all it needs.
+TYPES: dict[str, tuple[type, ...]] = {
+    "container_log_level": (int,),
+    "disable_output_compression": (bool,),
+    "enable_remote_debug": (bool,),
+    "enable_infra_check": (bool,),
+    "enable_session_tag_chaining": (bool,),
+    "code_location": (str,),
+    "dependencies": (list, tuple),
+    "git_config": (dict,),
+}
+
+
+def option_value(ctx: Context, name: str) -> Any:
+    """The value the user gave for an estimator option (typed field or pass-through)."""
+    return getattr(ctx.spec, name) if name in SPEC_FIELDS else ctx.spec.extra.get(name)
+
+
+def request_members(ctx: Context) -> Iterator[Problem]:
+    """Options that map onto one CreateTrainingJob member meet that member's constraints."""
+    for name, member in MEMBERS.items():
+        value = option_value(ctx, name)
+        if value is None:
+            continue
+        sent = member.send(_default(value), ctx)
+        if sent is None:
+            continue
+        for sub, message in shape_problems(sent, member_shape(member.member), _unknown):
+            if isinstance(sent, str) and sent != value and repr(sent) in message:
+                message = message.replace(repr(sent), f"{value!r} (with the SDK's timestamp)")
+            yield Problem(join_path(name, sub), message, member.hint)
+
+
+def _default(value: Any) -> Any:
+    """A pipeline variable is checked through its default value, when it has one."""
+    if is_pipeline_variable(value):
+        default = getattr(value, "default_value", None)
+        return value if default is None else default
+    return value
+
+
+def _unknown(value: object) -> bool:
+    return is_pipeline_variable(value)
+
+
+def option_types(ctx: Context) -> Iterator[Problem]:
+    """Options the SDK passes on without checking have the type it expects."""
+    for name, expected in TYPES.items():
+        value = option_value(ctx, name)
+        if value is None or is_pipeline_variable(value):
+            continue
+        if not isinstance(value, expected) or (bool not in expected and type(value) is bool):
+            words = " or ".join(t.__name__ for t in expected)
+            yield Problem(
+                name,
+                f"must be {words}, got {type(value).__name__} {value!r}.",
+                "e.g. container_log_level=logging.INFO (20)"
+                if name == "container_log_level"
+                else f"give a {words}.",
+            )
+    location = option_value(ctx, "code_location")
+    if isinstance(location, str) and not ctx.local and not location.startswith("s3://"):
+        yield Problem(
+            "code_location",
+            f"{location!r} is not an S3 URI; the SDK uploads the source code there and accepts "
+            "only s3://.",
+            _S3,
+        )
+
+
+def vpc_pair(ctx: Context) -> Iterator[Problem]:
+    """The SDK sends a VpcConfig only when both subnets and security groups are given."""
+    subnets, groups = option_value(ctx, "subnets"), option_value(ctx, "security_group_ids")
+    if (subnets is None) != (groups is None):
+        given, missing = ("subnets", "security_group_ids")
+        if subnets is None:
+            given, missing = missing, given
+        yield warning(
+            given,
+            f"is given without {missing}: the SageMaker SDK then sends no VpcConfig and the job "
+            "runs outside your VPC (unless the SageMaker SDK config supplies both).",
+            f"give {missing} too.",
+        )

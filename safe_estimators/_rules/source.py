@@ -1,0 +1,50 @@
+"""Rules about the training code: a local entry point and source folder must exist.
+
+The SDK finds out only at ``fit()``, when it packs the code for upload. Sources it does not read
+from this machine (S3, a git repository, a SageMaker Pipelines variable) are left alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from safe_estimators._problems import Problem
+from safe_estimators._rules.context import Context
+from safe_estimators._spec import is_pipeline_variable
+
+
+def _remote(value: object) -> bool:
+    return not isinstance(value, str) or "://" in value or is_pipeline_variable(value)
+
+
+def source_code_exists(ctx: Context) -> Iterator[Problem]:
+    """A local source_dir is a folder and the entry point a regular file in it (or on its own)."""
+    spec = ctx.spec
+    if spec.extra.get("git_config") or not spec.entry_point:
+        return
+    source_dir = spec.source_dir
+    if source_dir is not None:
+        if _remote(source_dir):
+            return
+        if not os.path.isdir(source_dir):
+            what = "is a file, not a folder" if os.path.exists(source_dir) else "does not exist"
+            yield Problem(
+                "source_dir",
+                f"{source_dir!r} {what}; the SDK packs this folder with the entry point at fit().",
+                "give the folder that holds the training script (relative to the spec file, or "
+                "to the current directory in Python), or an S3 URI of a sourcedir.tar.gz.",
+            )
+            return
+    if _remote(spec.entry_point):
+        return
+    path = os.path.join(source_dir or "", spec.entry_point)
+    if not os.path.isfile(path):
+        where = f" in source_dir {source_dir!r}" if source_dir else ""
+        what = "is not a regular file" if os.path.exists(path) else "does not exist"
+        yield Problem(
+            "entry_point",
+            f"{spec.entry_point!r}{where} {what} ({os.path.abspath(path)}).",
+            "give the training script's path"
+            + (" relative to source_dir." if source_dir else ", or set source_dir to its folder."),
+        )
