@@ -170,6 +170,11 @@ def _config_value(session: Any, path_name: str) -> Any:
     return get_config_value(getattr(config, path_name), getattr(session, "sagemaker_config", None))
 
 
+def configured_role(session: Any) -> Any:
+    """The execution role the SageMaker SDK config sets (TrainingJob.RoleArn), if any."""
+    return _config_value(session, "TRAINING_JOB_ROLE_ARN_PATH")
+
+
 def _respect_sdk_config(
     kwargs: dict[str, Any], injections: tuple[Injection, ...], session: Any
 ) -> tuple[Injection, ...]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from safe_estimators._build import build_estimator
 from safe_estimators._resolve import resolve_arguments
-from safe_estimators._spec import JobSpec, TrainingCompiler, spec_arguments
+from safe_estimators._spec import JobSpec, TrainingCompiler
 
 if TYPE_CHECKING:
     from sagemaker.huggingface import HuggingFace
@@ -36,7 +36,7 @@ def huggingface(
     hyperparameters: Mapping[str, Any] | None = None,
     environment: Mapping[str, str] | None = None,
     distribution: Mapping[str, Any] | None = None,
-    training_compiler: bool | TrainingCompiler = False,
+    training_compiler: bool | TrainingCompiler | None = None,
     model_parallel: ModelParallel | Mapping[str, Any] | None = None,
     sagemaker_session: Any = None,
     check_script: bool = True,
@@ -49,7 +49,9 @@ def huggingface(
 
     - ``training_compiler``: ``True`` or ``TrainingCompiler(debug=...)`` turns on SageMaker
       Training Compiler with its safe defaults: ``GPU_NUM_DEVICES`` from the instance's GPU count,
-      the PyTorch/XLA distribution for multi-GPU jobs, profiler and debugger off.
+      the PyTorch/XLA distribution for multi-GPU jobs, profiler and debugger off (unless
+      ``profiler_config`` or Debugger ``rules`` ask for them). AWS's spelling,
+      ``compiler_config=TrainingCompilerConfig(...)``, is read as the same intent.
     - ``model_parallel``: ``ModelParallel(...)`` or a dict with the same keys, for the SageMaker
       model parallel library (v1); the MPI and smdistributed distribution is derived from it.
     - ``check_script``: check the entry point for known pitfalls before launch (default on).
@@ -93,7 +95,7 @@ def pytorch(
     hyperparameters: Mapping[str, Any] | None = None,
     environment: Mapping[str, str] | None = None,
     distribution: Mapping[str, Any] | None = None,
-    training_compiler: bool | TrainingCompiler = False,
+    training_compiler: bool | TrainingCompiler | None = None,
     model_parallel: ModelParallel | Mapping[str, Any] | None = None,
     sagemaker_session: Any = None,
     check_script: bool = True,
@@ -130,10 +132,8 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
     Keyword ``overrides`` replace the spec's options; pass ``sagemaker_session=`` to use your own
     session (a PipelineSession, say). Raises ConfigError with every problem found.
     """
-    from safe_estimators._files import load_spec
+    from safe_estimators._files import job_arguments
 
-    if not isinstance(spec, JobSpec):
-        spec = load_spec(spec)
     session = overrides.pop("sagemaker_session", None)
-    job = resolve_arguments({"estimator": spec.estimator, **spec_arguments(spec), **overrides})
-    return build_estimator(job, session)
+    arguments, source = job_arguments(spec, overrides)
+    return build_estimator(resolve_arguments(arguments, source), session)

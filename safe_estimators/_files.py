@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from safe_estimators._problems import ConfigError, Problem
-from safe_estimators._spec import JobSpec, structure_spec
+from safe_estimators._spec import JobSpec, spec_arguments
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -84,19 +84,47 @@ def read_spec_data(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None,
 
 
 def load_spec(path: str | os.PathLike[str]) -> JobSpec:
-    """Load and type-check a spec file; raise ConfigError with every problem in it.
+    """Load and check a spec file; raise ConfigError with every problem in it.
 
     The file's keys are the factories' keyword arguments plus ``estimator`` (``huggingface`` or
     ``pytorch``) and optional ``inputs`` (the channels passed to ``fit``). Relative
-    ``entry_point`` and ``source_dir`` are resolved against the file's folder.
+    ``entry_point`` and ``source_dir`` are resolved against the file's folder. Every check
+    ``validate`` runs is run here too, and the errors come in the same order.
+    """
+    from safe_estimators._resolve import check_arguments
+
+    ctx, problems, _ = check_arguments(file_arguments(path))
+    errors = [p for p in problems if p.severity == "error"]
+    if ctx is None or errors:
+        raise ConfigError(errors or problems, source=str(path))
+    return ctx.spec
+
+
+def file_arguments(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A spec file's options as keyword arguments (paths made relative to the file).
+
+    Raises ConfigError when the file cannot be read as a mapping of options.
     """
     data, problems = read_spec_data(path)
-    spec = None
-    if data is not None:
-        spec, problems = structure_spec(relative_to_file(Path(path).parent, data))
-    if spec is None or problems:
+    if data is None:
         raise ConfigError(problems, source=str(path))
-    return spec
+    return relative_to_file(Path(path).parent, data)
+
+
+def job_arguments(
+    spec_or_path: JobSpec | str | os.PathLike[str], overrides: dict[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """The keyword arguments a spec (a ``JobSpec`` or a file) stands for, with ``overrides``.
+
+    Nothing is checked here: the caller checks the result once, so every problem of the file
+    and of the overrides is reported together, in ``validate``'s order.
+    """
+    if isinstance(spec_or_path, JobSpec):
+        arguments = {"estimator": spec_or_path.estimator, **spec_arguments(spec_or_path)}
+        if spec_or_path.inputs is not None:
+            arguments["inputs"] = spec_or_path.inputs
+        return {**arguments, **overrides}, None
+    return {**file_arguments(spec_or_path), **overrides}, os.fspath(spec_or_path)
 
 
 def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:

@@ -9,11 +9,12 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._files import load_spec
+from safe_estimators._files import job_arguments
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
-from safe_estimators._spec import JobSpec, spec_arguments
+from safe_estimators._spec import JobSpec
+from safe_estimators._validate import offline
 
 
 @attrs.frozen
@@ -70,6 +71,7 @@ class Plan:
         for section in ("Environment", "HyperParameters"):
             for key, value in sorted((r.get(section) or {}).items()):
                 lines.append(f"  {section}.{key} = {value}")
+        lines += [f"  {path} = {value}" for path, value in other_fields(r)]
         lines.append("(use --json for the complete request)")
         return "\n".join(lines)
 
@@ -85,55 +87,133 @@ class Plan:
         return "\n".join(rows)
 
 
-def _region() -> str | None:
-    """The region boto3 would use (environment or AWS config profile); no network call."""
+# Request fields the summary lines above already show.
+_SUMMARISED = frozenset(
+    {
+        "AlgorithmSpecification.TrainingImage",
+        "ResourceConfig.InstanceCount",
+        "ResourceConfig.InstanceType",
+        "ResourceConfig.VolumeSizeInGB",
+        "RoleArn",
+        "EnableInterContainerTrafficEncryption",
+        "Environment",
+        "HyperParameters",
+    }
+)
+
+# What the SageMaker SDK sends when the estimator's keyword is left out (EstimatorBase's
+# defaults: volume_size=30, max_run=24 h, input_mode="File"; a test compares them).
+SDK_DEFAULTS: dict[str, Any] = {
+    "ResourceConfig.VolumeSizeInGB": 30,
+    "StoppingCondition.MaxRuntimeInSeconds": 24 * 60 * 60,
+    "AlgorithmSpecification.TrainingInputMode": "File",
+}
+
+
+def other_fields(request: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every other leaf of the request whose value is not the SDK's default, by dotted path."""
+    found: list[tuple[str, str]] = []
+
+    def walk(path: str, value: Any) -> None:
+        if path in _SUMMARISED or path.split(".", 1)[0] in ("Environment", "HyperParameters"):
+            return
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(f"{path}.{key}" if path else str(key), item)
+        elif isinstance(value, list) and any(isinstance(v, Mapping | list) for v in value):
+            for index, item in enumerate(value):
+                walk(f"{path}.{index}", item)
+        elif path not in SDK_DEFAULTS or SDK_DEFAULTS[path] != value:
+            found.append((path, json.dumps(value, default=str)))
+
+    walk("", request)
+    return found
+
+
+REGION_SOURCES = "AWS_REGION, AWS_DEFAULT_REGION or the AWS config"
+
+
+def job_region() -> str | None:
+    """The region plan and submit both use; no network call.
+
+    botocore reads AWS_DEFAULT_REGION and the AWS config file only; AWS_REGION, which the AWS
+    CLI v2, most AWS SDKs and many CI systems set, is honoured too and wins, as in the AWS CLI.
+    """
+    region = os.environ.get("AWS_REGION")
+    if region:
+        return region
     import boto3
 
-    region: str | None = boto3.Session().region_name
-    return region
+    found: str | None = boto3.Session().region_name
+    return found
+
+
+def request_problems(request: Mapping[str, Any], operation: Any = None) -> list[Problem]:
+    """A CreateTrainingJob request against botocore's model: the constraints the service
+    enforces (ranges, lengths, patterns, enums, list sizes), then botocore's own client-side
+    validation (``operation`` is the botocore operation model, when at hand)."""
+    from safe_estimators._facts.limits import REQUEST_SHAPE, shape_problems
+
+    hint = (
+        "the value comes from the spec or the SageMaker SDK config (tags, VPC, KMS keys, "
+        "environment); fix it there."
+    )
+    problems = [
+        Problem(f"request.{sub}" if sub else "request", message, hint)
+        for sub, message in shape_problems(dict(request), REQUEST_SHAPE)
+    ]
+    if not problems and operation is not None:
+        from botocore.validate import ParamValidator
+
+        report = ParamValidator().validate(dict(request), operation.input_shape)
+        if report.has_errors():
+            lines = report.generate_report().splitlines()
+            problems = [Problem("request", line, hint) for line in lines]
+    return problems
 
 
 def plan(spec_or_path: JobSpec | str | os.PathLike[str], **overrides: Any) -> Plan:
     """Plan a job offline: no AWS account, no credentials, no network.
 
     Takes a spec file path or a ``JobSpec`` (from ``load_spec``); keyword ``overrides`` replace
-    the spec's options. Raises ConfigError with every problem when the job is not valid.
+    the spec's options. Raises ConfigError with every problem when the job is not valid; the
+    problems are ``validate``'s, in its order, then any the planned request itself has.
     """
+    with offline():
+        return _plan(spec_or_path, overrides)
+
+
+def _plan(spec_or_path: JobSpec | str | os.PathLike[str], overrides: dict[str, Any]) -> Plan:
     from safe_estimators._build import (
         PLACEHOLDER_BUCKET,
         PLACEHOLDER_REGION,
         PLACEHOLDER_ROLE,
         build_estimator,
         capture_request,
+        configured_role,
         offline_session,
     )
 
-    source = None
-    if isinstance(spec_or_path, JobSpec):
-        spec = spec_or_path
-    else:
-        source = os.fspath(spec_or_path)
-        spec = load_spec(source)
-    arguments = {**spec_arguments(spec), **overrides}
+    arguments, source = job_arguments(spec_or_path, overrides)
+    region = job_region()
+    session = offline_session(region, None)
     placeholders = []
-    if not arguments.get("role"):
+    if not arguments.get("role") and not configured_role(session):
         arguments["role"] = PLACEHOLDER_ROLE
-        placeholders.append(f"role = {PLACEHOLDER_ROLE} (the spec sets no role)")
-    region = _region()
-    if region is None:
         placeholders.append(
-            f"region = {PLACEHOLDER_REGION} (no region in AWS_REGION or the AWS config)"
+            f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
         )
+    if region is None:
+        placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")
     if not arguments.get("output_path") or not arguments.get("code_location"):
         placeholders.append(
             f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket; no account is asked)"
         )
-    job = resolve_arguments({"estimator": spec.estimator, **arguments})
-    session = offline_session(region, None)
+    job = resolve_arguments(arguments, source)
     estimator = build_estimator(job, session)
     try:
-        request = capture_request(estimator, _inputs(spec.inputs))
-    except ValueError as exc:
+        request = capture_request(estimator, _inputs(job.spec.inputs))
+    except (ValueError, TypeError, RuntimeError) as exc:
         raise ConfigError(
             [
                 Problem(
@@ -144,7 +224,14 @@ def plan(spec_or_path: JobSpec | str | os.PathLike[str], **overrides: Any) -> Pl
             ],
             source=source,
         ) from exc
+    problems = request_problems(request, _operation(session))
+    if problems:
+        raise ConfigError(problems, source=source)
     return Plan(request, estimator.safe_estimators, tuple(placeholders), source)
+
+
+def _operation(session: Any) -> Any:
+    return session.sagemaker_client.meta.service_model.operation_model("CreateTrainingJob")
 
 
 def _inputs(inputs: str | Mapping[str, str] | None) -> Any:

@@ -433,10 +433,12 @@ def resolve(spec: JobSpec) -> ResolvedJob:
     return _resolved_job(*check(spec))
 
 
-def _resolved_job(ctx: Context, problems: list[Problem], findings: list[Finding]) -> ResolvedJob:
+def _resolved_job(
+    ctx: Context, problems: list[Problem], findings: list[Finding], source: str | None = None
+) -> ResolvedJob:
     errors = [p for p in problems if p.severity == "error"]
     if errors:
-        raise ConfigError(errors)
+        raise ConfigError(errors, source=source)
     spec = ctx.spec
     kwargs, injections, layout = _kwargs(ctx)
     warnings = tuple(p for p in problems if p.severity == "warning")
@@ -475,9 +477,12 @@ def check_arguments(
     return ctx, problems, findings
 
 
-def resolve_arguments(arguments: Mapping[str, Any]) -> ResolvedJob:
-    """Structure keyword arguments (or a loaded spec file) into a spec and resolve it."""
+def resolve_arguments(arguments: Mapping[str, Any], source: str | None = None) -> ResolvedJob:
+    """Structure keyword arguments (or a loaded spec file) into a spec and resolve it.
+
+    Raises ConfigError with every error, in ``validate``'s order (``source`` names the file).
+    """
     ctx, problems, findings = check_arguments(arguments)
     if ctx is None:
-        raise ConfigError(problems)
-    return _resolved_job(ctx, problems, findings)
+        raise ConfigError(problems, source=source)
+    return _resolved_job(ctx, problems, findings, source)
