@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import instance_catalog
-from safe_estimators._cli import main
+from safe_estimators._cli import main, size_order
 from safe_estimators._schema import spec_schema
 
 ROOT = Path(__file__).parent.parent
@@ -99,10 +99,19 @@ def test_validate_reports_a_broken_file_with_its_path_and_exits_1(capsys, name, 
 @pytest.mark.parametrize(("name", "expected"), BROKEN, ids=[name for name, _ in BROKEN])
 def test_plan_refuses_a_broken_file_the_same_way(capsys, name, expected):
     path = SPECS / name
+    code, text, err = run(capsys, "plan", path)
+    assert code == 1
+    assert f"{path}: {expected.format(path=path)}" in text
+    assert "Traceback" not in text + err
     code, out, err = run(capsys, "plan", path, "--json")
     assert code == 1
-    assert f"{path}: {expected.format(path=path)}" in out
-    assert "Traceback" not in out + err
+    document = json.loads(out)
+    assert document["ok"] is False
+    lines = [
+        f"{p['source']}: {p['path']}: {p['message']}" + (f" ({p['hint']})" if p["hint"] else "")
+        for p in document["problems"]
+    ]
+    assert lines == text.splitlines()
 
 
 def test_three_mistakes_are_three_problems_with_their_paths(capsys):
@@ -139,7 +148,7 @@ def test_validate_does_not_import_sagemaker():
     """A fresh interpreter: validate of every example leaves the SageMaker SDK unimported."""
     code = (
         "import sys\n"
-        "from safe_estimators._cli import main\n"
+        "from safe_estimators._cli import main, size_order\n"
         "status = main(['validate', *sys.argv[1:]])\n"
         "assert 'sagemaker' not in sys.modules, 'validate imported sagemaker'\n"
         "sys.exit(status)\n"
@@ -324,7 +333,8 @@ def test_catalog_lists_every_training_instance_type(capsys):
     assert code == 0
     header, rows = _table(out)
     assert header[0] == "instance type"
-    assert [row[0] for row in rows] == [t.name for t in instance_catalog.instance_types()]
+    names = [t.name for t in instance_catalog.instance_types()]
+    assert [row[0] for row in rows] == sorted(names, key=size_order)
     p3 = next(row for row in rows if row[0] == "ml.p3.8xlarge")
     assert p3[1:3] == ["4", "V100"]
 
