@@ -84,28 +84,21 @@ class _BadValue(ValueError):
         self.hint = hint
 
 
-def _structure_count(value: object, _type: object) -> object:
-    if is_pipeline_variable(value):
-        default = value_of(value)
-        if default is not None:
-            _structure_positive_int(default, _type)
-        return value
-    return _structure_positive_int(value, _type)
-
-
-def _loose(expected: type, what: str) -> Any:
-    """A hook for values the SDK also accepts as pipeline variables (checked via a default)."""
-    strict = _strict(expected)
+def _or_pipeline_variable(check: Any, what: str = "") -> Any:
+    """A hook for values the SDK also takes as a pipeline variable (checked via its default);
+    ``what`` names the variable's type in the complaint."""
 
     def hook(value: object, _type: object) -> object:
         if is_pipeline_variable(value):
             default = value_of(value)
             if default is not None:
-                strict(default, _type)
+                check(default, _type)
             return value
         try:
-            return strict(value, _type)
+            return check(value, _type)
         except _BadValue as exc:
+            if not what:
+                raise
             raise _BadValue(f"{exc} (or a SageMaker Pipelines {what})", exc.hint) from None
 
     return hook
@@ -328,9 +321,11 @@ def _make_converter() -> cattrs.Converter:
     for kind in (int, float, str, bool):
         conv.register_structure_hook(kind, _strict(kind))
     conv.register_structure_hook(PositiveInt, _structure_positive_int)
-    conv.register_structure_hook(CountValue, _structure_count)
-    conv.register_structure_hook(FlagValue, _loose(bool, "ParameterBoolean"))
-    conv.register_structure_hook(TextValue, _loose(str, "ParameterString"))
+    conv.register_structure_hook(CountValue, _or_pipeline_variable(_structure_positive_int))
+    flag = _or_pipeline_variable(_strict(bool), "ParameterBoolean")
+    conv.register_structure_hook(FlagValue, flag)
+    text = _or_pipeline_variable(_strict(str), "ParameterString")
+    conv.register_structure_hook(TextValue, text)
     conv.register_structure_hook(InstanceTypeValue, _instance_type_hook)
     conv.register_structure_hook(TrainingCompiler | None, _training_compiler_hook)
     conv.register_structure_hook(str | dict[str, str] | None, _inputs_hook)

@@ -179,3 +179,58 @@ def test_plan_opens_no_socket_at_all(capsys, monkeypatch):
     assert attempts == []
     request = json.loads(captured.out)["request"]
     assert request["ResourceConfig"]["InstanceType"] == "ml.p3.8xlarge"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("volume_size", -5), ("base_job_name", "my_job.v1"), ("checkpoint_s3_uri", "my-bucket/x")],
+)
+def test_submit_refuses_what_validate_refuses_and_sends_nothing(
+    option, value, aws, sent, tmp_path, capsys
+):
+    from safe_estimators._validate import validate_file
+
+    spec = _spec_for_account(EXAMPLES / "compiler-single-gpu" / "job.yaml", tmp_path)
+    data = json.loads(spec.read_text())
+    data[option] = value
+    spec.write_text(json.dumps(data))
+    expected = [p for p in validate_file(spec) if p.severity == "error"]
+    assert [p.path for p in expected] == [option]
+
+    assert main(["submit", str(spec), "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert [(p["path"], p["message"]) for p in document["problems"]] == [
+        (p.path, p.message) for p in expected
+    ]
+    assert sent == []
+
+
+def test_submit_checks_the_request_it_sends(aws, sent, tmp_path, capsys, monkeypatch):
+    """A limit broken by the organisation's config is refused before CreateTrainingJob."""
+    import yaml
+
+    config = tmp_path / "config.yaml"
+    tags = [{"Key": f"org{i}", "Value": "x"} for i in range(50)]
+    config.write_text(
+        yaml.safe_dump({"SchemaVersion": "1.0", "SageMaker": {"TrainingJob": {"Tags": tags}}})
+    )
+    monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(config))
+    monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(config))
+    spec = _spec_for_account(EXAMPLES / "compiler-single-gpu" / "job.yaml", tmp_path)
+    data = json.loads(spec.read_text())
+    data["tags"] = {"team": "nlp"}  # one of the job's own: 51 with the organisation's 50
+    spec.write_text(json.dumps(data))
+    assert main(["submit", str(spec)]) == 1
+    out = capsys.readouterr().out
+    assert "request.Tags: has 51 entries; the maximum is 50" in out
+    assert sent == []  # refused before the parameters were built
+
+
+def test_submit_honours_aws_region_like_plan(aws, sent, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    spec = _spec_for_account(EXAMPLES / "compiler-single-gpu" / "job.yaml", tmp_path)
+    assert main(["plan", str(spec), "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert main(["submit", str(spec)]) == 0, capsys.readouterr()
+    assert planned["request"]["HyperParameters"]["sagemaker_region"] == json.dumps(REGION)
+    assert sent[0]["HyperParameters"]["sagemaker_region"] == json.dumps(REGION)
