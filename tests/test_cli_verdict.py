@@ -154,7 +154,20 @@ def test_submit_without_credentials_exits_1_with_the_fix(capsys, monkeypatch, tm
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(empty))
-    code, out, err = run(capsys, "submit", EXAMPLES[0], "--json")
+    spec = tmp_path / "job.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "estimator": "pytorch",
+                "entry_point": str(SCRIPT),
+                "instance_type": "ml.p3.8xlarge",
+                "framework_version": "1.13.1",
+                "py_version": "py39",
+                "role": "arn:aws:iam::111122223333:role/SageMakerRole",
+            }
+        )
+    )
+    code, out, err = run(capsys, "submit", spec, "--json")
     assert code == 1, out + err
     problem = json.loads(out)["problems"][0]
     assert problem["path"] == "<aws>"
