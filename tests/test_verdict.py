@@ -447,3 +447,13 @@ def test_plan_json_carries_the_problems(tmp_path):
     assert document["ok"] is False
     assert len(document["problems"]) == 5
     assert set(document["problems"][0]) >= {"path", "message", "hint", "severity"}
+
+
+def test_instance_groups_are_refused_by_validate_as_plan_would(tmp_path):
+    groups = [{"instance_group_name": "a", "instance_type": "ml.p3.8xlarge", "instance_count": 1}]
+    path = write_spec(tmp_path, instance_groups=groups)
+    problems = errors(validate_file(path))
+    assert [p.path for p in problems] == ["instance_groups"]
+    with pytest.raises(ConfigError) as error:
+        safe_estimators.plan(path)
+    assert [str(p) for p in error.value.problems] == [str(p) for p in problems]

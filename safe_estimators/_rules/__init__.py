@@ -31,7 +31,12 @@ from safe_estimators._rules.instance import (
     instance_type_known,
     pipeline_parameter_instance_type,
 )
-from safe_estimators._rules.request import option_types, request_members, vpc_pair
+from safe_estimators._rules.request import (
+    instance_groups_unsupported,
+    option_types,
+    request_members,
+    vpc_pair,
+)
 from safe_estimators._rules.safety import api_limits, no_secrets, spot_training
 from safe_estimators._rules.source import source_code_exists
 
@@ -59,6 +64,7 @@ RULES: tuple[Rule, ...] = (
     request_members,
     option_types,
     vpc_pair,
+    instance_groups_unsupported,
 )
 
 
