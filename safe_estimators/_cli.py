@@ -194,6 +194,9 @@ def _aws_problem(exc: Exception) -> Problem | None:
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
         code = response.get("Error", {}).get("Code", code)
+    elif code == "S3UploadFailedError":  # boto3 wraps the code upload's ClientError in text
+        found = re.search(r"An error occurred \((\w+)\)", str(exc))
+        code = found.group(1) if found else code
     what = _AWS_FIXES.get(code)
     if what is None:
         return None

@@ -172,3 +172,28 @@ def test_submit_without_credentials_exits_1_with_the_fix(capsys, monkeypatch, tm
     problem = json.loads(out)["problems"][0]
     assert problem["path"] == "<aws>"
     assert "credentials" in problem["message"] and "aws configure" in problem["hint"]
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        ("AccessDeniedException", "iam:PassRole"),
+        ("ExpiredToken", "aws sso login"),
+        ("ResourceLimitExceeded", "quota"),
+    ],
+)
+def test_aws_refusals_are_the_users_to_fix(error, words):
+    from botocore.exceptions import ClientError
+
+    from safe_estimators._cli import _aws_problem
+
+    exc = ClientError({"Error": {"Code": error, "Message": "no"}}, "CreateTrainingJob")
+    problem = _aws_problem(exc)
+    assert problem is not None and words in problem.hint
+    from boto3.exceptions import S3UploadFailedError
+
+    upload = S3UploadFailedError(
+        "Failed to upload x: An error occurred (AccessDenied) when calling the PutObject operation"
+    )
+    assert "s3:PutObject" in _aws_problem(upload).hint
+    assert _aws_problem(RuntimeError("boom")) is None
