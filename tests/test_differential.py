@@ -49,6 +49,12 @@ OPTIONS: dict[str, list[Any]] = {
     "max_wait": [None, 7200, 100000],
     "hyperparameters": [None, {"lr": 0.1}, {f"h{i}": i for i in range(96)}],
     "container_log_level": [None, 20, "INFO"],
+    "subnets": [None, ["subnet-0abc"], ["subnet_bad!"]],
+    "security_group_ids": [None, ["sg-0abc"]],
+    "enable_network_isolation": [None, True, "yes"],
+    "max_retry_attempts": [None, 3, 31],
+    "keep_alive_period_in_seconds": [None, 600, 99999],
+    "metric_definitions": [None, [{"Name": "loss", "Regex": "loss=(.*)"}], [{"Name": "x"}]],
 }  # fmt: skip
 
 

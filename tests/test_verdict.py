@@ -457,3 +457,17 @@ def test_instance_groups_are_refused_by_validate_as_plan_would(tmp_path):
     with pytest.raises(ConfigError) as error:
         safe_estimators.plan(path)
     assert [str(p) for p in error.value.problems] == [str(p) for p in problems]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("profiler_config", {"system_monitor_interval_millis": 500}),
+        ("debugger_hook_config", {"s3_output_path": "s3://b/d"}),
+        ("rules", ["ProfilerReport"]),
+    ],
+)
+def test_sdk_objects_written_as_mappings_are_refused(name, value, tmp_path):
+    problems = errors(validate_file(write_spec(tmp_path, **{name: value})))
+    assert [p.path for p in problems] == [name]
+    assert "in Python" in problems[0].hint

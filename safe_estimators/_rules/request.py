@@ -14,6 +14,7 @@ import attrs
 
 from safe_estimators._facts.limits import member_shape, shape_problems
 from safe_estimators._problems import Problem, join_path, warning
+from safe_estimators._rules.compiler import sdk_class_names
 from safe_estimators._rules.context import Context
 from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable
 
@@ -130,6 +131,19 @@ TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# Options the SDK takes only as its own objects (it reads their attributes at fit(), so a
+# mapping from a spec file fails there with an AttributeError). Class names, from sagemaker.debugger
+# and sagemaker.inputs, so that validate need not import sagemaker.
+SDK_OBJECTS: dict[str, tuple[str, str]] = {
+    "profiler_config": ("ProfilerConfig", "sagemaker.debugger.ProfilerConfig(...)"),
+    "debugger_hook_config": ("DebuggerHookConfig", "sagemaker.debugger.DebuggerHookConfig(...)"),
+    "tensorboard_output_config": (
+        "TensorBoardOutputConfig",
+        "sagemaker.debugger.TensorBoardOutputConfig(...)",
+    ),
+}
+
+
 def option_value(ctx: Context, name: str) -> Any:
     """The value the user gave for an estimator option (typed field or pass-through)."""
     return getattr(ctx.spec, name) if name in SPEC_FIELDS else ctx.spec.extra.get(name)
@@ -177,6 +191,27 @@ def option_types(ctx: Context) -> Iterator[Problem]:
                 if name == "container_log_level"
                 else f"give a {words}.",
             )
+    for name, (cls, example) in SDK_OBJECTS.items():
+        value = option_value(ctx, name)
+        if value is None or (name == "debugger_hook_config" and value is False):
+            continue
+        if cls not in sdk_class_names(value):
+            yield Problem(
+                name,
+                f"must be a {cls} object, got {type(value).__name__} {value!r}; the SDK reads its "
+                "attributes at fit().",
+                f"pass {example} in Python; spec files cannot hold it (leave {name} out).",
+            )
+    rules = option_value(ctx, "rules")
+    if rules is not None and (
+        not isinstance(rules, list | tuple)
+        or not all("RuleBase" in sdk_class_names(rule) for rule in rules)
+    ):
+        yield Problem(
+            "rules",
+            f"must be a list of sagemaker.debugger Rule or ProfilerRule objects, got {rules!r}.",
+            "pass e.g. [Rule.sagemaker(rule_configs.loss_not_decreasing())] in Python.",
+        )
     location = option_value(ctx, "code_location")
     if isinstance(location, str) and not ctx.local and not location.startswith("s3://"):
         yield Problem(
