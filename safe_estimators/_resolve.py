@@ -34,6 +34,7 @@ from safe_estimators._spec import (
     instance_type_name,
     skipped_paths,
     structure_spec,
+    value_of,
 )
 
 if TYPE_CHECKING:  # imported where used: a spec without a local script never loads the checks
@@ -140,7 +141,7 @@ def script_context(ctx: Context) -> ScriptContext:
             mp is not None and launcher != "smp-v2" and (mp.fp16 or mp.fp16_params)
         ),
         launcher=launcher,
-        processes=None if per_host is None else per_host * spec.instance_count,
+        processes=None if per_host is None else per_host * ctx.instance_count,
         instance_type=ctx.instance_name or None,
         pytorch_version=_container_pytorch(ctx),
         tensor_parallel_degree=_degree(options, "tensor_parallel_degree", 1),
@@ -148,7 +149,7 @@ def script_context(ctx: Context) -> ScriptContext:
         expert_parallel_degree=_degree(options, "expert_parallel_degree", 1),
         hybrid_shard_degree=_degree(options, "hybrid_shard_degree", 0),
         activation_offloading_set="sm_activation_offloading" in options,
-        use_spot_instances=spec.use_spot_instances is True,
+        use_spot_instances=value_of(spec.use_spot_instances) is True,
         checkpoint_dir=checkpoint_dir,
         checkpoint_in_hyperparameters=any(
             isinstance(v, str) and checkpoint_dir in v for v in spec.hyperparameters.values()
