@@ -82,8 +82,49 @@ def _submit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _fits(path: str, as_json: bool) -> int:
+    from safe_estimators._memory.catalog import placements_of_file
+
+    found = placements_of_file(path)
+    if as_json:
+        rows = [
+            {"instance_type": p.instance.name, "instance_count": p.instance_count,
+             "memory": p.estimate.to_dict()}
+            for p in found
+        ]  # fmt: skip
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not found:
+        print(f"{path}: fits on no instance type of the catalog (up to 64 instances)")
+        return EXIT_INVALID
+    table = [("instance type", "count", "accelerators", "memory/device", "estimate", "use")]
+    table += [
+        (
+            p.instance.name,
+            str(p.instance_count),
+            f"{p.instance_count * p.instance.accelerator_count} x {p.instance.accelerator_name}",
+            f"{p.instance.accelerator_memory_mib} MiB",
+            f"{p.estimate.total / 1e9:.1f} GB",
+            f"{p.estimate.fraction:.0%}" + (" (tight)" if p.estimate.tight else ""),
+        )
+        for p in found
+    ]
+    _print_table(table)
+    return EXIT_OK
+
+
+def _print_table(table: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip())
+
+
 def _catalog(args: argparse.Namespace) -> int:
     import instance_catalog
+
+    if args.fits:
+        return _fits(args.fits, args.json)
 
     rows = [
         t
@@ -112,10 +153,7 @@ def _catalog(args: argparse.Namespace) -> int:
         )
         for t in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        print("  ".join(cells).rstrip())
+    _print_table(table)
     return EXIT_OK
 
 
@@ -167,6 +205,12 @@ def _parser() -> argparse.ArgumentParser:
     catalog.add_argument("--min-gpus", type=int, default=0, metavar="N")
     catalog.add_argument("--accelerator", metavar="NAME", help="e.g. A100, V100, Trainium")
     catalog.add_argument("--json", action="store_true")
+    catalog.add_argument(
+        "--fits",
+        metavar="SPEC",
+        help="the instance types (and fewest instances) on which SPEC's model: fits in memory "
+        "with SPEC's parallel options, smallest accelerator memory first",
+    )
     catalog.set_defaults(run=_catalog)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of spec files")

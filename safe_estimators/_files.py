@@ -88,7 +88,7 @@ def load_spec(path: str | os.PathLike[str]) -> JobSpec:
 
     The file's keys are the factories' keyword arguments plus ``estimator`` (``huggingface`` or
     ``pytorch``) and optional ``inputs`` (the channels passed to ``fit``). Relative
-    ``entry_point`` and ``source_dir`` are resolved against the file's folder.
+    ``entry_point``, ``source_dir`` and ``model.config`` are resolved against the file's folder.
     """
     data, problems = read_spec_data(path)
     spec = None
@@ -107,4 +107,7 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
         out["source_dir"] = str(folder / source_dir)
     elif isinstance(out.get("entry_point"), str) and source_dir is None:
         out["entry_point"] = str(folder / out["entry_point"])
+    model = out.get("model")
+    if isinstance(model, dict) and isinstance(model.get("config"), str) and model["config"]:
+        out["model"] = {**model, "config": str(folder / model["config"])}
     return out

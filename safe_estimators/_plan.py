@@ -31,13 +31,15 @@ class Plan:
     source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready document: ``request``, ``injected``, ``warnings``, ``layout``, ..."""
+        """A JSON-ready document: ``request``, ``injected``, ``warnings``, ``layout``,
+        ``memory`` (the per-accelerator estimate of a job given ``model``), ..."""
         e = self.explanation
         return {
             "source": self.source,
             "estimator": e.estimator,
             "image_uri": e.image_uri,
             "layout": str(e.layout) if e.layout is not None else None,
+            "memory": e.memory.to_dict() if e.memory is not None else None,
             "injected": [
                 {"path": i.path, "value": i.value, "reason": i.reason} for i in e.injections
             ],
@@ -149,4 +151,3 @@ def plan(spec_or_path: JobSpec | str | os.PathLike[str], **overrides: Any) -> Pl
 
 def _inputs(inputs: str | Mapping[str, str] | None) -> Any:
     return dict(inputs) if isinstance(inputs, Mapping) else inputs
-

@@ -23,6 +23,7 @@ from safe_estimators._distributions.model_parallel import (
     split_distribution,
 )
 from safe_estimators._facts import tables
+from safe_estimators._memory import MemoryEstimate, check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
@@ -61,6 +62,7 @@ class ResolvedJob:
     instance: instance_catalog.InstanceType | None
     layout: ParallelLayout | None = None
     script_findings: tuple[Finding, ...] = ()
+    memory: MemoryEstimate | None = None
 
     @property
     def estimator(self) -> str:
@@ -306,6 +308,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     ctx = Context(spec, _lookup(instance_type_name(spec.instance_type)), rest, model_parallel)
     problems += run_rules(ctx)
     problems += _model_parallel_rules(ctx)
+    problems += check_memory(ctx)[1]
     findings = check_entry_point(ctx)
     problems += [finding_problem(f) for f in findings if f.severity == "error"]
     return ctx, problems, findings
@@ -436,6 +439,7 @@ def _resolved_job(ctx: Context, problems: list[Problem], findings: list[Finding]
         ctx.instance,
         layout,
         script_warnings,
+        job_of(ctx)[1],
     )
 
 

@@ -16,6 +16,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn
 
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
+from safe_estimators._memory.shape import ModelShape, parameter_count, parameters_problem
 from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path
 
 EstimatorKind = Literal["huggingface", "pytorch"]
@@ -117,6 +118,7 @@ class JobSpec:
     distribution: dict[str, Any] | None = None
     training_compiler: TrainingCompiler | None = None
     model_parallel: Any = None
+    model: ModelShape | None = None
     image_uri: str | None = None
     instance_groups: list[Any] | None = None
     disable_profiler: bool | None = None
@@ -200,6 +202,23 @@ def _inputs_hook(value: object, _type: object) -> str | dict[str, str] | None:
     )
 
 
+def _model_hook(value: object, _type: object) -> ModelShape | None:
+    if value is None or isinstance(value, ModelShape):
+        return value
+    if isinstance(value, Mapping):
+        data = dict(value)
+        if data.get("parameters") is not None:
+            count = parameter_count(data["parameters"])
+            if count is None or count < 1:
+                raise parameters_problem(data["parameters"])
+            data["parameters"] = count
+        return _structure_model_dict(data, ModelShape)
+    raise _BadValue(
+        f"expected ModelShape(...) or a mapping of its fields, got {_type_name(value)} {value!r}",
+        "write model: {parameters: 7B, layers: 32, hidden_size: 4096, ...}",
+    )
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for kind in (int, float, str, bool):
@@ -207,6 +226,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(PositiveInt, _structure_positive_int)
     conv.register_structure_hook(InstanceTypeValue, _instance_type_hook)
     conv.register_structure_hook(TrainingCompiler | None, _training_compiler_hook)
+    conv.register_structure_hook(ModelShape | None, _model_hook)
     conv.register_structure_hook(str | dict[str, str] | None, _inputs_hook)
     return conv
 
@@ -214,6 +234,9 @@ def _make_converter() -> cattrs.Converter:
 converter = _make_converter()
 _structure_training_compiler_dict = make_dict_structure_fn(
     TrainingCompiler, converter, _cattrs_forbid_extra_keys=True
+)
+_structure_model_dict = make_dict_structure_fn(
+    ModelShape, converter, _cattrs_forbid_extra_keys=True
 )
 
 

@@ -1,0 +1,154 @@
+"""How a job's parallel layout divides memory: one small record, computed from the job.
+
+``memory_layout`` is the one adapter from a job's launcher options (SMP v1 ``ModelParallel``,
+SMP v2 parameters, plain data parallelism) to ``MemoryLayout``; the accounting reads only the
+record, so a new launcher is one more branch here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+Launcher = str  # "smp-v1", "smp-v2" or "data-parallel"
+
+
+@attrs.frozen
+class MemoryLayout:
+    """The degrees that divide one accelerator's share of the model and its activations.
+
+    ``tensor`` and ``pipeline`` divide the weights and what follows them; ``shard`` divides
+    weights, gradients and optimizer states (ZeRO-3, FSDP, SMP sharding); ``optimizer_shard``
+    divides only the optimizer states (ZeRO-1, SMP v1 ``shard_optimizer_state``); ``context``
+    divides the sequence; ``in_flight`` caps the micro-batches the first pipeline stage holds.
+    ``script_may_shard``: the launcher leaves sharding to the script (torchrun with FSDP or
+    DeepSpeed), so an estimate that only sharding would fix is a warning, not an error.
+    """
+
+    world_size: int = 1
+    gpus_per_instance: int = 1
+    tensor: int = 1
+    pipeline: int = 1
+    context: int = 1
+    shard: int = 1
+    optimizer_shard: int = 1
+    sequence_parallel: bool = False
+    in_flight: int | None = None
+    launcher: Launcher = "data-parallel"
+    script_may_shard: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def data_parallel(self) -> int:
+        """Model replicas: the world over tensor x pipeline (x context)."""
+        return max(1, self.world_size // (self.tensor * self.pipeline * self.context))
+
+    def __str__(self) -> str:
+        parts = [f"{self.launcher} over {self.world_size} accelerators"]
+        for name, degree in (
+            ("tensor", self.tensor), ("pipeline", self.pipeline), ("context", self.context),
+            ("sharded", self.shard),
+        ):  # fmt: skip
+            if degree > 1:
+                parts.append(f"{name} {degree}")
+        if self.optimizer_shard > 1:
+            parts.append(f"optimizer states sharded {self.optimizer_shard}")
+        return ", ".join(parts)
+
+
+def _degree(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def smp_v2_parameters(distribution: Mapping[str, Any] | None, model_parallel: Any) -> dict | None:
+    """The SMP v2 parameters of a job, or None when it does not run SMP v2.
+
+    SMP v2 is ``torch_distributed`` plus ``smdistributed.modelparallel`` (launcher-facts 1.1);
+    its parameters may also come through ``model_parallel=`` as a mapping or as typed options
+    carrying ``hybrid_shard_degree``.
+    """
+    distribution = distribution if isinstance(distribution, Mapping) else {}
+    smd = distribution.get("smdistributed")
+    mp = smd.get("modelparallel") if isinstance(smd, Mapping) else None
+    if "torch_distributed" in distribution and isinstance(mp, Mapping):
+        parameters = mp.get("parameters")
+        return dict(parameters) if isinstance(parameters, Mapping) else {}
+    if isinstance(model_parallel, Mapping) and "hybrid_shard_degree" in model_parallel:
+        return dict(model_parallel)
+    if getattr(model_parallel, "hybrid_shard_degree", None) is not None:
+        names = ("tensor_parallel_degree", "hybrid_shard_degree", "context_parallel_degree")
+        return {n: getattr(model_parallel, n, None) for n in names}
+    return None
+
+
+def memory_layout(
+    *,
+    gpus_per_instance: int,
+    instance_count: int,
+    distribution: Mapping[str, Any] | None = None,
+    model_parallel: Any = None,
+) -> MemoryLayout:
+    """The layout of a job from its launcher options (the typed SMP v1 options, if any)."""
+    gpus = max(1, gpus_per_instance)
+    v2 = smp_v2_parameters(distribution, model_parallel)
+    if v2 is not None:
+        return _smp_v2(v2, gpus, instance_count)
+    if model_parallel is not None and hasattr(model_parallel, "sharded_data_parallel_degree"):
+        return _smp_v1(model_parallel, gpus, instance_count)
+    return MemoryLayout(
+        world_size=gpus * instance_count,
+        gpus_per_instance=gpus,
+        launcher="data-parallel",
+        # A distributed launcher runs whatever the script does: FSDP or DeepSpeed ZeRO shard
+        # without the launcher knowing.
+        script_may_shard=bool(set(distribution or {}) & _SCRIPT_SHARDING_LAUNCHERS),
+    )
+
+
+_SCRIPT_SHARDING_LAUNCHERS = frozenset({"torch_distributed", "pytorchddp", "mpi", "smdistributed"})
+
+
+def _smp_v1(mp: Any, gpus: int, instance_count: int) -> MemoryLayout:
+    per_host = getattr(mp, "processes_per_host", None) or gpus
+    world = per_host * instance_count
+    tensor = mp.tensor_parallel_degree or 1
+    pipeline = mp.pipeline_parallel_degree or 1
+    replicas = max(1, world // (tensor * pipeline))
+    sharded = mp.sharded_data_parallel_degree or 1
+    return MemoryLayout(
+        world_size=world,
+        gpus_per_instance=gpus,
+        tensor=tensor,
+        pipeline=pipeline,
+        shard=sharded,
+        optimizer_shard=replicas if mp.shard_optimizer_state and sharded == 1 else 1,
+        in_flight=min(pipeline, mp.microbatches) if mp.microbatches else pipeline,
+        launcher="SMP v1",
+    )
+
+
+def _smp_v2(parameters: Mapping[str, Any], gpus: int, instance_count: int) -> MemoryLayout:
+    world = gpus * instance_count
+    tensor = _degree(parameters.get("tensor_parallel_degree")) or 1
+    context = _degree(parameters.get("context_parallel_degree")) or 1
+    hybrid = _degree(parameters.get("hybrid_shard_degree"))
+    notes: tuple[str, ...] = ()
+    if not hybrid:
+        # 0 (the default): native FSDP; with FULL_SHARD (FSDP's default strategy) sharding
+        # spans the whole cluster, and with TP SMP takes the largest degree TP allows (SMPREF).
+        shard = max(1, world // tensor)
+        notes = (f"hybrid_shard_degree 0: sharded over all {shard} data-parallel ranks "
+                 "(FSDP FULL_SHARD, its default)",)  # fmt: skip
+    else:
+        shard = hybrid
+    return MemoryLayout(
+        world_size=world,
+        gpus_per_instance=gpus,
+        tensor=tensor,
+        context=context,
+        shard=shard,
+        launcher="SMP v2",
+        notes=notes,
+    )
