@@ -151,3 +151,4 @@ def plan(spec_or_path: JobSpec | str | os.PathLike[str], **overrides: Any) -> Pl
 
 def _inputs(inputs: str | Mapping[str, str] | None) -> Any:
     return dict(inputs) if isinstance(inputs, Mapping) else inputs
+

@@ -184,8 +184,9 @@ def activations(shape: CompleteShape, layout: MemoryLayout) -> int:
         if shape.activation_checkpointing
         else full
     )
-    # During recomputation one layer's full activations exist again.
-    recompute = full if shape.activation_checkpointing else 0.0
+    # During recomputation one layer's full activations exist again (its checkpointed input
+    # among them, so that layer counts once).
+    recompute = full - per_layer if shape.activation_checkpointing else 0.0
     stage_layers = math.ceil(layers / layout.pipeline)
     # 1F1B: the first stage holds its layers for up to `pipeline` micro-batches in flight (so
     # about all L layers' worth whatever the degree, section 4.2.3); the last stage holds one.
@@ -219,8 +220,9 @@ def estimate(
     if layout.shard > 1:
         layer = shape.layer_parameters
         if layer is not None:
-            layer = min(layer, shape.parameters)  # a shape may under-state its parameters
-            overhead += GATHERED_LAYER_BYTES_PER_PARAMETER * layer / layout.tensor
+            # No more than the stage holds (a shape may under-state its parameters).
+            gathered = min(layer / layout.tensor, params)
+            overhead += GATHERED_LAYER_BYTES_PER_PARAMETER * gathered
         else:
             notes.append("the layer gathered at a time by sharding is not counted (no hidden_size)")
     estimated = shape.has_architecture
