@@ -46,6 +46,7 @@ def job_of(ctx: Any) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
         hyperparameters=spec.hyperparameters,
         distribution=spec.distribution,
         model_parallel=spec.model_parallel if ctx.model_parallel is None else ctx.model_parallel,
+        library=getattr(ctx, "model_parallel_library", None),
     )
 
 

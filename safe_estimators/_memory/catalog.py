@@ -6,10 +6,9 @@ import attrs
 
 import instance_catalog
 from safe_estimators._memory.accounting import MemoryEstimate
-from safe_estimators._memory.complete import complete_shape
 from safe_estimators._memory.fixes import MAX_INSTANCE_COUNT, Job, valid
 from safe_estimators._memory.layout import memory_layout
-from safe_estimators._memory.rule import mixed_precision
+from safe_estimators._memory.rule import shape_of_job
 from safe_estimators._problems import ConfigError, Problem
 
 
@@ -22,7 +21,9 @@ class Placement:
     estimate: MemoryEstimate
 
 
-def placements(spec: object, model_parallel: object = None) -> list[Placement]:
+def placements(
+    spec: object, model_parallel: object = None, library: int | None = None
+) -> list[Placement]:
     """The instance types (same accelerator kind as the spec's) on which ``spec`` fits, each
     with the fewest instances (up to ``MAX_INSTANCE_COUNT``) its own launcher options allow;
     smallest accelerator memory first, then fewest accelerators.
@@ -34,9 +35,7 @@ def placements(spec: object, model_parallel: object = None) -> list[Placement]:
         raise ConfigError(
             [Problem("model", "is needed to estimate where the job fits.", "add a model: section.")]
         )
-    complete, problems = complete_shape(
-        shape, getattr(spec, "hyperparameters", {}), mixed_precision=mixed_precision(model_parallel)
-    )
+    complete, problems = shape_of_job(shape, getattr(spec, "hyperparameters", {}), model_parallel)
     if problems or complete.parameters is None:
         raise ConfigError(
             problems or [Problem("model", "gives no parameters.", "add parameters (e.g. \"7B\").")]
@@ -52,6 +51,7 @@ def placements(spec: object, model_parallel: object = None) -> list[Placement]:
                 instance_count=count,
                 distribution=getattr(spec, "distribution", None),
                 model_parallel=model_parallel,
+                library=library,
             )
             if not valid(layout):
                 continue
@@ -73,9 +73,13 @@ def placements_of_file(path: str) -> list[Placement]:
     """``placements`` of a spec file (its model-parallel options parsed as the rules do)."""
     from safe_estimators._files import load_spec
     from safe_estimators._resolve import _model_parallel
+    from safe_estimators._rules import Context
 
     spec = load_spec(path)
-    return placements(spec, _model_parallel(spec)[0])
+    model_parallel = _model_parallel(spec)[0]
+    # The library generation follows the container, not the instance type.
+    context = Context(spec, None, {}, model_parallel)
+    return placements(spec, model_parallel, getattr(context, "model_parallel_library", None))
 
 
 def _kind(instance_type: object) -> str:

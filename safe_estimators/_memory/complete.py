@@ -170,11 +170,13 @@ def complete_shape(
     hyperparameters: Mapping[str, Any],
     *,
     mixed_precision: str | None = None,
+    microbatches: int | None = None,
 ) -> tuple[CompleteShape, list[Problem]]:
     """Fill in ``shape`` from its config file and the hyperparameters.
 
     ``mixed_precision`` is what the launcher's options say (SMP v1 ``fp16``/``bf16``), used when
-    neither the shape nor the hyperparameters name a precision.
+    neither the shape nor the hyperparameters name a precision. ``microbatches``: the SMP v1
+    pipeline splits each process's batch (the hyperparameter) into that many micro-batches.
     """
     problems: list[Problem] = []
     notes: list[str] = []
@@ -196,8 +198,9 @@ def complete_shape(
     batch = shape.micro_batch_size
     hit = _from_hyperparameters(hyperparameters, BATCH_HYPERPARAMETERS)
     if batch is None and hit:
-        notes.append(f"micro_batch_size {hit[1]} from hyperparameters.{hit[0]}")
-        batch = hit[1]
+        batch = -(-hit[1] // (microbatches or 1))
+        split = f" / {microbatches} microbatches" if microbatches and microbatches > 1 else ""
+        notes.append(f"micro_batch_size {batch} from hyperparameters.{hit[0]}{split}")
     precision = shape.precision
     if precision is None:
         for name in ("bf16", "fp16"):

@@ -62,13 +62,22 @@ def _degree(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def smp_v2_parameters(distribution: Mapping[str, Any] | None, model_parallel: Any) -> dict | None:
+_V2_DEGREES = ("tensor_parallel_degree", "hybrid_shard_degree", "context_parallel_degree")
+
+
+def smp_v2_parameters(
+    distribution: Mapping[str, Any] | None, model_parallel: Any, library: int | None = None
+) -> dict[str, Any] | None:
     """The SMP v2 parameters of a job, or None when it does not run SMP v2.
 
-    SMP v2 is ``torch_distributed`` plus ``smdistributed.modelparallel`` (launcher-facts 1.1);
-    its parameters may also come through ``model_parallel=`` as a mapping or as typed options
-    carrying ``hybrid_shard_degree``.
+    ``library`` is the generation the rules decided from the container (1 or 2), when known.
+    Otherwise SMP v2 is ``torch_distributed`` plus ``smdistributed.modelparallel``
+    (launcher-facts 1.1), or options that carry a ``hybrid_shard_degree``.
     """
+    if library == 1:
+        return None
+    if library == 2 and model_parallel is not None and not isinstance(model_parallel, Mapping):
+        return {n: getattr(model_parallel, n, None) for n in _V2_DEGREES}
     distribution = distribution if isinstance(distribution, Mapping) else {}
     smd = distribution.get("smdistributed")
     mp = smd.get("modelparallel") if isinstance(smd, Mapping) else None
@@ -78,8 +87,7 @@ def smp_v2_parameters(distribution: Mapping[str, Any] | None, model_parallel: An
     if isinstance(model_parallel, Mapping) and "hybrid_shard_degree" in model_parallel:
         return dict(model_parallel)
     if getattr(model_parallel, "hybrid_shard_degree", None) is not None:
-        names = ("tensor_parallel_degree", "hybrid_shard_degree", "context_parallel_degree")
-        return {n: getattr(model_parallel, n, None) for n in names}
+        return {n: getattr(model_parallel, n, None) for n in _V2_DEGREES}
     return None
 
 
@@ -89,10 +97,12 @@ def memory_layout(
     instance_count: int,
     distribution: Mapping[str, Any] | None = None,
     model_parallel: Any = None,
+    library: int | None = None,
 ) -> MemoryLayout:
-    """The layout of a job from its launcher options (the typed SMP v1 options, if any)."""
+    """The layout of a job from its launcher options (the typed model-parallel options, if
+    any, and the library generation they run as, when the rules know it)."""
     gpus = max(1, gpus_per_instance)
-    v2 = smp_v2_parameters(distribution, model_parallel)
+    v2 = smp_v2_parameters(distribution, model_parallel, library)
     if v2 is not None:
         return _smp_v2(v2, gpus, instance_count)
     if model_parallel is not None and hasattr(model_parallel, "sharded_data_parallel_degree"):

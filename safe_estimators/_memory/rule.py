@@ -15,7 +15,7 @@ import attrs
 
 import instance_catalog
 from safe_estimators._memory.accounting import MemoryEstimate, estimate, gb
-from safe_estimators._memory.complete import complete_shape
+from safe_estimators._memory.complete import CompleteShape, complete_shape
 from safe_estimators._memory.facts import WARNING_FRACTION
 from safe_estimators._memory.fixes import Job, fixes, valid
 from safe_estimators._memory.layout import memory_layout
@@ -33,6 +33,18 @@ def mixed_precision(model_parallel: Any) -> str | None:
     return None
 
 
+def shape_of_job(
+    shape: ModelShape, hyperparameters: Mapping[str, Any], model_parallel: Any
+) -> tuple[CompleteShape, list[Problem]]:
+    """The shape completed with what the job's hyperparameters and launcher options say."""
+    return complete_shape(
+        shape,
+        hyperparameters,
+        mixed_precision=mixed_precision(model_parallel),
+        microbatches=getattr(model_parallel, "microbatches", None),
+    )
+
+
 def job_estimate(
     shape: ModelShape | None,
     *,
@@ -41,13 +53,12 @@ def job_estimate(
     hyperparameters: Mapping[str, Any],
     distribution: Mapping[str, Any] | None,
     model_parallel: Any,
+    library: int | None = None,
 ) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
     """The estimate of one job (None without ``model``), and problems reading its shape."""
     if shape is None:
         return None, None, []
-    complete, problems = complete_shape(
-        shape, hyperparameters, mixed_precision=mixed_precision(model_parallel)
-    )
+    complete, problems = shape_of_job(shape, hyperparameters, model_parallel)
     if complete.parameters is None:
         problems.append(
             warning(
@@ -64,6 +75,7 @@ def job_estimate(
         instance_count=instance_count,
         distribution=distribution,
         model_parallel=model_parallel,
+        library=library,
     )
     if instance is None or not instance.accelerator_memory_mib:
         return None, estimate(complete, layout), problems
