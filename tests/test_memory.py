@@ -22,7 +22,7 @@ from safe_estimators._memory.accounting import (
 from safe_estimators._memory.complete import complete_shape
 from safe_estimators._memory.fixes import Job
 from safe_estimators._memory.layout import MemoryLayout, memory_layout
-from safe_estimators._memory.rule import memory_problems
+from safe_estimators._memory.rule import job_estimate, memory_problems
 from safe_estimators._resolve import check_arguments
 
 ROOT = Path(__file__).parents[1]
@@ -498,3 +498,80 @@ def test_catalog_fits_without_a_model_section_says_so(capsys):
     spec = ROOT / "examples" / "model-parallel-fp16" / "job.yaml"
     assert main(["catalog", "--fits", str(spec)]) == 1
     assert "model: is needed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("options", "in_flight"),
+    [
+        ({"pipeline_parallel_degree": 4}, 1),  # the library's default: one micro-batch
+        ({"pipeline_parallel_degree": 4, "microbatches": 8}, 4),  # interleaved: 1F1B
+        ({"pipeline_parallel_degree": 4, "microbatches": 8, "pipeline": "simple"}, 8),
+    ],
+)
+def test_smp_v1_pipeline_holds_the_micro_batches_its_schedule_keeps_in_flight(options, in_flight):
+    mp = safe_estimators.ModelParallel(**options, ddp=True)
+    layout = memory_layout(gpus_per_instance=8, instance_count=1, model_parallel=mp)
+    assert layout.in_flight == in_flight
+
+
+def test_trainium_jobs_get_an_estimate_but_no_gpu_verdict():
+    trn = instance_catalog.get("ml.trn1.32xlarge")
+    job, result, problems = job_estimate(
+        ModelShape(parameters="70B"), instance=trn, instance_count=1, hyperparameters={},
+        distribution=None, model_parallel=None,
+    )  # fmt: skip
+    assert job is None and problems == [] and result.fits is None
+
+
+# ---------------------------------------------------------------------------------------------
+# SMP v2 through the factories (once model_parallel= takes the library v2 options)
+# ---------------------------------------------------------------------------------------------
+
+smp_v2 = pytest.mark.skipif(
+    not any(a.name == "hybrid_shard_degree" for a in attrs.fields(safe_estimators.ModelParallel)),
+    reason="model_parallel= does not take SMP v2 options in this build",
+)
+
+
+@pytest.fixture
+def v2_build(sagemaker_session, role, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import torch.sagemaker as tsm\ntsm.init()\n")
+
+    def build(**arguments):
+        base = {
+            "entry_point": str(script),
+            "role": role,
+            "instance_type": "ml.p4d.24xlarge",
+            "framework_version": "2.2.0",
+            "py_version": "py310",
+            "sagemaker_session": sagemaker_session,
+        }
+        return safe_estimators.pytorch(**{**base, **arguments})
+
+    return build
+
+
+@smp_v2
+def test_smp_v2_llama_2_7b_with_hybrid_shard_degree_8_on_one_p4d_builds_and_fits(v2_build):
+    est = v2_build(model=LLAMA_2_7B, model_parallel={"hybrid_shard_degree": 8})
+    memory = safe_estimators.explain(est).memory
+    assert memory.fits is True and memory.layout.startswith("SMP v2")
+    assert json.loads(est.hyperparameters()["mp_parameters"])["hybrid_shard_degree"] == 8
+
+
+@smp_v2
+def test_smp_v2_llama_2_7b_unsharded_is_refused_and_the_named_degree_applied_fits(v2_build):
+    with pytest.raises(ConfigError) as raised:
+        v2_build(model=LLAMA_2_7B, model_parallel={"hybrid_shard_degree": 1})
+    [problem] = [p for p in raised.value.problems if p.path == "model"]
+    assert "set hybrid_shard_degree: 4 in the SMP parameters" in problem.hint
+    est = v2_build(model=LLAMA_2_7B, model_parallel={"hybrid_shard_degree": 4})
+    assert safe_estimators.explain(est).memory.fits is True
+
+
+@smp_v2
+def test_smp_v2_unset_hybrid_shard_degree_shards_over_the_whole_cluster(v2_build):
+    est = v2_build(model=LLAMA_2_7B, model_parallel={"tensor_parallel_degree": 2}, instance_count=2)
+    memory = safe_estimators.explain(est).memory
+    assert memory.layout == "SMP v2 over 16 accelerators, tensor 2, sharded 8"

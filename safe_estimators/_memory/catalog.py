@@ -24,7 +24,7 @@ class Placement:
 def placements(
     spec: object, model_parallel: object = None, library: int | None = None
 ) -> list[Placement]:
-    """The instance types (same accelerator kind as the spec's) on which ``spec`` fits, each
+    """The GPU instance types on which ``spec`` fits, each
     with the fewest instances (up to ``MAX_INSTANCE_COUNT``) its own launcher options allow;
     smallest accelerator memory first, then fewest accelerators.
 
@@ -40,10 +40,9 @@ def placements(
         raise ConfigError(
             problems or [Problem("model", "gives no parameters.", "add parameters (e.g. \"7B\").")]
         )
-    kind = _kind(getattr(spec, "instance_type", None))
     found = []
     for instance in instance_catalog.instance_types():
-        if instance.accelerator_kind != kind or not instance.accelerator_memory_mib:
+        if instance.accelerator_kind != "gpu" or not instance.accelerator_memory_mib:
             continue
         for count in range(1, MAX_INSTANCE_COUNT + 1):
             layout = memory_layout(
@@ -81,11 +80,3 @@ def placements_of_file(path: str) -> list[Placement]:
     context = Context(spec, None, {}, model_parallel)
     return placements(spec, model_parallel, getattr(context, "model_parallel_library", None))
 
-
-def _kind(instance_type: object) -> str:
-    if isinstance(instance_type, str):
-        try:
-            return instance_catalog.get(instance_type).accelerator_kind or "gpu"
-        except LookupError:
-            pass
-    return "gpu"

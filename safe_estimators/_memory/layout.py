@@ -134,9 +134,19 @@ def _smp_v1(mp: Any, gpus: int, instance_count: int) -> MemoryLayout:
         pipeline=pipeline,
         shard=sharded,
         optimizer_shard=replicas if mp.shard_optimizer_state and sharded == 1 else 1,
-        in_flight=min(pipeline, mp.microbatches) if mp.microbatches else pipeline,
+        in_flight=_in_flight(mp, pipeline),
         launcher="SMP v1",
     )
+
+
+def _in_flight(mp: Any, pipeline: int) -> int:
+    # SMP v1 splits each batch into `microbatches` (default 1). Its "interleaved" schedule
+    # (the default) runs them 1F1B-style, at most `pipeline` in flight; "simple" runs every
+    # forward pass before any backward pass, so all of them are held.
+    microbatches = getattr(mp, "microbatches", None) or 1
+    if getattr(mp, "pipeline", None) == "simple":
+        return microbatches
+    return min(pipeline, microbatches)
 
 
 def _smp_v2(parameters: Mapping[str, Any], gpus: int, instance_count: int) -> MemoryLayout:

@@ -77,7 +77,10 @@ def job_estimate(
         model_parallel=model_parallel,
         library=library,
     )
-    if instance is None or not instance.accelerator_memory_mib:
+    gpu = instance is not None and instance.accelerator_kind == "gpu"
+    if instance is None or not gpu or not instance.accelerator_memory_mib:
+        # CPU, local mode, or Neuron: Neuron processes run per NeuronCore and the compiler
+        # plans their memory, which this GPU accounting does not model.
         return None, estimate(complete, layout), problems
     job = Job(complete, layout, instance, instance_count)
     return job, job.estimate(), problems
