@@ -16,7 +16,12 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn
 
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
-from safe_estimators._memory.shape import ModelShape, parameter_count, parameters_problem
+from safe_estimators._memory.shape import (
+    COUNT_FIELDS,
+    ModelShape,
+    parameter_count,
+    parameters_problem,
+)
 from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path
 
 EstimatorKind = Literal["huggingface", "pytorch"]
@@ -207,11 +212,12 @@ def _model_hook(value: object, _type: object) -> ModelShape | None:
         return value
     if isinstance(value, Mapping):
         data = dict(value)
-        if data.get("parameters") is not None:
-            count = parameter_count(data["parameters"])
-            if count is None or count < 1:
-                raise parameters_problem(data["parameters"])
-            data["parameters"] = count
+        for name in COUNT_FIELDS:
+            if data.get(name) is not None:
+                count = parameter_count(data[name])
+                if count is None or count < 1:
+                    raise parameters_problem(data[name], name)
+                data[name] = count
         return _structure_model_dict(data, ModelShape)
     raise _BadValue(
         f"expected ModelShape(...) or a mapping of its fields, got {_type_name(value)} {value!r}",

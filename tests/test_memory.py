@@ -575,3 +575,9 @@ def test_smp_v2_unset_hybrid_shard_degree_shards_over_the_whole_cluster(v2_build
     est = v2_build(model=LLAMA_2_7B, model_parallel={"tensor_parallel_degree": 2}, instance_count=2)
     memory = safe_estimators.explain(est).memory
     assert memory.layout == "SMP v2 over 16 accelerators, tensor 2, sharded 8"
+
+
+def test_frozen_parameters_hold_weights_only_as_with_lora_adapters():
+    lora = complete(ModelShape(parameters="7B", trainable_parameters="20M", precision="bf16"))
+    result = estimate(lora, MemoryLayout())
+    assert (result.weights, result.gradients, result.optimizer_states) == (14e9, 40e6, 240e6)

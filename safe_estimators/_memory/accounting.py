@@ -215,6 +215,7 @@ def estimate(
     per_param = STATE_BYTES[(shape.precision, shape.optimizer)]
     model_split = layout.tensor * layout.pipeline
     params = shape.parameters / model_split
+    trainable = shape.trainable / model_split
     notes = list(shape.notes) + list(layout.notes)
     overhead = float(CUDA_CONTEXT_BYTES)
     if layout.shard > 1:
@@ -233,9 +234,9 @@ def estimate(
         )
     return MemoryEstimate(
         weights=math.ceil(params * per_param.weights / layout.shard),
-        gradients=math.ceil(params * per_param.gradients / layout.shard),
+        gradients=math.ceil(trainable * per_param.gradients / layout.shard),
         optimizer_states=math.ceil(
-            params * per_param.optimizer / layout.shard / layout.optimizer_shard
+            trainable * per_param.optimizer / layout.shard / layout.optimizer_shard
         ),
         activations=activations(shape, layout) if estimated else 0,
         overhead=math.ceil(overhead),

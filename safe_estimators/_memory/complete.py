@@ -65,7 +65,14 @@ class CompleteShape:
     gated_mlp: bool = False
     tied_embeddings: bool = True
     kv_heads: int | None = None
+    trainable_parameters: int | None = None
     notes: tuple[str, ...] = ()
+
+    @property
+    def trainable(self) -> int:
+        """The parameters with gradients and optimizer states: all, unless said otherwise."""
+        assert self.parameters is not None
+        return min(self.trainable_parameters or self.parameters, self.parameters)
 
     @property
     def has_architecture(self) -> bool:
@@ -225,6 +232,7 @@ def complete_shape(
     model_type = config.get("model_type")
     complete = CompleteShape(
         parameters=shape.parameters,
+        trainable_parameters=shape.trainable_parameters,
         sequence_length=sequence,
         micro_batch_size=batch,
         precision=precision,

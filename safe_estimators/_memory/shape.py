@@ -54,10 +54,13 @@ def _convert_parameters(value: object) -> object:
     return value if counted is None else counted
 
 
-def parameters_problem(value: object) -> ConfigError:
+COUNT_FIELDS = ("parameters", "trainable_parameters")
+
+
+def parameters_problem(value: object, name: str = "parameters") -> ConfigError:
     """The complaint about a value that is not a parameter count."""
     return _problem(
-        "parameters",
+        name,
         f"must be the model's parameter count, got {type(value).__name__} {value!r}.",
         'write a whole number such as 6738415616, or a string such as "6.7B" or "125M".',
     )
@@ -65,7 +68,7 @@ def parameters_problem(value: object) -> ConfigError:
 
 def _check_parameters(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and (type(value) is not int or value < 1):
-        raise parameters_problem(value)
+        raise parameters_problem(value, attribute.name)
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -122,6 +125,9 @@ class ModelShape:
 
     - ``parameters``: total parameter count (``6738415616``, ``6.7e9`` or ``"6.7B"``). Enough
       on its own for the model states (weights, gradients, optimizer states).
+    - ``trainable_parameters``: the parameters that get gradients and optimizer states, when
+      most are frozen (LoRA adapters: a few million); defaults to all. Quantized frozen
+      weights (QLoRA) are still counted at the training precision.
     - ``layers``, ``hidden_size``, ``attention_heads``, ``vocab_size``, ``intermediate_size``:
       the transformer's architecture, for the activations (and for ``parameters`` when it is
       not given). ``intermediate_size`` defaults to 4 x ``hidden_size``.
@@ -139,6 +145,9 @@ class ModelShape:
     """
 
     parameters: int | None = attrs.field(
+        default=None, converter=_convert_parameters, validator=_check_parameters
+    )
+    trainable_parameters: int | None = attrs.field(
         default=None, converter=_convert_parameters, validator=_check_parameters
     )
     layers: int | None = _count()
