@@ -581,3 +581,9 @@ def test_frozen_parameters_hold_weights_only_as_with_lora_adapters():
     lora = complete(ModelShape(parameters="7B", trainable_parameters="20M", precision="bf16"))
     result = estimate(lora, MemoryLayout())
     assert (result.weights, result.gradients, result.optimizer_states) == (14e9, 40e6, 240e6)
+
+
+def test_a_gated_mlp_keeps_four_width_sized_tensors_instead_of_two():
+    plain = layer_activations(S, B, H, A, attention_scores=False, mlp_width=4 * H)
+    gated = layer_activations(S, B, H, A, attention_scores=False, mlp_width=4 * H, gated_mlp=True)
+    assert (plain, gated) == (34 * SBH, (34 + 16) * SBH)

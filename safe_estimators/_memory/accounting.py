@@ -136,6 +136,7 @@ def layer_activations(
     sequence_parallel: bool = False,
     attention_scores: bool = True,
     mlp_width: int | None = None,
+    gated_mlp: bool = False,
     value_bytes: int = 2,
 ) -> float:
     """Bytes one transformer layer keeps for its backward pass (the paper's Table 2).
@@ -145,12 +146,14 @@ def layer_activations(
     inside (Q, K, V and the attention output's input: 8; the MLP's activation and second
     matrix inputs: 16 at width 4h, 4 x width/h in general); the attention scores add 5as^2b.
     Tensor parallelism divides the inside part, sequence parallelism the outside part too;
-    selective recomputation (or a fused attention kernel) removes the scores.
+    selective recomputation (or a fused attention kernel) removes the scores. A gated MLP
+    (SwiGLU: Llama, Mistral) keeps four width-sized tensors instead of two: the gate and up
+    outputs, the activation's output and the product fed to the down matrix.
     """
     width = mlp_width or 4 * h
     sbh = s * b * h
     outside = 10 * sbh
-    inside = (8 + 4 * width / h) * sbh
+    inside = (8 + (8 if gated_mlp else 4) * width / h) * sbh
     scores = 5 * a * s * s * b if attention_scores else 0.0
     if sequence_parallel:
         outside /= tensor
@@ -177,7 +180,7 @@ def activations(shape: CompleteShape, layout: MemoryLayout) -> int:
     full = layer_activations(
         s_local, b, h, a, tensor=tp, sequence_parallel=sp,
         attention_scores=not shape.fused_attention, mlp_width=shape.mlp_width,
-        value_bytes=value_bytes,
+        gated_mlp=shape.gated_mlp, value_bytes=value_bytes,
     )  # fmt: skip
     per_layer = (
         checkpointed_layer(s_local, b, h, tensor=tp, sequence_parallel=sp, value_bytes=value_bytes)

@@ -191,12 +191,15 @@ def complete_shape(
     if shape.config is not None:
         config, problems = read_config(shape.config)
     numbers: dict[str, int | None] = {}
+    read: list[str] = []
     for field in CONFIG_KEYS:
         given = getattr(shape, field)
         found = _from_config(config, field) if given is None else None
         numbers[field] = given if given is not None else found
         if found is not None:
-            notes.append(f"{field} {found} from {shape.config}")
+            read.append(f"{field} {found}")
+    if read:
+        notes.append(f"{', '.join(read)} from {shape.config}")
     sequence = shape.sequence_length
     hit = _from_hyperparameters(hyperparameters, SEQUENCE_HYPERPARAMETERS)
     if sequence is None and hit:
