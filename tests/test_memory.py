@@ -504,8 +504,9 @@ def test_catalog_fits_without_a_model_section_says_so(capsys):
     ("options", "in_flight"),
     [
         ({"pipeline_parallel_degree": 4}, 1),  # the library's default: one micro-batch
-        ({"pipeline_parallel_degree": 4, "microbatches": 8}, 4),  # interleaved: 1F1B
-        ({"pipeline_parallel_degree": 4, "microbatches": 8, "pipeline": "simple"}, 8),
+        ({"pipeline_parallel_degree": 4, "microbatches": 4}, 4),
+        ({"pipeline_parallel_degree": 4, "microbatches": 16}, 6),  # active: degree + 2
+        ({"pipeline_parallel_degree": 4, "microbatches": 16, "active_microbatches": 8}, 8),
     ],
 )
 def test_smp_v1_pipeline_holds_the_micro_batches_its_schedule_keeps_in_flight(options, in_flight):

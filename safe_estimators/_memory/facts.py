@@ -55,8 +55,8 @@ CUDA_CONTEXT_BYTES = 666_632_192
 
 # Fully sharded data parallelism (ZeRO-3, FSDP FULL_SHARD, SMP sharding) gathers one layer's
 # 16-bit weights and, in the backward pass, its 16-bit gradients at a time: 4 bytes per
-# parameter of the largest layer (DeepSpeed `estimate_zero3_model_states_mem_needs`, its
-# "largest_layer_memory = 4 * largest_layer_params").
+# parameter of the largest layer (DeepSpeed's `estimate_zero3_model_states_mem_needs` counts
+# 4 x largest_layer_params on the GPU, deepspeed/runtime/zero/stage3.py).
 GATHERED_LAYER_BYTES_PER_PARAMETER = 4
 
 # The caching allocator's fragmentation depends on the allocation pattern, not on the model's

@@ -140,13 +140,13 @@ def _smp_v1(mp: Any, gpus: int, instance_count: int) -> MemoryLayout:
 
 
 def _in_flight(mp: Any, pipeline: int) -> int:
-    # SMP v1 splits each batch into `microbatches` (default 1). Its "interleaved" schedule
-    # (the default) runs them 1F1B-style, at most `pipeline` in flight; "simple" runs every
-    # forward pass before any backward pass, so all of them are held.
+    # SMP v1 splits each batch into `microbatches` (default 1) and executes at most
+    # `active_microbatches` of them at once (default pipeline degree + 2: "limits the
+    # activation memory footprint"), whichever pipeline schedule (the library's
+    # backend/config.yaml).
     microbatches = getattr(mp, "microbatches", None) or 1
-    if getattr(mp, "pipeline", None) == "simple":
-        return microbatches
-    return min(pipeline, microbatches)
+    active = getattr(mp, "active_microbatches", None) or pipeline + 2
+    return min(microbatches, active)
 
 
 def _smp_v2(parameters: Mapping[str, Any], gpus: int, instance_count: int) -> MemoryLayout:
