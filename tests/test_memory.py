@@ -588,3 +588,16 @@ def test_a_gated_mlp_keeps_four_width_sized_tensors_instead_of_two():
     plain = layer_activations(S, B, H, A, attention_scores=False, mlp_width=4 * H)
     gated = layer_activations(S, B, H, A, attention_scores=False, mlp_width=4 * H, gated_mlp=True)
     assert (plain, gated) == (34 * SBH, (34 + 16) * SBH)
+
+
+def test_offloaded_activations_keep_only_the_loading_horizon_on_the_gpu():
+    shape = complete(LLAMA_2_7B)
+    kept = estimate(shape, MemoryLayout(world_size=8)).activations
+    offloaded = estimate(shape, MemoryLayout(world_size=8, offload_horizon=2)).activations
+    per_layer = checkpointed_layer(4096, 1, 4096)
+    assert kept - offloaded == pytest.approx(30 * per_layer, rel=1e-6)  # 32 layers -> 2 held
+    mp = safe_estimators.ModelParallel(
+        offload_activations=True, pipeline_parallel_degree=2, ddp=True
+    )
+    layout = memory_layout(gpus_per_instance=8, instance_count=1, model_parallel=mp)
+    assert layout.offload_horizon == 4

@@ -194,9 +194,15 @@ def activations(shape: CompleteShape, layout: MemoryLayout) -> int:
     # 1F1B: the first stage holds its layers for up to `pipeline` micro-batches in flight (so
     # about all L layers' worth whatever the degree, section 4.2.3); the last stage holds one.
     in_flight = layout.in_flight or layout.pipeline
-    first = stage_layers * in_flight * per_layer + recompute
+
+    def held(layers_in_flight: int) -> int:
+        if shape.activation_checkpointing and layout.offload_horizon:
+            return min(layers_in_flight, layout.offload_horizon)  # the rest is in CPU memory
+        return layers_in_flight
+
+    first = held(stage_layers * in_flight) * per_layer + recompute
     logits = LOGITS_BYTES * s_local * b * (shape.vocab_size or 0) / tp
-    last = stage_layers * per_layer + recompute + logits
+    last = held(stage_layers) * per_layer + recompute + logits
     return math.ceil(max(first + (logits if layout.pipeline == 1 else 0.0), last))
 
 

@@ -22,7 +22,9 @@ class MemoryLayout:
     ``tensor`` and ``pipeline`` divide the weights and what follows them; ``shard`` divides
     weights, gradients and optimizer states (ZeRO-3, FSDP, SMP sharding); ``optimizer_shard``
     divides only the optimizer states (ZeRO-1, SMP v1 ``shard_optimizer_state``); ``context``
-    divides the sequence; ``in_flight`` caps the micro-batches the first pipeline stage holds.
+    divides the sequence; ``in_flight`` caps the micro-batches the first pipeline stage holds;
+    ``offload_horizon``: checkpointed activations go to CPU memory, with at most this many
+    layers' worth on the GPU at once.
     ``script_may_shard``: the launcher leaves sharding to the script (torchrun with FSDP or
     DeepSpeed), so an estimate that only sharding would fix is a warning, not an error.
     """
@@ -36,6 +38,7 @@ class MemoryLayout:
     optimizer_shard: int = 1
     sequence_parallel: bool = False
     in_flight: int | None = None
+    offload_horizon: int | None = None
     launcher: Launcher = "data-parallel"
     script_may_shard: bool = False
     notes: tuple[str, ...] = ()
@@ -62,7 +65,10 @@ def _degree(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-_V2_DEGREES = ("tensor_parallel_degree", "hybrid_shard_degree", "context_parallel_degree")
+_V2_DEGREES = (
+    "tensor_parallel_degree", "hybrid_shard_degree", "context_parallel_degree",
+    "sm_activation_offloading", "activation_loading_horizon",
+)  # fmt: skip
 
 
 def smp_v2_parameters(
@@ -135,6 +141,10 @@ def _smp_v1(mp: Any, gpus: int, instance_count: int) -> MemoryLayout:
         shard=sharded,
         optimizer_shard=replicas if mp.shard_optimizer_state and sharded == 1 else 1,
         in_flight=_in_flight(mp, pipeline),
+        # Offloading works on top of checkpointing; the horizon defaults to 4 (config.yaml).
+        offload_horizon=(getattr(mp, "activation_loading_horizon", None) or 4)
+        if getattr(mp, "offload_activations", None)
+        else None,
         launcher="SMP v1",
     )
 
@@ -163,12 +173,18 @@ def _smp_v2(parameters: Mapping[str, Any], gpus: int, instance_count: int) -> Me
                  "(FSDP FULL_SHARD, its default)",)  # fmt: skip
     else:
         shard = hybrid
+    # sm_activation_offloading (default True) acts only when the script wraps the model in
+    # offload_wrapper, so only an explicit True counts; the horizon defaults to 2 (SMPREF).
+    offload = parameters.get("sm_activation_offloading") is True
     return MemoryLayout(
         world_size=world,
         gpus_per_instance=gpus,
         tensor=tensor,
         context=context,
         shard=shard,
+        offload_horizon=(_degree(parameters.get("activation_loading_horizon")) or 2)
+        if offload
+        else None,
         launcher="SMP v2",
         notes=notes,
     )
