@@ -6,7 +6,7 @@ import attrs
 
 import instance_catalog
 from safe_estimators._memory.accounting import MemoryEstimate
-from safe_estimators._memory.fixes import MAX_INSTANCE_COUNT, Job, valid
+from safe_estimators._memory.fixes import MAX_INSTANCE_COUNT, Job, library_instances, valid
 from safe_estimators._memory.layout import memory_layout
 from safe_estimators._memory.rule import shape_of_job
 from safe_estimators._problems import ConfigError, Problem
@@ -24,9 +24,9 @@ class Placement:
 def placements(
     spec: object, model_parallel: object = None, library: int | None = None
 ) -> list[Placement]:
-    """The GPU instance types on which ``spec`` fits, each
-    with the fewest instances (up to ``MAX_INSTANCE_COUNT``) its own launcher options allow;
-    smallest accelerator memory first, then fewest accelerators.
+    """The GPU instance types (those its model parallel library runs on) on which ``spec``
+    fits, each with the fewest instances (up to ``MAX_INSTANCE_COUNT``) its own launcher
+    options allow; smallest accelerator memory first, then fewest accelerators.
 
     Raises ConfigError when the spec has no ``model`` or its shape cannot be completed.
     """
@@ -52,7 +52,8 @@ def placements(
                 model_parallel=model_parallel,
                 library=library,
             )
-            if not valid(layout):
+            allowed = library_instances(layout.launcher)
+            if not valid(layout) or (allowed is not None and instance.name not in allowed):
                 continue
             result = Job(complete, layout, instance, count).estimate()
             if result.fits:

@@ -148,17 +148,42 @@ def relaid(layout: MemoryLayout, gpus: int, count: int) -> MemoryLayout:
     )
 
 
+def library_instances(launcher: str) -> frozenset[str] | None:
+    """The instance types the model parallel library runs on (None: any GPU type)."""
+    if launcher == "SMP v1":
+        from safe_estimators._distributions.model_parallel import facts
+
+        return frozenset(facts.SUPPORTED_INSTANCES)
+    if launcher == "SMP v2":
+        try:
+            from safe_estimators._distributions.model_parallel import facts_v2  # type: ignore[attr-defined]
+        except ImportError:  # a build without the library v2 options
+            return None
+        return frozenset(facts_v2.SUPPORTED_INSTANCES)
+    return None
+
+
 def _bigger_accelerator(job: Job) -> Iterator[tuple[str, Job]]:
-    current = job.instance.accelerator_memory_mib or 0
+    # The catalog's figure: the headroom search (rule._tighter) lowers the job's own.
+    current = instance_catalog.get(job.instance.name).accelerator_memory_mib or 0
+    allowed = library_instances(job.layout.launcher)
     candidates = sorted(
         (
             t
             for t in instance_catalog.instance_types()
             if t.accelerator_kind == job.instance.accelerator_kind
+            and (allowed is None or t.name in allowed)
             and (t.accelerator_memory_mib or 0) > current
             and t.accelerator_count > 0
         ),
-        key=lambda t: (t.accelerator_memory_mib, t.accelerator_count, t.name),
+        # Nearest memory first; among equals, the same accelerators per instance (the layout
+        # carries over), then the fewest.
+        key=lambda t: (
+            t.accelerator_memory_mib,
+            t.accelerator_count != job.layout.gpus_per_instance,
+            t.accelerator_count,
+            t.name,
+        ),
     )
     for candidate in candidates:
         layout = relaid(job.layout, candidate.accelerator_count, job.instance_count)
