@@ -65,7 +65,7 @@ def _degree(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-_V2_DEGREES = (
+_V2_KEYS = (
     "tensor_parallel_degree", "hybrid_shard_degree", "context_parallel_degree",
     "sm_activation_offloading", "activation_loading_horizon",
 )  # fmt: skip
@@ -83,7 +83,7 @@ def smp_v2_parameters(
     if library == 1:
         return None
     if library == 2 and model_parallel is not None and not isinstance(model_parallel, Mapping):
-        return {n: getattr(model_parallel, n, None) for n in _V2_DEGREES}
+        return {n: getattr(model_parallel, n, None) for n in _V2_KEYS}
     distribution = distribution if isinstance(distribution, Mapping) else {}
     smd = distribution.get("smdistributed")
     mp = smd.get("modelparallel") if isinstance(smd, Mapping) else None
@@ -93,7 +93,7 @@ def smp_v2_parameters(
     if isinstance(model_parallel, Mapping) and "hybrid_shard_degree" in model_parallel:
         return dict(model_parallel)
     if getattr(model_parallel, "hybrid_shard_degree", None) is not None:
-        return {n: getattr(model_parallel, n, None) for n in _V2_DEGREES}
+        return {n: getattr(model_parallel, n, None) for n in _V2_KEYS}
     return None
 
 
