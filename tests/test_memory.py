@@ -537,7 +537,10 @@ smp_v2 = pytest.mark.skipif(
 @pytest.fixture
 def v2_build(sagemaker_session, role, tmp_path):
     script = tmp_path / "train.py"
-    script.write_text("import torch.sagemaker as tsm\ntsm.init()\n")
+    script.write_text(
+        "import torch.sagemaker as tsm\nfrom model import build_model\n\n"
+        "tsm.init()\nmodel = tsm.transform(build_model())\n"
+    )
 
     def build(**arguments):
         base = {
