@@ -8,40 +8,82 @@ import json
 import logging
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
+import attrs
+
+from safe_estimators._bounds import MAX_PROBLEMS, printable
 from safe_estimators._problems import ConfigError, Problem
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+# Logging and warning filters are process-wide: concurrent main() calls share one quiet period,
+# entered by the first and undone by the last (the state saved by the first is what comes back).
+_quiet_lock = threading.Lock()
+_quiet_calls = 0
+_quiet_saved: tuple[int, list[Any], bool] = (0, [], False)
+_V2_WARNING = "SAGEMAKER_SUPPRESS_V2_WARNING"
 
 
 @contextlib.contextmanager
 def _quiet(verbose: bool) -> Iterator[None]:
     """Keep the output to what the user asked for: no SDK banners, INFO lines or deprecations.
 
-    Undone on the way out, so calling ``main()`` in a notebook or a test leaves logging as it was.
+    Undone on the way out, so calling ``main()`` in a notebook, a test or several threads
+    leaves logging, warning filters and the environment as they were.
     """
     if verbose:
-        logging.basicConfig(level=logging.INFO)
-        yield
-        return
-    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        handler = logging.StreamHandler(sys.stderr)
+        root, level = logging.getLogger(), logging.getLogger().level
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        try:
             yield
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
+        return
+    global _quiet_calls, _quiet_saved
+    with _quiet_lock:
+        if _quiet_calls == 0:
+            filters = list(warnings.filters)
+            _quiet_saved = (logging.root.manager.disable, filters, _V2_WARNING in os.environ)
+            os.environ.setdefault(_V2_WARNING, "1")
+            logging.disable(logging.WARNING)
+            warnings.simplefilter("ignore")
+        _quiet_calls += 1
+    try:
+        yield
     finally:
-        logging.disable(previous)
+        with _quiet_lock:
+            _quiet_calls -= 1
+            if _quiet_calls == 0:
+                disabled, filters, had_variable = _quiet_saved
+                logging.disable(disabled)
+                warnings.filters[:] = filters  # type: ignore[index]
+                warnings._filters_mutated()  # type: ignore[attr-defined]
+                if not had_variable:
+                    os.environ.pop(_V2_WARNING, None)
 
 
 def _print_problem(out: TextIO, source: str, problem: Problem) -> None:
+    # Every part may hold the user's text: escaped, none can start a line or reach the terminal.
     label = "warning: " if problem.severity == "warning" else ""
     hint = f" ({problem.hint})" if problem.hint else ""
-    out.write(f"{source}: {problem.path}: {label}{problem.message}{hint}\n")
+    out.write(printable(f"{source}: {problem.path}: {label}{problem.message}{hint}") + "\n")
+
+
+def _print_problems(out: TextIO, source: str, problems: Sequence[Problem]) -> None:
+    for problem in problems[:MAX_PROBLEMS]:
+        _print_problem(out, source, problem)
+    if len(problems) > MAX_PROBLEMS:
+        more = len(problems) - MAX_PROBLEMS
+        out.write(printable(f"{source}: ... and {more:,} more problems (the first "
+                            f"{MAX_PROBLEMS} are shown)") + "\n")  # fmt: skip
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -49,21 +91,30 @@ def _validate(args: argparse.Namespace) -> int:
 
     invalid = False
     for path in args.files:
-        problems = validate_file(path)
-        for problem in problems:
-            _print_problem(sys.stdout, path, problem)
+        problems = validate_file(path, project_root=args.project_root)
+        _print_problems(sys.stdout, path, problems)
         errors = sum(p.severity == "error" for p in problems)
         invalid |= errors > 0
         if not errors:
-            print(f"{path}: valid")
+            print(f"{printable(path)}: valid")
     return EXIT_INVALID if invalid else EXIT_OK
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from safe_estimators._files import load_spec
     from safe_estimators._plan import plan
 
-    result = plan(args.file)
-    print(result.to_json() if args.json else str(result))
+    result = plan(load_spec(args.file, project_root=args.project_root))
+    result = attrs.evolve(result, source=args.file)
+    try:
+        text = result.to_json() if args.json else str(result)
+    except ValueError as exc:  # NaN or a cycle that got past the checks: still not JSON
+        raise ConfigError(
+            [Problem("<plan>", f"the request cannot be written as JSON: {exc}.",
+                     "report this spec: safe_estimators should have refused it.")],
+            source=args.file,
+        ) from exc  # fmt: skip
+    print(text)
     return EXIT_OK
 
 
@@ -74,7 +125,7 @@ def _submit(args: argparse.Namespace) -> int:
     from safe_estimators._factories import build
     from safe_estimators._files import load_spec
 
-    spec = load_spec(args.file)
+    spec = load_spec(args.file, project_root=args.project_root)
     estimator = build(spec, sagemaker_session=sagemaker.Session(boto_session=boto3.Session()))
     inputs = dict(spec.inputs) if isinstance(spec.inputs, dict) else spec.inputs
     estimator.fit(inputs=inputs, wait=args.wait, logs=args.wait)
@@ -167,11 +218,13 @@ def _schema(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     from safe_estimators._validate import lint_target
 
-    findings = lint_target(args.target)
-    for finding in findings:
-        print(finding)
+    findings = lint_target(args.target, project_root=args.project_root)
+    for finding in findings[:MAX_PROBLEMS]:
+        print(printable(str(finding)))
+    if len(findings) > MAX_PROBLEMS:
+        print(f"{printable(args.target)}: ... and {len(findings) - MAX_PROBLEMS:,} more findings")
     if not findings:
-        print(f"{args.target}: no findings")
+        print(f"{printable(args.target)}: no findings")
     return EXIT_INVALID if any(f.severity == "error" for f in findings) else EXIT_OK
 
 
@@ -181,6 +234,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Check SageMaker training job specs and plan them offline.",
     )
     parser.add_argument("--verbose", action="store_true", help="show the SageMaker SDK's logs")
+    parser.add_argument(
+        "--project-root",
+        metavar="DIR",
+        help="the folder entry_point, source_dir and dependencies must stay inside (default: "
+        "the spec's git repository, else the spec's folder)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     validate = commands.add_parser("validate", help="check spec files (no AWS, no sagemaker)")
@@ -230,8 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result: Any = args.run(args)
     except ConfigError as error:
         source = error.source or getattr(args, "file", None) or "spec"
-        for problem in error.problems:
-            _print_problem(sys.stdout, source, problem)
+        _print_problems(sys.stdout, source, error.problems)
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
@@ -242,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         print(
-            f"safe-estimators: internal error: {type(exc).__name__}: {exc}\n"
+            f"safe-estimators: internal error: {type(exc).__name__}: {printable(str(exc)[:500])}\n"
             "Run again with --verbose for the traceback, and please report it.",
             file=sys.stderr,
         )

@@ -9,7 +9,8 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._files import load_spec
+from safe_estimators._bounds import printable
+from safe_estimators._files import load_spec, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
@@ -53,7 +54,8 @@ class Plan:
 
     def to_json(self) -> str:
         """``to_dict()`` as indented JSON."""
-        return json.dumps(self.to_dict(), indent=2, default=str)
+        # Strict JSON: NaN/Infinity are not JSON (the spec refuses them; this is the backstop).
+        return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=False)
 
     def __str__(self) -> str:
         r = self.request
@@ -73,7 +75,8 @@ class Plan:
             for key, value in sorted((r.get(section) or {}).items()):
                 lines.append(f"  {section}.{key} = {value}")
         lines.append("(use --json for the complete request)")
-        return "\n".join(lines)
+        # Keys and values are the user's: none may start a line of its own or reach the terminal.
+        return "\n".join(printable(line) for line in lines)
 
     def _repr_markdown_(self) -> str:
         r = self.request
@@ -117,6 +120,9 @@ def plan(spec_or_path: JobSpec | str | os.PathLike[str], **overrides: Any) -> Pl
         source = os.fspath(spec_or_path)
         spec = load_spec(source)
     arguments = {**spec_arguments(spec), **overrides}
+    offline = offline_problems(arguments) + sdk_config_problems(os.environ)
+    if offline:
+        raise ConfigError(offline, source=source)
     placeholders = []
     if not arguments.get("role"):
         arguments["role"] = PLACEHOLDER_ROLE

@@ -10,11 +10,13 @@ import functools
 import logging
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 import instance_catalog
+from safe_estimators._bounds import walk_tree
 from safe_estimators._distributions.model_parallel import (
     ParallelLayout,
     check_model_parallel,
@@ -249,9 +251,9 @@ def _source_fingerprint(script: str, source_dir: str | None) -> tuple[tuple[str,
     """Name, size and modification time of every Python file the checks may read."""
     root = source_dir or os.path.dirname(script) or "."
     found = [(script, *_size_and_mtime(script))]
-    for folder, _, names in os.walk(root):
-        paths = [os.path.join(folder, name) for name in names if name.endswith(".py")]
-        found += [(path, *_size_and_mtime(path)) for path in paths]
+    # Bounded and iterative (os.walk recurses once per level); links out of the tree not taken.
+    paths = [str(p) for p in walk_tree(Path(root)).files if p.suffix == ".py"]
+    found += [(path, *_size_and_mtime(path)) for path in paths]
     return tuple(sorted(found))
 
 

@@ -30,7 +30,12 @@ from safe_estimators._rules.instance import (
     instance_type_known,
     pipeline_parameter_instance_type,
 )
-from safe_estimators._rules.safety import api_limits, no_secrets, spot_training
+from safe_estimators._rules.safety import (
+    api_limits,
+    no_secrets,
+    source_dir_contents,
+    spot_training,
+)
 
 __all__ = ["LOCAL_TYPES", "RULES", "Context", "Rule", "run_rules"]
 
@@ -51,6 +56,7 @@ RULES: tuple[Rule, ...] = (
     spot_training,
     no_secrets,
     api_limits,
+    source_dir_contents,
 )
 
 
