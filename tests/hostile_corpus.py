@@ -27,12 +27,8 @@ BASE = (
 )
 TRAIN = "import torch\nprint('training')\n"
 # The classic 9-level "billion laughs": 528 bytes that stand for 10^9 values.
-ALIAS_BOMB = (
-    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-    + "".join(
-        f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n"
-        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
-    )
+ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
 )
 FORGED = "a\n/tmp/forged_line.yaml: valid\x1b]0;pwned\x07"
 ALL = ("validate", "lint", "plan", "api")
@@ -155,8 +151,8 @@ def _entry_outside(d: Path) -> Case:
 
 
 def _source_dir_root(d: Path) -> Case:
-    return Case("source-dir-root", _spec(d, BASE.replace("entry_point: train.py", "entry_point: "
-                                                         "etc/hostname\nsource_dir: /")))  # fmt: skip
+    text = BASE.replace("entry_point: train.py", "entry_point: etc/hostname\nsource_dir: /")
+    return Case("source-dir-root", _spec(d, text))
 
 
 def _netrc_link(d: Path) -> Case:
@@ -250,9 +246,7 @@ def _documents(d: Path) -> Case:
 
 def _secret_bad_entry(d: Path) -> Case:
     text = BASE + "environment:\n  BAD: [1, 2]\n  PASSWORD: 12345678\n  GH_PAT: hunter2hunter2\n"
-    return Case(
-        "secret-beside-bad-entry", _spec(d, text), forbidden=("12345678", "hunter2hunter2")
-    )
+    return Case("secret-beside-bad-entry", _spec(d, text), forbidden=("12345678", "hunter2hunter2"))
 
 
 MAKERS: tuple[Callable[[Path], Case], ...] = (
