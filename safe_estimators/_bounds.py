@@ -35,6 +35,11 @@ MAX_DEPTH = 64
 # MAX_PROBLEMS (imported above, defined beside ConfigError): problems shown in one message; a
 # human fixes the first ones, and more than that is one mistake repeated.
 
+# No value of CreateTrainingJob holds a longer number: top-level numbers are 64-bit, and a
+# hyperparameter is sent as text of at most 2,500 characters (Python cannot even print an int
+# of over 4,300 digits).
+MAX_INT_DIGITS = 2_500
+
 # Values quoted in messages: enough to recognise the value, never a whole file in a CI log.
 MAX_QUOTED = 80
 
@@ -116,15 +121,27 @@ def shape_problems(data: object, path: str = "") -> list[ShapeProblem]:
         nonlocal nodes
         nodes += 1
         if nodes > MAX_NODES:
+            # Named by the option being read when the count ran out: where the bulk is.
+            option = where[len(path) :].lstrip(".").split(".", 1)[0]
             found.append(
                 ShapeProblem(
-                    path or "<spec>",
+                    _join(path, option) if option else path or "<spec>",
                     f"holds more than {MAX_NODES:,} values; CreateTrainingJob cannot carry that "
                     "many.",
                     "move data into a file in source_dir or S3 and pass its path.",
                 )
             )
             return False
+        if isinstance(value, int) and value.bit_length() > MAX_INT_DIGITS * 3.33:
+            found.append(
+                ShapeProblem(
+                    where or "<spec>",
+                    f"is {quote(value)}: longer than any number CreateTrainingJob accepts "
+                    f"({MAX_INT_DIGITS:,} characters at most, as a hyperparameter).",
+                    "write the number you mean.",
+                )
+            )
+            return True
         if isinstance(value, float) and not math.isfinite(value):
             found.append(
                 ShapeProblem(
