@@ -70,11 +70,17 @@ def _quiet(verbose: bool) -> Iterator[None]:
                     os.environ.pop(_V2_WARNING, None)
 
 
+# A problem is one line for a human; a path or message longer than this quotes a value whole.
+_MAX_LINE = 2_000
+
+
 def _print_problem(out: TextIO, source: str, problem: Problem) -> None:
     # Every part may hold the user's text: escaped, none can start a line or reach the terminal.
     label = "warning: " if problem.severity == "warning" else ""
     hint = f" ({problem.hint})" if problem.hint else ""
-    out.write(printable(f"{source}: {problem.path}: {label}{problem.message}{hint}") + "\n")
+    path = problem.path if len(problem.path) <= 200 else problem.path[:199] + "…"
+    line = printable(f"{source}: {path}: {label}{problem.message}{hint}")
+    out.write((line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…") + "\n")
 
 
 def _print_problems(out: TextIO, source: str, problems: Sequence[Problem]) -> None:

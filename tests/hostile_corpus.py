@@ -205,7 +205,7 @@ def _nan(d: Path) -> Case:
 def _deep_folder(d: Path) -> Case:
     spec = _spec(d, BASE + "source_dir: .\n")
     fd = os.open(d, os.O_RDONLY)
-    for _ in range(1000):  # one level at a time: os.makedirs recurses once per level
+    for _ in range(DEEP_LEVELS):  # one level at a time: os.makedirs recurses once per level
         os.mkdir("d", dir_fd=fd)
         next_fd = os.open("d", os.O_RDONLY, dir_fd=fd)
         os.close(fd)
@@ -281,6 +281,19 @@ MAKERS: tuple[Callable[[Path], Case], ...] = (
     _documents,
     _secret_bad_entry,
 )
+
+
+DEEP_LEVELS = 1000
+
+
+def remove_deep_folders(root: Path) -> None:
+    """Delete the 1000-level folders bottom-up: shutil.rmtree (and pytest's cleanup) recurse
+    once per level and fail on them."""
+    for top in root.glob("*/d"):
+        for level in range(DEEP_LEVELS, 0, -1):
+            path = os.path.join(top.parent, *(["d"] * level))
+            if os.path.isdir(path):
+                os.rmdir(path)
 
 
 def generate(root: Path) -> list[Case]:

@@ -14,10 +14,11 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hostile_corpus import Case, generate
+from hostile_corpus import Case, generate, remove_deep_folders
 
 HANG_SECONDS = 60  # a loaded 2-core CI box; the cases themselves take well under 5 s
 ADDRESS_SPACE = 3 * 2**30  # virtual memory: the SDK's imports alone map ~1 GB
@@ -76,8 +77,10 @@ def run_case(case: Case, command: str) -> tuple[int, str, str, int, float]:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
-    return {case.name: case for case in generate(tmp_path_factory.mktemp("hostile"))}
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Case]]:
+    root = tmp_path_factory.mktemp("hostile")
+    yield {case.name: case for case in generate(root)}
+    remove_deep_folders(root)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from typing import Any
 import attrs
 from packaging.version import InvalidVersion, Version
 
-
 # The version caches are keyed by what users write: bounded, so that a process validating many
 # specs (or one fed 300 distinct 1 MB versions) keeps a few hundred small entries at most.
 _CACHED_VERSIONS = 256
