@@ -79,3 +79,25 @@ def test_a_folder_given_as_the_spec_is_a_problem(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").mkdir()
     data, problems = read_spec_data(tmp_path / "job.yaml")
     assert data is None and "is a folder, not a regular file" in problems[0].message
+
+
+def test_paths_leaving_the_project_need_an_explicit_project_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from safe_estimators._cli import main
+
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "train.py").write_text("print('train')\n")
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    spec = jobs / "job.yaml"
+    spec.write_text(
+        "estimator: pytorch\nentry_point: train.py\nsource_dir: ../shared\n"
+        "instance_type: ml.p3.2xlarge\nframework_version: '2.0'\npy_version: py310\n"
+    )
+    assert main(["validate", str(spec)]) == 1
+    assert "outside the project" in capsys.readouterr().out
+    assert main(["--project-root", str(tmp_path), "validate", str(spec)]) == 0
+    # Inside a git repository, the repository is the project.
+    (tmp_path / ".git").mkdir()
+    assert main(["validate", str(spec)]) == 0
