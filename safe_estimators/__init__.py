@@ -16,7 +16,9 @@ __all__ = [
     "Finding",
     "Injection",
     "JobSpec",
+    "MemoryEstimate",
     "ModelParallel",
+    "ModelShape",
     "ParallelLayout",
     "Plan",
     "Problem",
@@ -41,7 +43,9 @@ _HOMES = {
     "Finding": "_script_checks",
     "Injection": "_resolved",
     "JobSpec": "_spec",
+    "MemoryEstimate": "_memory",
     "ModelParallel": "_distributions.model_parallel",
+    "ModelShape": "_memory",
     "ParallelLayout": "_distributions.model_parallel",
     "Plan": "_plan",
     "Problem": "_problems",
@@ -62,6 +66,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from safe_estimators._distributions.model_parallel import ModelParallel, ParallelLayout
     from safe_estimators._factories import build, huggingface, pytorch
     from safe_estimators._files import load_spec
+    from safe_estimators._memory import MemoryEstimate, ModelShape
     from safe_estimators._plan import Plan, plan
     from safe_estimators._problems import ConfigError, Problem
     from safe_estimators._resolved import Explanation, Injection

@@ -255,6 +255,7 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
         injections=injections,
         warnings=job.warnings,
         layout=job.layout,
+        memory=job.memory,
         image_source=image_uri,
         script_findings=job.script_findings,
     )

@@ -13,10 +13,12 @@ import logging
 import os
 import re
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
+from safe_estimators._bounds import MAX_PROBLEMS, printable
 from safe_estimators._problems import ConfigError, Problem
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -28,31 +30,75 @@ EXIT_CODES = """exit codes:
   3  internal error in safe-estimators (run again with --verbose and report it)"""
 
 
+# Logging and warning filters are process-wide: concurrent main() calls share one quiet period,
+# entered by the first and undone by the last (the state saved by the first is what comes back).
+_quiet_lock = threading.Lock()
+_quiet_calls = 0
+_quiet_saved: tuple[int, list[Any], bool] = (0, [], False)
+_V2_WARNING = "SAGEMAKER_SUPPRESS_V2_WARNING"
+
+
 @contextlib.contextmanager
 def _quiet(verbose: bool) -> Iterator[None]:
     """Keep the output to what the user asked for: no SDK banners, INFO lines or deprecations.
 
-    Undone on the way out, so calling ``main()`` in a notebook or a test leaves logging as it was.
+    Undone on the way out, so calling ``main()`` in a notebook, a test or several threads
+    leaves logging, warning filters and the environment as they were.
     """
     if verbose:
-        logging.basicConfig(level=logging.INFO)
-        yield
-        return
-    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        handler = logging.StreamHandler(sys.stderr)
+        root, level = logging.getLogger(), logging.getLogger().level
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        try:
             yield
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
+        return
+    global _quiet_calls, _quiet_saved
+    with _quiet_lock:
+        if _quiet_calls == 0:
+            filters = list(warnings.filters)
+            _quiet_saved = (logging.root.manager.disable, filters, _V2_WARNING in os.environ)
+            os.environ.setdefault(_V2_WARNING, "1")
+            logging.disable(logging.WARNING)
+            warnings.simplefilter("ignore")
+        _quiet_calls += 1
+    try:
+        yield
     finally:
-        logging.disable(previous)
+        with _quiet_lock:
+            _quiet_calls -= 1
+            if _quiet_calls == 0:
+                disabled, filters, had_variable = _quiet_saved
+                logging.disable(disabled)
+                warnings.filters[:] = filters  # type: ignore[index]
+                warnings._filters_mutated()  # type: ignore[attr-defined]
+                if not had_variable:
+                    os.environ.pop(_V2_WARNING, None)
+
+
+# A problem is one line for a human; a path or message longer than this quotes a value whole.
+_MAX_LINE = 2_000
 
 
 def _print_problem(out: TextIO, source: str, problem: Problem) -> None:
+    # Every part may hold the user's text: escaped, none can start a line or reach the terminal.
     label = "warning: " if problem.severity == "warning" else ""
     hint = f" ({problem.hint})" if problem.hint else ""
-    out.write(f"{source}: {problem.path}: {label}{problem.message}{hint}\n")
+    path = problem.path if len(problem.path) <= 200 else problem.path[:199] + "…"
+    line = printable(f"{source}: {path}: {label}{problem.message}{hint}")
+    out.write((line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…") + "\n")
+
+
+def _print_problems(out: TextIO, source: str, problems: Sequence[Problem]) -> None:
+    for problem in problems[:MAX_PROBLEMS]:
+        _print_problem(out, source, problem)
+    if len(problems) > MAX_PROBLEMS:
+        more = len(problems) - MAX_PROBLEMS
+        out.write(printable(f"{source}: ... and {more:,} more problems (the first "
+                            f"{MAX_PROBLEMS} are shown)") + "\n")  # fmt: skip
 
 
 def _problem_json(source: str | None, problem: Problem) -> dict[str, Any]:
@@ -66,7 +112,8 @@ def _problem_json(source: str | None, problem: Problem) -> dict[str, Any]:
 
 
 def _emit_json(document: Any) -> None:
-    print(json.dumps(document, indent=2, default=str))
+    # Strict JSON: a NaN or Infinity would break the reader's parser (see _plan for the check).
+    print(json.dumps(document, indent=2, default=str, allow_nan=False))
 
 
 def _failure(source: str | None, problems: Sequence[Problem]) -> dict[str, Any]:
@@ -93,7 +140,7 @@ def _validate(args: argparse.Namespace) -> int:
                 "give the folder of your job specs, or the files themselves.",
             )
             results.append((target, [empty]))
-        results += [(path, validate_file(path)) for path in files]
+        results += [(path, validate_file(path, project_root=args.project_root)) for path in files]
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
     if args.json:
         _emit_json(
@@ -113,12 +160,11 @@ def _validate(args: argparse.Namespace) -> int:
         )
         return EXIT_INVALID if invalid else EXIT_OK
     for source, problems in results:
-        for problem in problems:
-            _print_problem(sys.stdout, source, problem)
+        _print_problems(sys.stdout, source, problems)
         if not any(p.severity == "error" for p in problems):
-            print(f"{source}: valid")
+            print(f"{printable(source)}: valid")
     for path in skipped:
-        print(f"{path}: skipped (names no estimator: not a job spec)")
+        print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if invalid else EXIT_OK
 
 
@@ -133,13 +179,16 @@ def _plan(args: argparse.Namespace) -> int:
     failed = False
     for path in args.files:
         try:
-            result = plan(path)
+            result = plan(path, project_root=args.project_root)
+            document = {"ok": True, "problems": _warnings_json(result), **result.to_dict()}
+            if args.json:
+                _strict_json(document, path)
         except ConfigError as error:
             failed = True
             documents.append(_failure(error.source or path, error.problems))
             texts.append(error)
             continue
-        documents.append({"ok": True, "problems": _warnings_json(result), **result.to_dict()})
+        documents.append(document)
         texts.append(result)
     if args.json:
         if len(documents) == 1:
@@ -152,11 +201,21 @@ def _plan(args: argparse.Namespace) -> int:
             if index:
                 print()
             if isinstance(item, ConfigError):
-                for problem in item.problems:
-                    _print_problem(sys.stdout, item.source or args.files[index], problem)
+                _print_problems(sys.stdout, item.source or args.files[index], item.problems)
             else:
                 print(item)
     return EXIT_INVALID if failed else EXIT_OK
+
+
+def _strict_json(document: Any, source: str) -> None:
+    try:
+        json.dumps(document, default=str, allow_nan=False)
+    except ValueError as exc:  # NaN or a cycle that got past the checks: still not JSON
+        raise ConfigError(
+            [Problem("<plan>", f"the request cannot be written as JSON: {exc}.",
+                     "report this spec: safe_estimators should have refused it.")],
+            source=source,
+        ) from exc  # fmt: skip
 
 
 def _warnings_json(result: Any) -> list[dict[str, Any]]:
@@ -233,7 +292,7 @@ def _submit(args: argparse.Namespace) -> int:
             source=path,
         )
     try:
-        name = _start_job(path, region, args.wait)
+        name = _start_job(path, region, args.wait, args.project_root)
     except ConfigError:
         raise
     except Exception as exc:
@@ -248,7 +307,7 @@ def _submit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _start_job(path: str, region: str, wait: bool) -> str:
+def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> str:
     import boto3
     import sagemaker
 
@@ -257,8 +316,8 @@ def _start_job(path: str, region: str, wait: bool) -> str:
     from safe_estimators._plan import request_problems
     from safe_estimators._resolve import resolve_arguments
 
-    arguments, source = job_arguments(path, {})
-    job = resolve_arguments(arguments, source)
+    arguments, source, prior = job_arguments(path, {}, project_root=project_root)
+    job = resolve_arguments(arguments, source, prior)
     boto_session = boto3.Session(region_name=region)
 
     def check(params: dict[str, Any], model: Any = None, **_: Any) -> None:
@@ -293,7 +352,7 @@ def _start_job(path: str, region: str, wait: bool) -> str:
 def _lint(args: argparse.Namespace) -> int:
     from safe_estimators._validate import lint_target
 
-    results = [(target, lint_target(target)) for target in args.files]
+    results = [(t, lint_target(t, project_root=args.project_root)) for t in args.files]
     failed = any(f.severity == "error" for _, findings in results for f in findings)
     if args.json:
         _emit_json(
@@ -315,14 +374,54 @@ def _lint(args: argparse.Namespace) -> int:
         )
         return EXIT_INVALID if failed else EXIT_OK
     for target, findings in results:
-        for finding in findings:
-            print(finding)
+        for finding in findings[:MAX_PROBLEMS]:
+            print(printable(str(finding)))
+        if len(findings) > MAX_PROBLEMS:
+            print(f"{printable(target)}: ... and {len(findings) - MAX_PROBLEMS:,} more findings")
         if not findings:
-            print(f"{target}: no findings")
+            print(f"{printable(target)}: no findings")
     return EXIT_INVALID if failed else EXIT_OK
 
 
 # --- catalog and schema ---------------------------------------------------------------------
+
+def _fits(path: str, as_json: bool) -> int:
+    from safe_estimators._memory.catalog import placements_of_file
+
+    found = placements_of_file(path)
+    if as_json:
+        rows = [
+            {"instance_type": p.instance.name, "instance_count": p.instance_count,
+             "memory": p.estimate.to_dict()}
+            for p in found
+        ]  # fmt: skip
+        print(json.dumps(rows, indent=2, allow_nan=False))
+        return EXIT_OK
+    if not found:
+        print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 instances)")
+        return EXIT_INVALID
+    table = [("instance type", "count", "accelerators", "memory/device", "estimate", "use")]
+    table += [
+        (
+            p.instance.name,
+            str(p.instance_count),
+            f"{p.instance_count * p.instance.accelerator_count} x {p.instance.accelerator_name}",
+            f"{p.instance.accelerator_memory_mib} MiB",
+            f"{p.estimate.total / 1e9:.1f} GB",
+            f"{p.estimate.fraction:.0%}" + (" (tight)" if p.estimate.tight else ""),
+        )
+        for p in found
+    ]
+    _print_table(table)
+    return EXIT_OK
+
+
+def _print_table(table: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip())
+
 
 _NAMED_SIZES = {"nano": -4, "micro": -3, "small": -2, "medium": -1, "large": 0, "xlarge": 1}
 
@@ -338,6 +437,9 @@ def size_order(name: str) -> tuple[str, float, str]:
 
 def _catalog(args: argparse.Namespace) -> int:
     import instance_catalog
+
+    if args.fits:
+        return _fits(args.fits, args.json)
 
     every = instance_catalog.instance_types()
     known = sorted({t.accelerator_name for t in every if t.accelerator_name})
@@ -361,7 +463,7 @@ def _catalog(args: argparse.Namespace) -> int:
     if args.json:
         import attrs
 
-        print(json.dumps([attrs.asdict(t) for t in rows], indent=2))
+        print(json.dumps([attrs.asdict(t) for t in rows], indent=2, allow_nan=False))
         return EXIT_OK
     header = ("instance type", "GPUs", "accelerator", "devices", "memory/device", "vCPUs", "EFA")
     table = [header] + [
@@ -376,17 +478,14 @@ def _catalog(args: argparse.Namespace) -> int:
         )
         for t in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        print("  ".join(cells).rstrip())
+    _print_table(table)
     return EXIT_OK
 
 
 def _schema(args: argparse.Namespace) -> int:
     from safe_estimators._schema import spec_schema
 
-    print(json.dumps(spec_schema(), indent=2))
+    print(json.dumps(spec_schema(), indent=2, allow_nan=False))
     return EXIT_OK
 
 
@@ -410,12 +509,19 @@ def _count(text: str) -> int:
 
 
 def _global_flags(parser: argparse.ArgumentParser, default: Any) -> None:
-    """--verbose and --json, accepted before and after the command."""
+    """--verbose, --json and --project-root, accepted before and after the command."""
     parser.add_argument(
         "--verbose", action="store_true", default=default, help="show the SageMaker SDK's logs"
     )
     parser.add_argument(
         "--json", action="store_true", default=default, help="one JSON document on stdout"
+    )
+    parser.add_argument(
+        "--project-root",
+        metavar="DIR",
+        default=None if default is False else default,
+        help="the folder entry_point, source_dir and dependencies must stay inside (default: "
+        "the spec's git repository, else the spec's folder)",
     )
 
 
@@ -462,6 +568,12 @@ def _parser() -> argparse.ArgumentParser:
     catalog = command("catalog", "list training instance types")
     catalog.add_argument("--min-gpus", type=_count, default=0, metavar="N")
     catalog.add_argument("--accelerator", metavar="NAME", help="e.g. A100, V100, Trainium")
+    catalog.add_argument(
+        "--fits",
+        metavar="SPEC",
+        help="the instance types (and fewest instances) on which SPEC's model: fits in memory "
+        "with SPEC's parallel options, smallest accelerator memory first",
+    )
     catalog.set_defaults(run=_catalog)
 
     schema = command("schema", "print the JSON Schema of spec files")
@@ -499,8 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             _emit_json(_failure(source, error.problems))
         else:
-            for problem in error.problems:
-                _print_problem(sys.stdout, source, problem)
+            _print_problems(sys.stdout, source, error.problems)
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
@@ -510,7 +621,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.verbose:
             raise
-        message = f"internal error: {type(exc).__name__}: {exc}"
+        message = f"internal error: {type(exc).__name__}: {printable(str(exc)[:500])}"
         if args.json:
             internal = Problem("<internal>", message, "run again with --verbose and report it.")
             _emit_json(_failure(None, [internal]))

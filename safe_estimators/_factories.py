@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from sagemaker.workflow.entities import PipelineVariable
 
     from safe_estimators._distributions.model_parallel import ModelParallel
+    from safe_estimators._memory import ModelShape
 
 
 def _given(named: Mapping[str, Any], passed_through: Mapping[str, Any]) -> dict[str, Any]:
@@ -38,6 +39,7 @@ def huggingface(
     distribution: Mapping[str, Any] | None = None,
     training_compiler: bool | TrainingCompiler | None = None,
     model_parallel: ModelParallel | Mapping[str, Any] | None = None,
+    model: ModelShape | Mapping[str, Any] | None = None,
     sagemaker_session: Any = None,
     check_script: bool = True,
     **kwargs: Any,
@@ -54,6 +56,9 @@ def huggingface(
       ``compiler_config=TrainingCompilerConfig(...)``, is read as the same intent.
     - ``model_parallel``: ``ModelParallel(...)`` or a dict with the same keys, for the SageMaker
       model parallel library (v1); the MPI and smdistributed distribution is derived from it.
+    - ``model``: ``ModelShape(...)`` or a dict with the same keys: estimate the memory of one
+      accelerator (``explain(estimator).memory``) and refuse a job that cannot fit, naming the
+      smallest changes that do.
     - ``check_script``: check the entry point for known pitfalls before launch (default on).
     - ``instance_type`` may be a SageMaker Pipelines ``ParameterString``: it is checked against
       its ``default_value``; jobs with GPU-derived values (compiler, model parallelism) also need
@@ -77,6 +82,7 @@ def huggingface(
         distribution=distribution,
         training_compiler=training_compiler,
         model_parallel=model_parallel,
+        model=model,
         check_script=check_script,
     )
     job = resolve_arguments(_given(named, kwargs))
@@ -97,6 +103,7 @@ def pytorch(
     distribution: Mapping[str, Any] | None = None,
     training_compiler: bool | TrainingCompiler | None = None,
     model_parallel: ModelParallel | Mapping[str, Any] | None = None,
+    model: ModelShape | Mapping[str, Any] | None = None,
     sagemaker_session: Any = None,
     check_script: bool = True,
     **kwargs: Any,
@@ -120,6 +127,7 @@ def pytorch(
         distribution=distribution,
         training_compiler=training_compiler,
         model_parallel=model_parallel,
+        model=model,
         check_script=check_script,
     )
     job = resolve_arguments(_given(named, kwargs))
@@ -135,5 +143,5 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
     from safe_estimators._files import job_arguments
 
     session = overrides.pop("sagemaker_session", None)
-    arguments, source = job_arguments(spec, overrides)
-    return build_estimator(resolve_arguments(arguments, source), session)
+    arguments, source, prior = job_arguments(spec, overrides)
+    return build_estimator(resolve_arguments(arguments, source, prior), session)

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from safe_estimators._bounds import (
+    MAX_SPEC_BYTES,
+    is_inside,
+    project_folder,
+    quote,
+    shape_problems,
+    too_wide_to_package,
+)
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._spec import JobSpec, spec_arguments
 
@@ -19,32 +30,92 @@ else:  # pragma: no cover - Python 3.10
 SUFFIXES = (".yaml", ".yml", ".json", ".toml")
 
 
-def _parse(path: Path, text: str) -> Any:
+def _parse(path: Path, text: str) -> tuple[Any, list[Problem]]:
     suffix = path.suffix.lower()
-    if suffix == ".json":
-        return json.loads(text)
-    if suffix == ".toml":
-        return tomllib.loads(text)
-    import yaml  # deferred: only YAML files pay for it
+    if suffix in (".json", ".toml"):
+        data = (
+            json.loads(text, object_pairs_hook=_unique_keys)
+            if suffix == ".json"
+            else (
+                tomllib.loads(text)  # TOML itself refuses duplicate keys
+            )
+        )
+        found = shape_problems(data)
+        return (None, [Problem(p.path, p.message, p.hint) for p in found]) if found else (data, [])
+    from safe_estimators._yaml import load_yaml
 
-    # The C loader (when PyYAML was built with libyaml) is about 8 times faster.
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load_yaml(text)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"duplicate key {quote(key)}; JSON parsers keep only one of them")
+        out[key] = value
+    return out
+
+
+def _read_bounded(file: Path) -> bytes:
+    """The file's bytes, refusing anything but a regular file of at most MAX_SPEC_BYTES.
+
+    Opened without blocking (a FIFO would wait forever for a writer) and checked on the open
+    descriptor, so that the file cannot be swapped between the check and the read.
+    """
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else (
+                "a FIFO" if stat.S_ISFIFO(info.st_mode) else
+                "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else
+                "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file"
+            )  # fmt: skip
+            raise _NotASpec(f"is {kind}, not a regular file.", "pass the path of a spec file.")
+        if info.st_size > MAX_SPEC_BYTES:
+            raise _TooLarge(info.st_size)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_SPEC_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_SPEC_BYTES:  # grew since fstat
+        raise _TooLarge(len(data))
+    return data
+
+
+class _NotASpec(Exception):
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class _TooLarge(_NotASpec):
+    def __init__(self, size: int) -> None:
+        super().__init__(
+            f"is {size:,} bytes; spec files are limited to {MAX_SPEC_BYTES:,} (everything "
+            "CreateTrainingJob accepts fits in about 400 kB).",
+            "keep data out of the spec: put it in a file in source_dir or S3 and pass its path.",
+        )
 
 
 def _syntax_problem(path: Path, exc: Exception) -> Problem:
     mark = getattr(exc, "problem_mark", None)
     if mark is not None:  # PyYAML
         where = f"line {mark.line + 1}, column {mark.column + 1}"
-        what = getattr(exc, "problem", None) or str(exc)
+        what = getattr(exc, "problem", None) or quote(str(exc))
     elif isinstance(exc, json.JSONDecodeError):
         where, what = f"line {exc.lineno}, column {exc.colno}", exc.msg
     else:
-        where, what = "", str(exc)
+        where, what = "", quote(str(exc), 200)
     kind = path.suffix.lstrip(".").upper() or "spec"
     return Problem(
         "<file>",
         f"is not valid {kind}{' at ' + where if where else ''}: {what}.",
-        "fix the syntax; `python -c \"import yaml,sys; yaml.safe_load(open(sys.argv[1]))\" FILE` "
+        'fix the syntax; `python -c "import yaml,sys; yaml.safe_load(open(sys.argv[1]))" FILE` '
         "shows the same error."
         if kind in ("YAML", "YML")
         else "fix the syntax.",
@@ -63,15 +134,26 @@ def read_spec_data(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None,
             )
         ]
     try:
-        text = file.read_text(encoding="utf-8")
+        text = _read_bounded(file).decode("utf-8")
     except FileNotFoundError:
-        return None, [Problem("<file>", f"{str(file)!r} does not exist.", "check the path.")]
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem("<file>", f"cannot be read: {exc}.")]
+        return None, [Problem("<file>", f"{quote(str(file))} does not exist.", "check the path.")]
+    except _NotASpec as exc:
+        return None, [Problem("<file>", str(exc), exc.hint)]
+    except UnicodeDecodeError as exc:
+        return None, [
+            Problem("<file>", f"is not UTF-8 text (byte {exc.start:,}).", "save it as UTF-8.")
+        ]
+    except OSError as exc:
+        reason = exc.strerror or errno.errorcode.get(exc.errno or 0, "error")
+        return None, [Problem("<file>", f"cannot be read: {reason}.", "check the path.")]
     try:
-        data = _parse(file, text)
+        data, problems = _parse(file, text)
+    except RecursionError:
+        return None, [Problem("<file>", "is nested too deeply to read.", "flatten it.")]
     except Exception as exc:
         return None, [_syntax_problem(file, exc)]
+    if problems:
+        return None, problems
     if not isinstance(data, dict):
         return None, [
             Problem(
@@ -83,56 +165,179 @@ def read_spec_data(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None,
     return data, []
 
 
-def load_spec(path: str | os.PathLike[str]) -> JobSpec:
+def load_spec(
+    path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
+) -> JobSpec:
     """Load and check a spec file; raise ConfigError with every problem in it.
 
     The file's keys are the factories' keyword arguments plus ``estimator`` (``huggingface`` or
     ``pytorch``) and optional ``inputs`` (the channels passed to ``fit``). Relative
-    ``entry_point`` and ``source_dir`` are resolved against the file's folder. Every check
-    ``validate`` runs is run here too, and the errors come in the same order.
+    ``entry_point``, ``source_dir``, ``dependencies`` and ``model.config`` are resolved against
+    the file's folder and must stay inside the project (see ``project_folder``);
+    ``project_root`` widens it. Every check ``validate`` runs is run here too, and the errors
+    come in the same order.
     """
     from safe_estimators._resolve import check_arguments
 
-    ctx, problems, _ = check_arguments(file_arguments(path))
+    arguments, problems = read_spec(path, project_root=project_root)
+    if arguments is None:
+        raise ConfigError(problems, source=str(path))
+    if problems:  # a path outside the project: its files are not to be read
+        arguments = {**arguments, "check_script": False}
+    ctx, found, _ = check_arguments(arguments)
+    problems += found
     errors = [p for p in problems if p.severity == "error"]
     if ctx is None or errors:
         raise ConfigError(errors or problems, source=str(path))
     return ctx.spec
 
 
-def file_arguments(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A spec file's options as keyword arguments (paths made relative to the file).
-
-    Raises ConfigError when the file cannot be read as a mapping of options.
-    """
-    data, problems = read_spec_data(path)
-    if data is None:
-        raise ConfigError(problems, source=str(path))
-    return relative_to_file(Path(path).parent, data)
-
-
 def job_arguments(
-    spec_or_path: JobSpec | str | os.PathLike[str], overrides: dict[str, Any]
-) -> tuple[dict[str, Any], str | None]:
-    """The keyword arguments a spec (a ``JobSpec`` or a file) stands for, with ``overrides``.
+    spec_or_path: JobSpec | str | os.PathLike[str],
+    overrides: dict[str, Any],
+    *,
+    project_root: str | os.PathLike[str] | None = None,
+) -> tuple[dict[str, Any], str | None, list[Problem]]:
+    """The keyword arguments a spec (a ``JobSpec`` or a file) stands for, with ``overrides``,
+    the file's name, and the problems of the file itself (see ``read_spec``).
 
-    Nothing is checked here: the caller checks the result once, so every problem of the file
-    and of the overrides is reported together, in ``validate``'s order.
+    Nothing else is checked here: the caller checks the result once (``resolve_arguments`` with
+    these problems first), so every problem of the file and of the overrides is reported
+    together, in ``validate``'s order. Raises ConfigError when the file cannot be read as a
+    mapping of options.
     """
     if isinstance(spec_or_path, JobSpec):
         arguments = {"estimator": spec_or_path.estimator, **spec_arguments(spec_or_path)}
         if spec_or_path.inputs is not None:
             arguments["inputs"] = spec_or_path.inputs
-        return {**arguments, **overrides}, None
-    return {**file_arguments(spec_or_path), **overrides}, os.fspath(spec_or_path)
+        return {**arguments, **overrides}, None, []
+    source = os.fspath(spec_or_path)
+    data, problems = read_spec(spec_or_path, project_root=project_root)
+    if data is None:
+        raise ConfigError(problems, source=source)
+    return {**data, **overrides}, source, problems
+
+
+def read_spec(
+    path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
+) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """A spec file as keyword arguments (paths resolved against its folder), and the problems
+    of the file itself: unreadable, malformed, or paths that leave the project. Never raises."""
+    data, problems = read_spec_data(path)
+    if data is None:
+        return None, problems
+    folder = Path(path).parent
+    root = Path(project_root) if project_root is not None else project_folder(folder)
+    return relative_to_file(folder, data), containment_problems(folder, data, root)
+
+
+def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list[Problem]:
+    """Local paths of a spec file that resolve outside ``root``: plan and submit would package
+    and upload whatever they point to (the SDK follows links), so they are refused."""
+    if data.get("git_config"):
+        return []  # the paths are inside the repository that git_config clones
+    real_root = Path(os.path.realpath(root))
+    given = data.get("source_dir")
+    source_dir = given if isinstance(given, str) and "://" not in given else None
+    checks: list[tuple[str, str, Path, Path]] = []
+    if source_dir is not None:
+        checks.append(("source_dir", source_dir, folder / source_dir, real_root))
+    entry_point = data.get("entry_point")
+    if isinstance(entry_point, str) and "://" not in entry_point:
+        if source_dir is not None:
+            inside = Path(os.path.realpath(folder / source_dir))
+            checks.append(("entry_point", entry_point, folder / source_dir / entry_point, inside))
+        elif given is None:
+            checks.append(("entry_point", entry_point, folder / entry_point, real_root))
+    model = data.get("model")
+    if isinstance(model, dict) and isinstance(model.get("config"), str) and model["config"]:
+        checks.append(("model.config", model["config"], folder / model["config"], real_root))
+    dependencies = data.get("dependencies")
+    if isinstance(dependencies, list):
+        for i, dependency in enumerate(dependencies):
+            if isinstance(dependency, str) and "://" not in dependency:
+                checks.append((f"dependencies.{i}", dependency, folder / dependency, real_root))
+    problems = []
+    wide = too_wide_to_package(folder / source_dir) if source_dir is not None else None
+    for name, written, target, inside in checks:
+        if wide and name == "source_dir":
+            continue
+        real = Path(os.path.realpath(target))
+        if not is_inside(real, inside):
+            where = "source_dir" if inside != real_root else f"the project ({quote(str(inside))})"
+            problems.append(
+                Problem(
+                    name,
+                    f"{quote(written)} resolves to {quote(str(real))}, outside {where}; plan and "
+                    "submit would package and upload it.",
+                    "move the file into the project, or name a wider project explicitly "
+                    "(load_spec(..., project_root=...), or --project-root on the command line).",
+                )
+            )
+    if source_dir is not None and wide:
+        problems.append(
+            Problem(
+                "source_dir",
+                f"{quote(source_dir)} {wide}; the SDK would package all of it.",
+                "point source_dir at the folder that holds the training code.",
+            )
+        )
+    return problems
+
+
+def offline_problems(arguments: Mapping[str, Any]) -> list[Problem]:
+    """What an offline command (validate, lint, plan) cannot do without the network."""
+    git_config = arguments.get("git_config")
+    if not git_config:
+        return []
+    repo = git_config.get("repo") if isinstance(git_config, Mapping) else None
+    return [
+        Problem(
+            "git_config",
+            f"the code is in a git repository ({quote(repo)}): checking or planning it would "
+            "clone it, and validate, lint and plan never use the network.",
+            "check out the repository and point entry_point/source_dir at the local copy for "
+            "validate/lint/plan; `safe-estimators submit` (and fit()) clone it as the SDK does.",
+        )
+    ]
+
+
+# The SageMaker SDK reads its config files from these (sagemaker.config.config); an s3:// value
+# makes it download the file with boto3 when a Session is created.
+SDK_CONFIG_VARIABLES = ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "SAGEMAKER_USER_CONFIG_OVERRIDE")
+
+
+def sdk_config_problems(environ: Mapping[str, str]) -> list[Problem]:
+    """An SDK config override in S3: the offline plan would have to download it."""
+    return [
+        Problem(
+            f"${name}",
+            f"is {quote(environ[name])}: the SageMaker SDK would download that config from S3, "
+            "and plan never uses the network.",
+            f"download it once (`aws s3 cp {quote(environ[name], 200)} sagemaker-config.yaml`) "
+            f"and set {name}=sagemaker-config.yaml for plan.",
+        )
+        for name in SDK_CONFIG_VARIABLES
+        if environ.get(name, "").lower().startswith("s3://")
+    ]
 
 
 def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Paths in a file are relative to the file, wherever the command runs from."""
     out = dict(data)
+    model = out.get("model")
+    if isinstance(model, dict) and isinstance(model.get("config"), str) and model["config"]:
+        out["model"] = {**model, "config": str(folder / model["config"])}
+    if out.get("git_config"):
+        return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")
     if isinstance(source_dir, str) and "://" not in source_dir:
         out["source_dir"] = str(folder / source_dir)
     elif isinstance(out.get("entry_point"), str) and source_dir is None:
         out["entry_point"] = str(folder / out["entry_point"])
+    dependencies = out.get("dependencies")
+    if isinstance(dependencies, list):
+        out["dependencies"] = [
+            str(folder / d) if isinstance(d, str) and "://" not in d else d for d in dependencies
+        ]
     return out

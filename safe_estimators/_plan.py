@@ -9,7 +9,8 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._files import job_arguments
+from safe_estimators._bounds import printable
+from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
@@ -32,13 +33,15 @@ class Plan:
     source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready document: ``request``, ``injected``, ``warnings``, ``layout``, ..."""
+        """A JSON-ready document: ``request``, ``injected``, ``warnings``, ``layout``,
+        ``memory`` (the per-accelerator estimate of a job given ``model``), ..."""
         e = self.explanation
         return {
             "source": self.source,
             "estimator": e.estimator,
             "image_uri": e.image_uri,
             "layout": str(e.layout) if e.layout is not None else None,
+            "memory": e.memory.to_dict() if e.memory is not None else None,
             "injected": [
                 {"path": i.path, "value": i.value, "reason": i.reason} for i in e.injections
             ],
@@ -52,7 +55,8 @@ class Plan:
 
     def to_json(self) -> str:
         """``to_dict()`` as indented JSON."""
-        return json.dumps(self.to_dict(), indent=2, default=str)
+        # Strict JSON: NaN/Infinity are not JSON (the spec refuses them; this is the backstop).
+        return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=False)
 
     def __str__(self) -> str:
         r = self.request
@@ -73,7 +77,8 @@ class Plan:
                 lines.append(f"  {section}.{key} = {value}")
         lines += [f"  {path} = {value}" for path, value in other_fields(r)]
         lines.append("(use --json for the complete request)")
-        return "\n".join(lines)
+        # Keys and values are the user's: none may start a line of its own or reach the terminal.
+        return "\n".join(printable(line) for line in lines)
 
     def _repr_markdown_(self) -> str:
         r = self.request
@@ -172,18 +177,28 @@ def request_problems(request: Mapping[str, Any], operation: Any = None) -> list[
     return problems
 
 
-def plan(spec_or_path: JobSpec | str | os.PathLike[str], **overrides: Any) -> Plan:
+def plan(
+    spec_or_path: JobSpec | str | os.PathLike[str],
+    *,
+    project_root: str | os.PathLike[str] | None = None,
+    **overrides: Any,
+) -> Plan:
     """Plan a job offline: no AWS account, no credentials, no network.
 
     Takes a spec file path or a ``JobSpec`` (from ``load_spec``); keyword ``overrides`` replace
-    the spec's options. Raises ConfigError with every problem when the job is not valid; the
+    the spec's options; a file's local paths must stay inside ``project_root`` (see
+    ``load_spec``). Raises ConfigError with every problem when the job is not valid; the
     problems are ``validate``'s, in its order, then any the planned request itself has.
     """
     with offline():
-        return _plan(spec_or_path, overrides)
+        return _plan(spec_or_path, overrides, project_root)
 
 
-def _plan(spec_or_path: JobSpec | str | os.PathLike[str], overrides: dict[str, Any]) -> Plan:
+def _plan(
+    spec_or_path: JobSpec | str | os.PathLike[str],
+    overrides: dict[str, Any],
+    project_root: str | os.PathLike[str] | None,
+) -> Plan:
     from safe_estimators._build import (
         PLACEHOLDER_BUCKET,
         PLACEHOLDER_REGION,
@@ -194,7 +209,12 @@ def _plan(spec_or_path: JobSpec | str | os.PathLike[str], overrides: dict[str, A
         offline_session,
     )
 
-    arguments, source = job_arguments(spec_or_path, overrides)
+    arguments, source, prior = job_arguments(spec_or_path, overrides, project_root=project_root)
+    # Nothing is cloned or downloaded offline: a git_config source or an SDK config in S3 is
+    # refused before the session reads its config, together with validate's problems.
+    prior += offline_problems(arguments) + sdk_config_problems(os.environ)
+    if any(p.severity == "error" for p in prior):
+        resolve_arguments(arguments, source, prior)  # raises with every problem, these first
     region = job_region()
     session = offline_session(region, None)
     placeholders = []
@@ -209,7 +229,7 @@ def _plan(spec_or_path: JobSpec | str | os.PathLike[str], overrides: dict[str, A
         placeholders.append(
             f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket; no account is asked)"
         )
-    job = resolve_arguments(arguments, source)
+    job = resolve_arguments(arguments, source, prior)
     estimator = build_estimator(job, session)
     try:
         request = capture_request(estimator, _inputs(job.spec.inputs))

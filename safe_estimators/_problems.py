@@ -8,6 +8,9 @@ from typing import Literal
 
 import attrs
 
+# Shown in a ConfigError's message (all of them stay in ``problems``); see _bounds.
+MAX_PROBLEMS = 50
+
 Severity = Literal["error", "warning"]
 
 
@@ -49,7 +52,11 @@ class ConfigError(ValueError):
         count = len(self.problems)
         where = source or "the training job configuration"
         head = f"{count} problem{'s' if count != 1 else ''} in {where}:"
-        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+        shown, more = self.problems[:MAX_PROBLEMS], count - MAX_PROBLEMS
+        lines = [head, *(f"  - {p}" for p in shown)]
+        if more > 0:
+            lines.append(f"  ... and {more:,} more (the first {MAX_PROBLEMS} are shown)")
+        super().__init__("\n".join(lines))
 
     @property
     def paths(self) -> list[str]:
@@ -57,8 +64,14 @@ class ConfigError(ValueError):
         return [p.path for p in self.problems]
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
+# difflib compares every pair of characters: past this length no option name is close anyway.
+_MAX_SUGGESTED_LENGTH = 100
+
+
+def did_you_mean(word: object, choices: Iterable[str]) -> str:
     """Return a hint naming the closest choice to ``word``, or an empty string."""
+    if not isinstance(word, str) or len(word) > _MAX_SUGGESTED_LENGTH:
+        return ""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else ""
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 import instance_catalog
+from safe_estimators._bounds import walk_tree
 from safe_estimators._distributions.model_parallel import (
     ParallelLayout,
     check_model_parallel,
@@ -23,6 +25,7 @@ from safe_estimators._distributions.model_parallel import (
     split_distribution,
 )
 from safe_estimators._facts import tables
+from safe_estimators._memory import MemoryEstimate, check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
@@ -63,6 +66,7 @@ class ResolvedJob:
     instance: instance_catalog.InstanceType | None
     layout: ParallelLayout | None = None
     script_findings: tuple[Finding, ...] = ()
+    memory: MemoryEstimate | None = None
 
     @property
     def estimator(self) -> str:
@@ -249,9 +253,9 @@ def _source_fingerprint(script: str, source_dir: str | None) -> tuple[tuple[str,
     """Name, size and modification time of every Python file the checks may read."""
     root = source_dir or os.path.dirname(script) or "."
     found = [(script, *_size_and_mtime(script))]
-    for folder, _, names in os.walk(root):
-        paths = [os.path.join(folder, name) for name in names if name.endswith(".py")]
-        found += [(path, *_size_and_mtime(path)) for path in paths]
+    # Bounded and iterative (os.walk recurses once per level); links out of the tree not taken.
+    paths = [str(p) for p in walk_tree(Path(root)).files if p.suffix == ".py"]
+    found += [(path, *_size_and_mtime(path)) for path in paths]
     return tuple(sorted(found))
 
 
@@ -308,6 +312,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     ctx = Context(spec, _lookup(instance_type_name(spec.instance_type)), rest, model_parallel)
     problems += run_rules(ctx)
     problems += _model_parallel_rules(ctx)
+    problems += check_memory(ctx)[1]
     findings = check_entry_point(ctx)
     problems += [finding_problem(f) for f in findings if f.severity == "error"]
     return ctx, problems, findings
@@ -457,6 +462,7 @@ def _resolved_job(
         ctx.instance,
         layout,
         script_warnings,
+        job_of(ctx)[1],
     )
 
 
@@ -478,12 +484,21 @@ def check_arguments(
     return ctx, problems, findings
 
 
-def resolve_arguments(arguments: Mapping[str, Any], source: str | None = None) -> ResolvedJob:
+def resolve_arguments(
+    arguments: Mapping[str, Any],
+    source: str | None = None,
+    prior: Sequence[Problem] = (),
+) -> ResolvedJob:
     """Structure keyword arguments (or a loaded spec file) into a spec and resolve it.
 
     Raises ConfigError with every error, in ``validate``'s order (``source`` names the file).
+    ``prior`` are problems found before (the file's own, such as a path outside the project):
+    they come first, and while there are any the script is not read.
     """
+    if prior:
+        arguments = {**arguments, "check_script": False}
     ctx, problems, findings = check_arguments(arguments)
+    problems = [*prior, *problems]
     if ctx is None:
         raise ConfigError(problems, source=source)
     return _resolved_job(ctx, problems, findings, source)

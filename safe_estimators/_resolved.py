@@ -29,7 +29,8 @@ class Explanation:
     """What safe_estimators did to a job, attached to every estimator it builds.
 
     Read it as ``safe_estimators.explain(estimator)`` (or ``estimator.safe_estimators``): the
-    values injected and why, the warnings raised, the parallel layout and the training image.
+    values injected and why, the warnings raised, the parallel layout, the training image and,
+    for a job given ``model=``, ``memory``: the per-accelerator ``MemoryEstimate``.
     In a notebook it renders as a table.
     """
 
@@ -41,6 +42,7 @@ class Explanation:
     warnings: tuple[Any, ...] = ()
     layout: Any = None
     script_findings: tuple[Any, ...] = ()
+    memory: Any = None
     image_source: Any = attrs.field(default=None, repr=False, eq=False)
 
     @functools.cached_property
@@ -65,6 +67,9 @@ class Explanation:
             out.append(f"training image: {self.image_uri}")
         if self.layout is not None:
             out.append(f"parallel layout: {self.layout}")
+        if self.memory is not None:
+            out.append(f"memory: {self.memory}")
+            out += [f"memory note: {note}" for note in self.memory.notes]
         out += [f"injected {i}" for i in self.injections]
         out += [f"warning {w}" for w in self.warnings]
         out += [f"script {f}" for f in self.script_findings]
@@ -85,6 +90,9 @@ class Explanation:
             rows.append(f"| training image | `{self.image_uri}` |")
         if self.layout is not None:
             rows.append(f"| parallel layout | {self.layout} |")
+        if self.memory is not None:
+            rows += [f"| memory per accelerator | {self.memory} |"]
+            rows += [f"| memory note | {note} |" for note in self.memory.notes]
         rows += [f"| `{i.path}` = `{i.value!r}` | {i.reason} |" for i in self.injections]
         rows += [f"| warning `{w.path}` | {w.message} {w.hint} |" for w in self.warnings]
         rows += [f"| script `{f.file}:{f.line}` | {f.message} |" for f in self.script_findings]

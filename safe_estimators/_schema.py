@@ -85,6 +85,8 @@ _DESCRIPTIONS: dict[str, str] = {
     "training_compiler (enabled: true turns the compiler on with the same safe defaults).",
     "model_parallel": "Options of the SageMaker model parallel library (v1); the smdistributed "
     "and MPI distribution is derived from them.",
+    "model": "The model's shape, for the per-accelerator memory estimate (safe_estimators."
+    "ModelShape): a job that cannot fit is refused with the smallest fixes.",
     "check_script": "Check the entry point for known pitfalls before launch.",
     "inputs": "The channels passed to fit(): an S3 URI, or a mapping of channel name to S3 URI.",
 }

@@ -15,7 +15,14 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn
 
+from safe_estimators._bounds import MAX_PROBLEMS, quote, shape_problems
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
+from safe_estimators._memory.shape import (
+    COUNT_FIELDS,
+    ModelShape,
+    parameter_count,
+    parameters_problem,
+)
 from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path
 
 EstimatorKind = Literal["huggingface", "pytorch"]
@@ -69,7 +76,7 @@ def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: obje
             [
                 Problem(
                     attribute.name,
-                    f"must be a positive whole number, got {value!r}.",
+                    f"must be a positive whole number, got {quote(value)}.",
                     f"set {attribute.name} to 1 or more.",
                 )
             ]
@@ -106,7 +113,7 @@ def _or_pipeline_variable(check: Any, what: str = "") -> Any:
 
 def _structure_positive_int(value: object, _type: object) -> int:
     if type(value) is not int:
-        raise _BadValue(f"expected int, got {_type_name(value)} {value!r}", _HINTS[int])
+        raise _BadValue(f"expected int, got {_type_name(value)} {quote(value)}", _HINTS[int])
     if value < 1:
         raise _BadValue(f"must be a positive whole number, got {value}", "use 1 or more")
     return value
@@ -119,7 +126,7 @@ def _bool_at(prefix: str) -> Any:
                 [
                     Problem(
                         join_path(prefix, attribute.name),
-                        f"must be true or false, got {value!r}.",
+                        f"must be true or false, got {quote(value)}.",
                         f"write {attribute.name}=True or False.",
                     )
                 ]
@@ -172,6 +179,7 @@ class JobSpec:
     training_compiler: TrainingCompiler | None = None
     compiler_config: Any = None
     model_parallel: Any = None
+    model: ModelShape | None = None
     image_uri: str | None = None
     instance_groups: list[Any] | None = None
     disable_profiler: bool | None = None
@@ -209,7 +217,7 @@ def _strict(expected: type) -> Any:
             ok = True
         if not ok:
             raise _BadValue(
-                f"expected {expected.__name__}, got {_type_name(value)} {value!r}",
+                f"expected {expected.__name__}, got {_type_name(value)} {quote(value)}",
                 _HINTS[expected],
             )
         return value
@@ -227,7 +235,7 @@ def _training_compiler_hook(value: object, _type: object) -> TrainingCompiler | 
     if isinstance(value, Mapping):
         return _structure_training_compiler_dict(dict(value), TrainingCompiler)
     raise _BadValue(
-        f"expected true, false or TrainingCompiler(...), got {_type_name(value)} {value!r}",
+        f"expected true, false or TrainingCompiler(...), got {_type_name(value)} {quote(value)}",
         "write training_compiler=True, or TrainingCompiler(debug=True) in Python",
     )
 
@@ -237,7 +245,7 @@ def _instance_type_hook(value: object, _type: object) -> object:
         return value
     raise _BadValue(
         f"expected an instance type name such as 'ml.p3.8xlarge', got {_type_name(value)} "
-        f"{value!r}",
+        f"{quote(value)}",
         "write the SageMaker name, e.g. instance_type='ml.g5.2xlarge'",
     )
 
@@ -250,7 +258,7 @@ def _inputs_hook(value: object, _type: object) -> str | dict[str, str] | None:
     ):
         return dict(value)
     raise _BadValue(
-        f"expected an S3 URI or a mapping of channel name to S3 URI, got {value!r}",
+        f"expected an S3 URI or a mapping of channel name to S3 URI, got {quote(value)}",
         "write inputs: {train: s3://bucket/train/, validation: s3://bucket/validation/}",
     )
 
@@ -316,6 +324,24 @@ def _merge_compiler_config(fields: dict[str, Any], path: str) -> list[Problem]:
     return []
 
 
+def _model_hook(value: object, _type: object) -> ModelShape | None:
+    if value is None or isinstance(value, ModelShape):
+        return value
+    if isinstance(value, Mapping):
+        data = dict(value)
+        for name in COUNT_FIELDS:
+            if data.get(name) is not None:
+                count = parameter_count(data[name])
+                if count is None or count < 1:
+                    raise parameters_problem(data[name], name)
+                data[name] = count
+        return _structure_model_dict(data, ModelShape)
+    raise _BadValue(
+        f"expected ModelShape(...) or a mapping of its fields, got {_type_name(value)} {value!r}",
+        "write model: {parameters: 7B, layers: 32, hidden_size: 4096, ...}",
+    )
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for kind in (int, float, str, bool):
@@ -328,8 +354,42 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(TextValue, text)
     conv.register_structure_hook(InstanceTypeValue, _instance_type_hook)
     conv.register_structure_hook(TrainingCompiler | None, _training_compiler_hook)
+    conv.register_structure_hook(ModelShape | None, _model_hook)
     conv.register_structure_hook(str | dict[str, str] | None, _inputs_hook)
+    conv.register_structure_hook_func(lambda t: t == dict[str, TextValue], _string_map_hook)
     return conv
+
+
+def _string_map_hook(value: object, _type: object) -> dict[str, Any]:
+    # Each entry on its own: one bad entry must not hide the others (nor print a secret).
+    from safe_estimators._rules.secrets import secret_name
+
+    if not isinstance(value, Mapping):
+        raise _BadValue(
+            f"expected a mapping of names to strings, got {_type_name(value)} {quote(value)}",
+            "write NAME: \"value\" entries",
+        )
+    out: dict[str, Any] = {}
+    problems = []
+    for key, item in value.items():
+        if is_pipeline_variable(item) and isinstance(key, str):
+            item = value_of(item) if value_of(item) is not None else ""
+            if isinstance(item, str):
+                out[key] = value[key]  # the SDK takes a ParameterString; its default is checked
+                continue
+        if not isinstance(key, str):
+            problems.append(Problem(quote(key, 40), f"names must be strings, got {quote(key)}.",
+                                    "quote the name."))  # fmt: skip
+        elif not isinstance(item, str):
+            shown = "" if secret_name(key) else f" {quote(item)}"
+            problems.append(Problem(_shown(key), f"expected str, got {_type_name(item)}{shown} "
+                                    "(or a SageMaker Pipelines ParameterString).",
+                                    _HINTS[str]))  # fmt: skip
+        else:
+            out[key] = item
+    if problems:
+        raise ConfigError(problems)
+    return out
 
 
 converter = _make_converter()
@@ -338,6 +398,9 @@ _structure_training_compiler_dict = make_dict_structure_fn(
 )
 _structure_compiler_config_dict = make_dict_structure_fn(
     CompilerConfig, converter, _cattrs_forbid_extra_keys=True
+)
+_structure_model_dict = make_dict_structure_fn(
+    ModelShape, converter, _cattrs_forbid_extra_keys=True
 )
 
 
@@ -363,10 +426,10 @@ def problems_from_exception(exc: BaseException, path: str) -> list[Problem]:
         return [
             Problem(
                 join_path(path, _shown(key)),
-                f"unknown option {key!r}.",
+                f"unknown option {quote(key)}.",
                 did_you_mean(key, names) or f"the known options are: {', '.join(names)}.",
             )
-            for key in sorted(exc.extra_fields)
+            for key in sorted(exc.extra_fields, key=repr)
         ]
     if isinstance(exc, ClassValidationError | IterableValidationError):
         found: list[Problem] = []
@@ -381,7 +444,8 @@ def problems_from_exception(exc: BaseException, path: str) -> list[Problem]:
         return found
     if isinstance(exc, KeyError):
         return [Problem(path, "is required but missing.", "add it.")]
-    return [Problem(path or "<spec>", f"{exc}.", getattr(exc, "hint", ""))]
+    text = str(exc) if isinstance(exc, _BadValue) else f"{type(exc).__name__}: {quote(str(exc))}"
+    return [Problem(path or "<spec>", f"{text}.", getattr(exc, "hint", ""))]
 
 
 def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, list[Problem]]:
@@ -391,6 +455,24 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
     so the rules can still run over the rest and one run reports every problem. Such a spec
     must never be built; ``skipped_paths`` says which options were left out.
     """
+    shape = shape_problems(data, path)
+    if shape:
+        return None, [Problem(p.path, p.message, p.hint) for p in shape]
+    try:
+        return _structure_spec(data, path=path)
+    except Exception as exc:  # a user object whose __eq__, __hash__ or __iter__ raises
+        return None, [
+            Problem(
+                path or "<spec>",
+                f"reading the arguments failed: {type(exc).__name__} {quote(str(exc))}, raised "
+                "by one of the values passed.",
+                "pass plain strings, numbers, lists and dicts (or SageMaker pipeline "
+                "parameters); report it if they are.",
+            )
+        ]
+
+
+def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, list[Problem]]:
     if not isinstance(data, Mapping):
         return None, [
             Problem(path or "<spec>", f"must be a mapping of options, got {_type_name(data)}.")
@@ -401,8 +483,8 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
         problems.append(
             Problem(
                 join_path(path, "estimator"),
-                f"must be one of {', '.join(ESTIMATORS)}, got {kind!r}.",
-                did_you_mean(str(kind), ESTIMATORS) or "pick the estimator your script needs.",
+                f"must be one of {', '.join(ESTIMATORS)}, got {quote(kind)}.",
+                did_you_mean(kind, ESTIMATORS) or "pick the estimator your script needs.",
             )
         )
         known_sdk: frozenset[str] = frozenset().union(*BY_ESTIMATOR.values())
@@ -410,10 +492,11 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
         known_sdk = BY_ESTIMATOR[kind]
     fields: dict[str, Any] = {}
     extra: dict[str, Any] = {}
+    unknown = 0
     for key, value in data.items():
         if not isinstance(key, str):
             problems.append(
-                Problem(path or "<spec>", f"option names must be strings, got {key!r}.")
+                Problem(path or "<spec>", f"option names must be strings, got {quote(key)}.")
             )
         elif key in SPEC_FIELDS:
             if value is not None:
@@ -421,12 +504,13 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
         elif key in known_sdk:
             extra[key] = value
         else:
-            hint = did_you_mean(key, SPEC_FIELDS | known_sdk)
+            unknown += 1
+            hint = did_you_mean(key, SPEC_FIELDS | known_sdk) if unknown <= MAX_PROBLEMS else ""
             where = f"the {kind} estimator" if kind in ESTIMATORS else "an estimator"
             problems.append(
                 Problem(
                     join_path(path, _shown(key)),
-                    f"{key!r} is not an option of {where}.",
+                    f"{quote(key)} is not an option of {where}.",
                     hint or "remove it; see help(safe_estimators.huggingface) for the options.",
                 )
             )
@@ -450,6 +534,7 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
         problems += found
         # Leave out the options in error and try once more, for the rules' sake.
         bad = {_top_level(p.path, path) for p in found}
+        problems += _secrets_of_skipped(bad, fields)
         runnable = runnable and not bad & {"estimator", "entry_point", "instance_type"}
         try:
             kept = {k: v for k, v in fields.items() if k not in bad}
@@ -457,6 +542,18 @@ def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, lis
         except Exception:
             return None, problems
     return (spec if runnable else None), problems
+
+
+def _secrets_of_skipped(bad: set[str], fields: Mapping[str, Any]) -> list[Problem]:
+    # A malformed entry leaves the whole mapping out of the spec, and the secrets rule with it.
+    from safe_estimators._rules.safety import secrets_in
+
+    return [
+        problem
+        for name in ("hyperparameters", "environment")
+        if name in bad and isinstance(fields.get(name), Mapping)
+        for problem in secrets_in(name, fields[name])
+    ]
 
 
 def _top_level(problem_path: str, base: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safe_estimators._files import SUFFIXES, read_spec_data, relative_to_file
+from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
 from safe_estimators._problems import Problem
 from safe_estimators._resolve import check_arguments, finding_problem, script_context
 
@@ -39,35 +39,48 @@ def is_job_spec(path: str | os.PathLike[str]) -> bool:
     return data is None or isinstance(data.get("estimator"), str)
 
 
-def validate_file(path: str | os.PathLike[str]) -> list[Problem]:
+def validate_file(
+    path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
+) -> list[Problem]:
     """Every problem (errors and warnings) of one spec file, its training script included."""
     with offline():
-        return _validate_file(path)
+        return _validate_file(path, project_root)
 
 
-def _validate_file(path: str | os.PathLike[str]) -> list[Problem]:
-    data, problems = read_spec_data(path)
-    if data is None:
+def _validate_file(
+    path: str | os.PathLike[str], project_root: str | os.PathLike[str] | None
+) -> list[Problem]:
+    arguments, problems = read_spec(path, project_root=project_root)
+    if arguments is None:
         return problems
-    _, problems, findings = check_arguments(relative_to_file(Path(path).parent, data))
-    return problems + [finding_problem(f) for f in findings if f.severity == "warning"]
+    problems += offline_problems(arguments)
+    if problems:  # a path outside the project, or in git: its files are not to be read
+        arguments = {**arguments, "check_script": False}
+    _, found, findings = check_arguments(arguments)
+    return problems + found + [finding_problem(f) for f in findings if f.severity == "warning"]
 
 
-def lint_target(path: str | os.PathLike[str]) -> list[Finding]:
+def lint_target(
+    path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
+) -> list[Finding]:
     """Script findings for a spec file (with its job's context) or a bare script."""
     with offline():
-        return _lint_target(path)
+        return _lint_target(path, project_root)
 
 
-def _lint_target(path: str | os.PathLike[str]) -> list[Finding]:
+def _lint_target(
+    path: str | os.PathLike[str], project_root: str | os.PathLike[str] | None
+) -> list[Finding]:
     from safe_estimators._script_checks import Finding, ScriptContext, check_script
 
     if Path(path).suffix.lower() not in SUFFIXES:
         return check_script(path, ScriptContext())
-    data, problems = read_spec_data(path)
+    arguments, problems = read_spec(path, project_root=project_root)
     ctx = None
-    if data is not None:
-        ctx, problems, _ = check_arguments(relative_to_file(Path(path).parent, data))
+    if arguments is not None:
+        problems += offline_problems(arguments)
+    if arguments is not None and not problems:
+        ctx, problems, _ = check_arguments(arguments)
     if ctx is None:
         return [Finding(str(path), 0, "error", "invalid-spec", str(p), p.hint) for p in problems]
     spec = ctx.spec

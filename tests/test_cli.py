@@ -254,6 +254,11 @@ SUMMARIES = {
         "injected distribution.mpi.processes_per_host = 8: one process per GPU",
         "  HyperParameters.sagemaker_mpi_num_of_processes_per_host = 8",
     ],
+    "memory-fit": [
+        "pytorch on 1 x ml.p4d.24xlarge, 8 GPUs each",
+        "memory: 17.2 GB per accelerator (40% of 42.9 GB (40960 MiB) per A100 of ml.p4d.24xlarge)",
+        "memory note: parameters 6,738,415,616 counted from the architecture",
+    ],
 }
 
 

@@ -155,11 +155,12 @@ def test_submit_without_credentials_exits_1_with_the_fix(capsys, monkeypatch, tm
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(empty))
     spec = tmp_path / "job.json"
+    (tmp_path / "train.py").write_text(SCRIPT.read_text())  # inside the spec's project
     spec.write_text(
         json.dumps(
             {
                 "estimator": "pytorch",
-                "entry_point": str(SCRIPT),
+                "entry_point": "train.py",
                 "instance_type": "ml.p3.8xlarge",
                 "framework_version": "1.13.1",
                 "py_version": "py39",

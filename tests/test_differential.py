@@ -22,7 +22,8 @@ from safe_estimators import ConfigError
 from safe_estimators._facts.reserved import sdk_hyperparameters
 from safe_estimators._resolve import check_arguments
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+ROOT = Path(__file__).parent.parent  # the specs in tmp_path use the examples' code
+EXAMPLES = ROOT / "examples"
 XLA_FOLDER = str(EXAMPLES / "compiler-multi-gpu")
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
 
@@ -85,7 +86,7 @@ def _plan(arguments: dict[str, Any], folder: Path) -> list[str]:
     path = folder / "job.json"
     path.write_text(json.dumps(arguments))
     try:
-        safe_estimators.plan(path)
+        safe_estimators.plan(path, project_root=ROOT)
     except ConfigError as error:
         return [str(p) for p in error.problems]
     return []
@@ -195,5 +196,5 @@ def test_reserved_hyperparameters_are_what_the_sdk_adds(launcher, tmp_path):
     assert ctx is not None and not [p for p in problems if p.severity == "error"]
     path = tmp_path / "job.json"
     path.write_text(json.dumps(arguments))
-    sent = set(safe_estimators.plan(path).request["HyperParameters"]) - {"lr"}
+    sent = set(safe_estimators.plan(path, project_root=ROOT).request["HyperParameters"]) - {"lr"}
     assert sent == sdk_hyperparameters(ctx.launchers)

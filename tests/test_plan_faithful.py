@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,10 @@ def _spec_for_account(example: Path, folder: Path) -> Path:
     """The example as a JSON spec with a role and bucket, so plan and submit agree on both."""
     data, problems = read_spec_data(example)
     assert data is not None, problems
+    # The code is copied beside the spec: a spec's paths must stay inside its project.
+    shutil.copytree(example.parent / data.get("source_dir", "."), folder / "code")
     data.update(
-        source_dir=str(example.parent / data.get("source_dir", ".")),
+        source_dir="code",
         role=ROLE,
         output_path=f"s3://{BUCKET}/output/",
         code_location=f"s3://{BUCKET}/code",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safe_estimators._memory.shape import FIELDS as MODEL_FIELDS
 from safe_estimators._resolve import check_arguments
 from safe_estimators._spec import SPEC_FIELDS
 
@@ -15,13 +16,17 @@ scalars = st.one_of(
     st.floats(),
     st.text(max_size=20),
     st.sampled_from(["ml.p3.8xlarge", "ml.trn1.32xlarge", "local_gpu", "1.13", "py39", "4.21.1"]),
+    st.sampled_from(["7B", "1e9", "bf16", "adamw", "config.json"]),
 )
+NESTED_KEYS = sorted(SPEC_FIELDS | set(MODEL_FIELDS))  # model: takes ModelShape's fields
 data = st.recursive(
     scalars,
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
         st.dictionaries(
-            st.one_of(st.text(max_size=10), st.sampled_from(sorted(SPEC_FIELDS))), inner, max_size=4
+            st.one_of(st.text(max_size=10), st.sampled_from(NESTED_KEYS)),
+            inner,
+            max_size=4,
         ),
     ),
     max_leaves=12,

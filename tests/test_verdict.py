@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -42,10 +43,13 @@ def pytorch(sagemaker_session, role, **overrides):
 
 
 def write_spec(folder: Path, **options) -> Path:
+    # The code is copied beside the spec: a spec's paths must stay inside its project.
+    if not (folder / "code").exists():
+        shutil.copytree(EXAMPLES / "compiler-multi-gpu", folder / "code")
     data = {
         "estimator": "pytorch",
         "entry_point": "train.py",
-        "source_dir": str(EXAMPLES / "compiler-multi-gpu"),
+        "source_dir": "code",
         "instance_type": "ml.p3.8xlarge",
         **PT,
         **options,

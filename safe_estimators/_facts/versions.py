@@ -16,8 +16,12 @@ from typing import Any
 import attrs
 from packaging.version import InvalidVersion, Version
 
+# The version caches are keyed by what users write: bounded, so that a process validating many
+# specs (or one fed 300 distinct 1 MB versions) keeps a few hundred small entries at most.
+_CACHED_VERSIONS = 256
 
-@functools.cache
+
+@functools.lru_cache(maxsize=_CACHED_VERSIONS)
 def parse_version(text: str) -> Version:
     """``packaging.version.Version(text)``, cached: the rules compare the same few versions."""
     return Version(text)
@@ -31,7 +35,7 @@ def _config_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "image_uri_config"
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)  # one per framework table the SDK ships
 def _training_config(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((_config_dir() / f"{name}.json").read_text())
     return data.get("training", data)
@@ -70,7 +74,7 @@ def _lookup(config: dict[str, Any], requested: str) -> tuple[str | None, tuple[s
     return (full if full in versions else None), known
 
 
-@functools.cache
+@functools.lru_cache(maxsize=_CACHED_VERSIONS)
 def framework_container(config_name: str, version: str) -> Container:
     """Resolve ``version`` in one of the SDK's single-framework tables (``pytorch``, ...)."""
     config = _training_config(config_name)
@@ -88,7 +92,7 @@ def framework_container(config_name: str, version: str) -> Container:
     )
 
 
-@functools.cache
+@functools.lru_cache(maxsize=_CACHED_VERSIONS)
 def huggingface_container(
     config_name: str, transformers_version: str, pytorch_version: str
 ) -> tuple[Container, Container | None]:

@@ -37,7 +37,12 @@ from safe_estimators._rules.request import (
     request_members,
     vpc_pair,
 )
-from safe_estimators._rules.safety import api_limits, no_secrets, spot_training
+from safe_estimators._rules.safety import (
+    api_limits,
+    no_secrets,
+    source_dir_contents,
+    spot_training,
+)
 from safe_estimators._rules.source import source_code_exists
 
 __all__ = ["LOCAL_TYPES", "RULES", "Context", "Rule", "run_rules"]
@@ -65,6 +70,7 @@ RULES: tuple[Rule, ...] = (
     option_types,
     vpc_pair,
     instance_groups_unsupported,
+    source_dir_contents,
 )
 
 

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from pathlib import Path
 
+from safe_estimators._bounds import (
+    MAX_PROBLEMS,
+    is_inside,
+    project_folder,
+    quote,
+    too_wide_to_package,
+    walk_tree,
+)
 from safe_estimators._facts import tables
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._facts.reserved import sdk_hyperparameters
-from safe_estimators._problems import Problem, join_path
+from safe_estimators._problems import Problem, join_path, warning
 from safe_estimators._rules.context import Context
-from safe_estimators._rules.secrets import secret_kind
+from safe_estimators._rules.secrets import find_secrets
 from safe_estimators._spec import value_of
 
 
@@ -46,23 +55,63 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
         )
 
 
-def _secrets_in(name: str, values: Mapping[str, Any]) -> Iterator[Problem]:
-    for key, value in values.items():
-        kind = secret_kind(str(key), value)
-        if kind:
-            yield Problem(
-                join_path(name, key),
-                f"looks like {kind}. {name} are shown in plain text by DescribeTrainingJob, the "
-                "console and CloudTrail.",
-                "store it in AWS Secrets Manager and pass the secret's name or ARN instead; "
-                "read it in the script with boto3.",
-            )
+def secrets_in(name: str, values: object) -> Iterator[Problem]:
+    """A problem for every suspected secret under ``values`` (nested values included); the
+    message shows only the value's first characters and length."""
+    for path, kind, shown in find_secrets(name, values):
+        yield Problem(
+            path,
+            f"looks like {kind}: {shown}. {name} are shown in plain text by DescribeTrainingJob, "
+            "the console and CloudTrail.",
+            "store it in AWS Secrets Manager and pass the secret's name or ARN instead; "
+            "read it in the script with boto3.",
+        )
 
 
 def no_secrets(ctx: Context) -> Iterator[Problem]:
     """Hyperparameters and environment variables are not secret: refuse credentials there."""
-    yield from _secrets_in("hyperparameters", ctx.spec.hyperparameters)
-    yield from _secrets_in("environment", ctx.spec.environment)
+    yield from secrets_in("hyperparameters", ctx.spec.hyperparameters)
+    yield from secrets_in("environment", ctx.spec.environment)
+
+
+def source_dir_contents(ctx: Context) -> Iterator[Problem]:
+    """The SDK uploads all of source_dir, following links: not the disk, not files elsewhere."""
+    source_dir = ctx.spec.source_dir
+    if not isinstance(source_dir, str) or "://" in source_dir or not os.path.isdir(source_dir):
+        return
+    wide = too_wide_to_package(Path(source_dir))
+    if wide:
+        yield Problem(
+            "source_dir",
+            f"{quote(source_dir)} {wide}; the SDK would package and upload all of it.",
+            "point source_dir at the folder that holds the training code.",
+        )
+        return
+    tree = walk_tree(Path(source_dir))
+    project = project_folder(Path(source_dir))
+    for link, target in tree.outside_links[:MAX_PROBLEMS]:
+        outside_project = not is_inside(target, project)
+        yield Problem(
+            "source_dir",
+            f"{quote(str(link))} links to a file outside "
+            f"{'the project' if outside_project else 'source_dir'}; the SDK follows links "
+            "when it packages source_dir, so it would upload that file.",
+            "copy what the job needs into source_dir and remove the link.",
+            "error" if outside_project else "warning",
+        )
+    if tree.too_deep:
+        yield Problem(
+            "source_dir",
+            f"{quote(source_dir)} has {tree.truncated}; the SDK packages it with Python's "
+            "tarfile, which recurses once per level and fails on trees this deep.",
+            "point source_dir at the folder with the training code only.",
+        )
+    elif tree.truncated:
+        yield warning(
+            "source_dir",
+            f"{quote(source_dir)} has {tree.truncated}; the SDK packages and uploads all of it.",
+            "point source_dir at the folder with the training code only.",
+        )
 
 
 def _map_limits(

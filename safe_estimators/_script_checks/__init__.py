@@ -45,6 +45,7 @@ from pathlib import Path
 
 from safe_estimators._script_checks.files import (
     _MAX_BYTES,
+    _Budget,
     _display_name,
     _helper_name,
     _load,
@@ -111,11 +112,6 @@ from safe_estimators._script_checks.summary import _parse
 
 __all__ = ["Finding", "ScriptContext", "check_script", "check_source"]
 
-# Local modules followed from one entry point (a guard against huge source trees, not a limit
-# anyone should meet).
-_MAX_FILES = 200
-
-
 def check_script(
     entry_point: str | os.PathLike[str],
     context: ScriptContext,
@@ -174,25 +170,28 @@ def _check_text(source: str, filename: str, context: ScriptContext) -> list[Find
 def _check_files(
     path: Path, shown: str, given: Path, base: Path | None, context: ScriptContext
 ) -> list[Finding]:
-    loaded = _load(path, shown, required=True)
+    roots = _search_roots(path, base)
+    budget = _Budget()
+    loaded = _load(path, shown, required=True, roots=roots, budget=budget)
     if isinstance(loaded, Finding):
         return [loaded]
     findings: list[Finding] = []
     modules = [loaded]
-    roots = _search_roots(path, base)
     # Helpers are named relative to source_dir, else beside the entry point as given.
     name_roots = [(_real(base), Path("."))] if base is not None else []
     name_roots.append((_real(path).parent, given.parent))
     seen = {_real(path)}
     queue = [loaded]
-    while queue and len(modules) < _MAX_FILES:
+    while queue and not budget.exhausted:
         module = queue.pop(0)
         for candidate in _local_imports(module, roots):
             real = _real(candidate)
-            if real in seen:
+            if real in seen or budget.exhausted:
                 continue
             seen.add(real)
-            helper = _load(candidate, _helper_name(real, name_roots), required=False)
+            # Named where it was found: a link is not followed to name its target.
+            name = _helper_name(_real(candidate.parent) / candidate.name, name_roots)
+            helper = _load(candidate, name, required=False, roots=roots, budget=budget)
             if isinstance(helper, Finding):
                 findings.append(helper)
                 continue

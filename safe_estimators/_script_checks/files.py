@@ -2,34 +2,104 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from safe_estimators._script_checks.findings import Finding
 from safe_estimators._script_checks.summary import _Module, _parse
 
-# A 10,000-line script is ~400 kB; past this size we refuse rather than stall a build.
-_MAX_BYTES = 2_000_000
+# A 10,000-line script is ~400 kB; past this size the file is left unchecked (a warning) rather
+# than stall a build: dense code (`x = 1` lines) costs up to ~400 MB of syntax tree and ~4-10 s
+# per MB on a busy CI core.
+_MAX_BYTES = 500_000
+# All files of one check together, for the same reason; a real training program (entry point
+# and its local modules) is well under this.
+_MAX_TOTAL_BYTES = 750_000
+# Local modules followed from one entry point (a guard against huge source trees, not a limit
+# anyone should meet).
+_MAX_FILES = 200
 
 
-def _load(path: Path, shown: str, *, required: bool) -> _Module | Finding:
-    try:
-        if not path.is_file():
-            raise FileNotFoundError("not a regular file" if path.exists() else "no such file")
-        size = path.stat().st_size
-        if size > _MAX_BYTES:
-            return _too_large(shown, size)
-        data = path.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
+class _Budget:
+    """What one check may still read: files and bytes, across the entry point and its modules."""
+
+    def __init__(self) -> None:
+        self.files = _MAX_FILES
+        self.bytes = _MAX_TOTAL_BYTES
+        self.exhausted = False
+
+    def take(self, size: int) -> bool:
+        if self.files <= 0 or size > self.bytes:
+            self.exhausted = True
+            return False
+        self.files -= 1
+        self.bytes -= size
+        return True
+
+    def finding(self, shown: str) -> Finding:
         return Finding(
-            shown, 0, "error" if required else "warning", "unreadable",
-            f"cannot read {'the entry point' if required else 'this local module'} ({reason}); "
-            "it was not checked.",
-            "check the path (it is relative to source_dir when one is given) and permissions.",
-        )
+            shown, 0, "warning", "script-budget",
+            f"the checks read at most {_MAX_FILES} files and {_MAX_TOTAL_BYTES:,} bytes of "
+            "Python per entry point; the remaining local modules were not checked.",
+            "check them by hand, or move generated code out of the imported modules.",
+        )  # fmt: skip
+
+
+def _inside(real: Path, roots: list[Path]) -> bool:
+    return any(real == root or root in real.parents for root in roots)
+
+
+def _load(
+    path: Path,
+    shown: str,
+    *,
+    required: bool,
+    roots: list[Path] | None = None,
+    budget: _Budget | None = None,
+) -> _Module | Finding:
+    real = _real(path)
+    if roots is not None and not _inside(real, roots):
+        # A link that leaves source_dir (to ~/.netrc, /etc/passwd): never read, never quoted.
+        return Finding(
+            shown, 0, "error" if required else "warning", "outside-source",
+            "is a link to a file outside source_dir and the entry point's folder; it was not "
+            "read (SageMaker would upload what it points to).",
+            "replace the link with the file itself, or remove it.",
+        )  # fmt: skip
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise FileNotFoundError("not a regular file")
+            if info.st_size > _MAX_BYTES:
+                return _too_large(shown, info.st_size)
+            if budget is not None and not budget.take(info.st_size):
+                return budget.finding(shown)
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                data = handle.read(_MAX_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(data) > _MAX_BYTES:
+            return _too_large(shown, len(data))
+    except FileNotFoundError as exc:
+        reason = "no such file" if not path.exists() else str(exc.args[0] if exc.args else exc)
+        return _unreadable(shown, required, reason)
+    except OSError as exc:
+        return _unreadable(shown, required, exc.strerror or type(exc).__name__)
     # Bytes, not text: ast.parse then honours a PEP 263 coding line and a BOM like Python does.
     return _parse(data, shown, path)
+
+
+def _unreadable(shown: str, required: bool, reason: str) -> Finding:
+    return Finding(
+        shown, 0, "error" if required else "warning", "unreadable",
+        f"cannot read {'the entry point' if required else 'this local module'} ({reason}); "
+        "it was not checked.",
+        "check the path (it is relative to source_dir when one is given) and permissions.",
+    )  # fmt: skip
 
 
 def _too_large(shown: str, size: int) -> Finding:
@@ -42,8 +112,9 @@ def _too_large(shown: str, size: int) -> Finding:
 
 
 def _search_roots(path: Path, base: Path | None) -> list[Path]:
-    # sys.path[0] is the script's directory; SageMaker also puts source_dir on the path.
-    roots = [_real(path).parent]
+    # sys.path[0] is the script's directory; SageMaker also puts source_dir on the path. The
+    # folder as named, not where a linked entry point leads: the checks read nothing outside.
+    roots = [_real(path.parent)]
     if base is not None and _real(base) not in roots:
         roots.append(_real(base))
     return roots

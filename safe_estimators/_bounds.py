@@ -1,0 +1,295 @@
+"""Limits on what safe_estimators reads, walks and prints, so that no input can hang it.
+
+``validate`` and ``lint`` run in CI on files anyone can change. Each bound below is far above
+what a real job needs and far below what would stall a build; each says why it is where it is.
+Every walk here is iterative (an explicit stack), so depth is a number we choose, not the
+interpreter's recursion limit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import attrs
+
+from safe_estimators._problems import MAX_PROBLEMS
+
+__all__ = ["MAX_PROBLEMS", "is_inside", "printable", "quote", "shape_problems", "walk_tree"]
+
+# Everything CreateTrainingJob accepts (100 hyperparameters of 2,500 characters, 100 environment
+# entries of 512, 50 tags, ...) fits in about 400 kB; a spec file larger than this is not a job.
+MAX_SPEC_BYTES = 1_000_000
+
+# A job's options, 100 hyperparameters and 100 environment entries (CreateTrainingJob's limits)
+# with a few small lists are a few thousand values; reading 20,000 takes well under a second.
+MAX_NODES = 20_000
+
+# The deepest real option is about 6 levels (distribution.smdistributed.modelparallel.
+# parameters.x, or a DeepSpeed config in a hyperparameter); the SDK's own code recurses.
+MAX_DEPTH = 64
+
+# MAX_PROBLEMS (imported above, defined beside ConfigError): problems shown in one message; a
+# human fixes the first ones, and more than that is one mistake repeated.
+
+# No value of CreateTrainingJob holds a longer number: top-level numbers are 64-bit, and a
+# hyperparameter is sent as text of at most 2,500 characters (Python cannot even print an int
+# of over 4,300 digits).
+MAX_INT_DIGITS = 2_500
+
+# Values quoted in messages: enough to recognise the value, never a whole file in a CI log.
+MAX_QUOTED = 80
+
+# Folders walked under source_dir (the SDK uploads all of it): a training project has tens or
+# hundreds of files; a walk that meets more is walking a disk.
+MAX_TREE_ENTRIES = 20_000
+# The SDK packages source_dir with tarfile.add, which recurses once per folder level and fails
+# (RecursionError) a few hundred levels down; real projects are under 20 levels deep.
+MAX_TREE_DEPTH = 100
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character escaped (``\\n``, ``\\x1b``), so that a value can
+    never start a new output line or reach the terminal; other characters are kept."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+
+
+def quote(value: object, limit: int = MAX_QUOTED) -> str:
+    """``repr(value)`` for a message: truncated, never raising (a user object's ``__repr__``
+    may), never printing what looks like a credential."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        # repr() of an int over 4,300 digits raises (CVE-2020-10735's limit).
+        return f"an integer of about {int(value.bit_length() * math.log10(2)):,} digits"
+    if isinstance(value, str):
+        from safe_estimators._rules.secrets import redacted_if_secret
+
+        hidden = redacted_if_secret(value)
+        if hidden is not None:
+            return hidden
+    try:
+        text = repr(value)
+    except Exception as exc:  # a user object's __repr__
+        return f"<{_type_name(value)} object whose repr() raised {type(exc).__name__}>"
+    if not isinstance(text, str):
+        return f"<{_type_name(value)} object>"
+    if len(text) > limit:
+        text = f"{text[: limit - 1]}… ({len(text):,} characters)"
+    return printable(text)
+
+
+def _type_name(value: object) -> str:
+    try:
+        return type(value).__name__
+    except Exception:  # pragma: no cover - type() never fails in practice
+        return "object"
+
+
+@attrs.frozen
+class ShapeProblem:
+    """Where a value breaks a bound, and what to say (turned into a Problem by the caller)."""
+
+    path: str
+    message: str
+    hint: str
+
+
+def shape_problems(data: object, path: str = "") -> list[ShapeProblem]:
+    """Check nesting depth, value count, cycles and non-finite numbers of plain data.
+
+    Iterative and linear in the values visited; stops at the first bound exceeded (one problem
+    per kind), so it is safe on any object graph, including one that contains itself.
+    """
+    found: list[ShapeProblem] = []
+    nodes = 0
+    # (container id on the current path) for cycles; the stack holds iterators of children.
+    on_path: set[int] = set()
+    stack: list[tuple[Iterator[tuple[str, object]], int, str]] = []
+
+    def children(value: object, where: str) -> Iterator[tuple[str, object]] | None:
+        if isinstance(value, Mapping):
+            return ((_join(where, key), child) for key, child in value.items())
+        if isinstance(value, list | tuple | set | frozenset):
+            return ((_join(where, str(i)), child) for i, child in enumerate(value))
+        return None
+
+    def visit(value: object, where: str, depth: int) -> bool:
+        nonlocal nodes
+        nodes += 1
+        if nodes > MAX_NODES:
+            # Named by the option being read when the count ran out: where the bulk is.
+            option = where[len(path) :].lstrip(".").split(".", 1)[0]
+            found.append(
+                ShapeProblem(
+                    _join(path, option) if option else path or "<spec>",
+                    f"holds more than {MAX_NODES:,} values; CreateTrainingJob cannot carry that "
+                    "many.",
+                    "move data into a file in source_dir or S3 and pass its path.",
+                )
+            )
+            return False
+        if isinstance(value, int) and value.bit_length() > MAX_INT_DIGITS * 3.33:
+            found.append(
+                ShapeProblem(
+                    where or "<spec>",
+                    f"is {quote(value)}: longer than any number CreateTrainingJob accepts "
+                    f"({MAX_INT_DIGITS:,} characters at most, as a hyperparameter).",
+                    "write the number you mean.",
+                )
+            )
+            return True
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(
+                ShapeProblem(
+                    where or "<spec>",
+                    f"is {value}; the CreateTrainingJob request is JSON, which has no NaN or "
+                    "Infinity.",
+                    "write a finite number.",
+                )
+            )
+            return True
+        iterator = children(value, where)
+        if iterator is None:
+            return True
+        if id(value) in on_path:
+            found.append(
+                ShapeProblem(
+                    where or "<spec>",
+                    "contains itself (a cycle); it cannot be encoded for CreateTrainingJob.",
+                    "pass plain data without self-references.",
+                )
+            )
+            return False
+        if depth >= MAX_DEPTH:
+            found.append(
+                ShapeProblem(
+                    where or "<spec>",
+                    f"is nested more than {MAX_DEPTH} levels deep.",
+                    "flatten it, or put the structure in a file in source_dir.",
+                )
+            )
+            return False
+        on_path.add(id(value))
+        stack.append((iterator, id(value), where))
+        return True
+
+    try:
+        if not visit(data, path, 0):
+            return found
+        while stack:
+            iterator, ident, _ = stack[-1]
+            step = next(iterator, None)
+            if step is None:
+                stack.pop()
+                on_path.discard(ident)
+                continue
+            if not visit(step[1], step[0], len(stack)):
+                return found
+    except Exception as exc:  # a user mapping whose items() or keys raise
+        found.append(
+            ShapeProblem(
+                path or "<spec>",
+                f"could not be read: {type(exc).__name__} raised by one of the values passed.",
+                "pass plain dicts, lists, strings and numbers.",
+            )
+        )
+    return found
+
+
+def _join(where: str, key: object) -> str:
+    text = key if isinstance(key, str) else quote(key, 40)
+    return f"{where}.{text}" if where else text
+
+
+@attrs.frozen
+class Tree:
+    """What a bounded walk of a folder found: files (real paths), and why it stopped or skipped."""
+
+    files: tuple[Path, ...]
+    outside_links: tuple[tuple[Path, Path], ...]  # (link, where it points), leaving the root
+    truncated: str | None  # why the walk stopped early, or None
+    too_deep: bool = False  # it stopped at MAX_TREE_DEPTH
+
+
+def walk_tree(root: Path) -> Tree:
+    """Every file under ``root``, iteratively, bounded in depth and entries.
+
+    Links are followed only while they stay inside ``root`` (each real folder once); a link
+    that leaves it is reported, not followed: SageMaker's SDK packages source_dir with
+    ``tarfile.open(..., dereference=True)``, so it would upload what the link points to.
+    """
+    real_root = Path(os.path.realpath(root))
+    files: list[Path] = []
+    outside: list[tuple[Path, Path]] = []
+    seen_dirs = {real_root}
+    stack: list[tuple[Path, int]] = [(real_root, 0)]
+    entries = 0
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                listed = list(it)
+        except OSError:
+            continue
+        for entry in sorted(listed, key=lambda e: e.name):
+            entries += 1
+            if entries > MAX_TREE_ENTRIES:
+                return Tree(tuple(files), tuple(outside), f"more than {MAX_TREE_ENTRIES:,} entries")
+            path = Path(entry.path)
+            try:
+                if entry.is_symlink():
+                    target = Path(os.path.realpath(path))
+                    if not is_inside(target, real_root):
+                        outside.append((path, target))
+                        continue
+                    mode = os.stat(target).st_mode
+                else:
+                    target = path
+                    mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if target in seen_dirs:
+                    continue
+                if depth + 1 >= MAX_TREE_DEPTH:
+                    return Tree(
+                        tuple(files),
+                        tuple(outside),
+                        f"folders nested over {MAX_TREE_DEPTH} deep",
+                        too_deep=True,
+                    )
+                seen_dirs.add(target)
+                stack.append((path, depth + 1))
+            elif stat.S_ISREG(mode):
+                files.append(path)
+    return Tree(tuple(files), tuple(outside), None)
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """``path`` is ``root`` or below it (both already real paths)."""
+    return path == root or root in path.parents
+
+
+def too_wide_to_package(folder: Path) -> str | None:
+    """Why ``folder`` must not be a source_dir (the disk root, a home folder), or None."""
+    real = Path(os.path.realpath(folder))
+    if real == Path(real.anchor):
+        return "is the root of the file system"
+    homes = {Path(os.path.realpath(Path.home()))}
+    if real in homes or real.parent == Path("/home") or real == Path("/root"):
+        return "is a home folder"
+    return None
+
+
+def project_folder(folder: Path) -> Path:
+    """The project a spec file or source_dir belongs to: the nearest folder above it holding
+    ``.git`` (the repository anyone changing the spec can change anyway), else the folder."""
+    start = Path(os.path.realpath(folder))
+    for candidate in (start, *start.parents):
+        if candidate != Path(candidate.anchor) and (candidate / ".git").exists():
+            return candidate
+    return start

@@ -1,0 +1,56 @@
+"""Will it fit? The per-accelerator memory estimate of a job, before launch.
+
+- ``ModelShape`` (``shape``): the model and training step, as the user gives them (public).
+- ``complete_shape`` (``complete``): the shape filled in from a Hugging Face config.json and
+  the hyperparameters.
+- ``memory_layout`` (``layout``): the one adapter from the job's launcher options (SMP v1,
+  SMP v2, plain data parallelism) to the degrees that divide memory.
+- ``estimate`` / ``MemoryEstimate`` (``accounting``): ZeRO's model states and Korthikanti et
+  al.'s activations per accelerator; the constants and their sources are in ``facts``.
+- ``memory_problems`` (``rule``) and ``fixes``: the rule over the estimate, and the smallest
+  changes that fit, each verified by re-estimating.
+
+Nothing here imports ``sagemaker``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safe_estimators._memory.accounting import MemoryEstimate, estimate
+from safe_estimators._memory.complete import complete_shape
+from safe_estimators._memory.fixes import Job
+from safe_estimators._memory.layout import MemoryLayout, memory_layout
+from safe_estimators._memory.rule import job_estimate, memory_problems
+from safe_estimators._memory.shape import ModelShape
+from safe_estimators._problems import Problem
+
+__all__ = [
+    "MemoryEstimate",
+    "MemoryLayout",
+    "ModelShape",
+    "check_memory",
+    "complete_shape",
+    "estimate",
+    "memory_layout",
+]
+
+
+def job_of(ctx: Any) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
+    """The memory estimate of a checked job's context (``_rules.Context``)."""
+    spec = ctx.spec
+    return job_estimate(
+        spec.model,
+        instance=ctx.instance,
+        instance_count=spec.instance_count,
+        hyperparameters=spec.hyperparameters,
+        distribution=spec.distribution,
+        model_parallel=spec.model_parallel if ctx.model_parallel is None else ctx.model_parallel,
+        library=getattr(ctx, "model_parallel_library", None),
+    )
+
+
+def check_memory(ctx: Any) -> tuple[MemoryEstimate | None, list[Problem]]:
+    """The estimate of a job and the rule's problems (none without ``model``)."""
+    job, result, problems = job_of(ctx)
+    return result, problems + memory_problems(job, result)

@@ -1,0 +1,271 @@
+"""Fill in a ``ModelShape``: from its Hugging Face ``config.json``, then the hyperparameters.
+
+Explicit fields win; each value taken from elsewhere is noted, so the estimate can say what it
+assumed. Never raises: a config file that cannot be read is a problem at ``model.config``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from safe_estimators._memory.facts import DEFAULT_MLP_RATIO
+from safe_estimators._memory.shape import ModelShape
+from safe_estimators._problems import Problem
+
+# Hugging Face config.json keys for each architecture number, in the order they are tried
+# (Llama/BERT style first, then GPT-2 and T5/BART spellings).
+CONFIG_KEYS: dict[str, tuple[str, ...]] = {
+    "layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "attention_heads": ("num_attention_heads", "n_head", "num_heads"),
+    "vocab_size": ("vocab_size",),
+    "intermediate_size": ("intermediate_size", "n_inner", "ffn_dim", "d_ff"),
+}
+
+# model_type values whose MLP has three matrices (gate, up, down: SwiGLU/GeGLU), per their
+# Transformers modeling files; every other model is counted with the paper's two.
+GATED_MLP_MODEL_TYPES = frozenset(
+    {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
+     "olmo", "olmo2", "cohere", "granite", "starcoder2", "deepseek_v2", "internlm2"}
+)  # fmt: skip
+
+# Hyperparameter names that set the sequence length and the per-process batch, in the order
+# they are tried (Hugging Face Trainer and example scripts, Megatron, DeepSpeed, nanoGPT).
+SEQUENCE_HYPERPARAMETERS = (
+    "max_seq_length", "max_seq_len", "seq_length", "seq_len", "sequence_length", "block_size",
+    "max_length", "max_source_length", "context_length",
+)  # fmt: skip
+BATCH_HYPERPARAMETERS = (
+    "per_device_train_batch_size", "micro_batch_size", "train_micro_batch_size_per_gpu",
+    "per_gpu_train_batch_size", "train_batch_size", "batch_size",
+)  # fmt: skip
+CHECKPOINTING_HYPERPARAMETERS = ("gradient_checkpointing", "activation_checkpointing")
+
+
+@attrs.frozen
+class CompleteShape:
+    """A shape with every number the accounting reads: None where it stays unknown."""
+
+    parameters: int | None
+    layers: int | None
+    hidden_size: int | None
+    attention_heads: int | None
+    vocab_size: int | None
+    intermediate_size: int | None
+    sequence_length: int | None
+    micro_batch_size: int | None
+    precision: str
+    optimizer: str
+    activation_checkpointing: bool
+    fused_attention: bool
+    gated_mlp: bool = False
+    tied_embeddings: bool = True
+    kv_heads: int | None = None
+    trainable_parameters: int | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def trainable(self) -> int:
+        """The parameters with gradients and optimizer states: all, unless said otherwise."""
+        assert self.parameters is not None
+        return min(self.trainable_parameters or self.parameters, self.parameters)
+
+    @property
+    def has_architecture(self) -> bool:
+        """Enough is known for the activations."""
+        return None not in (
+            self.layers, self.hidden_size, self.attention_heads, self.sequence_length,
+            self.micro_batch_size,
+        )  # fmt: skip
+
+    @property
+    def mlp_width(self) -> int:
+        assert self.hidden_size is not None
+        return self.intermediate_size or DEFAULT_MLP_RATIO * self.hidden_size
+
+    @property
+    def layer_parameters(self) -> int | None:
+        """Parameters of one transformer layer (attention, MLP, two norms), without biases."""
+        h = self.hidden_size
+        if h is None:
+            return None
+        kv = self.kv_heads or self.attention_heads
+        head_dim = h // self.attention_heads if self.attention_heads else h
+        kv_width = kv * head_dim if kv else h
+        attention = 2 * h * h + 2 * h * kv_width
+        mlp = (3 if self.gated_mlp else 2) * h * self.mlp_width
+        return attention + mlp + 2 * h
+
+
+def _whole(value: object) -> int | None:
+    """A positive whole number from a config or hyperparameter value ("4" counts)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value) or None
+    return None
+
+
+def _truthy(value: object) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "0", "no"):
+        return False
+    return None
+
+
+def read_config(path: str) -> tuple[dict[str, Any], list[Problem]]:
+    """A Hugging Face config.json as a mapping, or a problem at ``model.config``."""
+    where = "model.config"
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except FileNotFoundError:
+        return {}, [Problem(where, f"{path!r} does not exist.", "check the path of config.json.")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, [Problem(where, f"{path!r} cannot be read: {exc}.", "check the file.")]
+    except json.JSONDecodeError as exc:
+        return {}, [
+            Problem(
+                where,
+                f"{path!r} is not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
+                "point it at the model's config.json as Hugging Face saves it.",
+            )
+        ]
+    if not isinstance(data, dict):
+        return {}, [
+            Problem(
+                where,
+                f"{path!r} must hold a JSON object, got {type(data).__name__}.",
+                "point it at the model's config.json as Hugging Face saves it.",
+            )
+        ]
+    text_config = data.get("text_config")
+    if isinstance(text_config, dict) and not any(k in data for k in CONFIG_KEYS["layers"]):
+        data = {**data, **text_config}  # multimodal configs keep the language model here
+    return data, []
+
+
+def _from_config(config: Mapping[str, Any], field: str) -> int | None:
+    for key in CONFIG_KEYS[field]:
+        value = _whole(config.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def _from_hyperparameters(
+    hyperparameters: Mapping[str, Any], names: tuple[str, ...]
+) -> tuple[str, int] | None:
+    for name in names:
+        value = _whole(hyperparameters.get(name))
+        if value is not None:
+            return name, value
+    return None
+
+
+def complete_shape(
+    shape: ModelShape,
+    hyperparameters: Mapping[str, Any],
+    *,
+    mixed_precision: str | None = None,
+    microbatches: int | None = None,
+) -> tuple[CompleteShape, list[Problem]]:
+    """Fill in ``shape`` from its config file and the hyperparameters.
+
+    ``mixed_precision`` is what the launcher's options say (SMP v1 ``fp16``/``bf16``), used when
+    neither the shape nor the hyperparameters name a precision. ``microbatches``: the SMP v1
+    pipeline splits each process's batch (the hyperparameter) into that many micro-batches.
+    """
+    problems: list[Problem] = []
+    notes: list[str] = []
+    config: dict[str, Any] = {}
+    if shape.config is not None:
+        config, problems = read_config(shape.config)
+    numbers: dict[str, int | None] = {}
+    read: list[str] = []
+    for field in CONFIG_KEYS:
+        given = getattr(shape, field)
+        found = _from_config(config, field) if given is None else None
+        numbers[field] = given if given is not None else found
+        if found is not None:
+            read.append(f"{field} {found}")
+    if read:
+        notes.append(f"{', '.join(read)} from {shape.config}")
+    sequence = shape.sequence_length
+    hit = _from_hyperparameters(hyperparameters, SEQUENCE_HYPERPARAMETERS)
+    if sequence is None and hit:
+        notes.append(f"sequence_length {hit[1]} from hyperparameters.{hit[0]}")
+        sequence = hit[1]
+    batch = shape.micro_batch_size
+    hit = _from_hyperparameters(hyperparameters, BATCH_HYPERPARAMETERS)
+    if batch is None and hit:
+        batch = -(-hit[1] // (microbatches or 1))
+        split = f" / {microbatches} microbatches" if microbatches and microbatches > 1 else ""
+        notes.append(f"micro_batch_size {batch} from hyperparameters.{hit[0]}{split}")
+    precision = shape.precision
+    if precision is None:
+        for name in ("bf16", "fp16"):
+            if _truthy(hyperparameters.get(name)):
+                precision = name
+                notes.append(f"precision {name} from hyperparameters.{name}")
+                break
+    if precision is None and mixed_precision is not None:
+        precision = mixed_precision
+        notes.append(f"precision {mixed_precision} from the model-parallel options")
+    if precision is None:
+        precision = "fp32"
+        notes.append("precision fp32 (no bf16/fp16 given)")
+    checkpointing = shape.activation_checkpointing
+    if checkpointing is None:
+        for name in CHECKPOINTING_HYPERPARAMETERS:
+            flag = _truthy(hyperparameters.get(name))
+            if flag is not None:
+                checkpointing = flag
+                notes.append(f"activation_checkpointing {flag} from hyperparameters.{name}")
+                break
+    model_type = config.get("model_type")
+    complete = CompleteShape(
+        parameters=shape.parameters,
+        trainable_parameters=shape.trainable_parameters,
+        sequence_length=sequence,
+        micro_batch_size=batch,
+        precision=precision,
+        optimizer=shape.optimizer or "adamw",
+        activation_checkpointing=bool(checkpointing),
+        fused_attention=True if shape.fused_attention is None else shape.fused_attention,
+        gated_mlp=model_type in GATED_MLP_MODEL_TYPES,
+        tied_embeddings=_truthy(config.get("tie_word_embeddings")) is not False,
+        kv_heads=_whole(config.get("num_key_value_heads")),
+        notes=tuple(notes),
+        **numbers,
+    )
+    if complete.parameters is None:
+        counted = architecture_parameters(complete)
+        if counted is not None:
+            complete = attrs.evolve(
+                complete,
+                parameters=counted,
+                notes=(*complete.notes, f"parameters {counted:,} counted from the architecture"),
+            )
+    return complete, problems
+
+
+def architecture_parameters(shape: CompleteShape) -> int | None:
+    """The parameter count of a decoder of this shape: layers, embeddings, final norm."""
+    per_layer = shape.layer_parameters
+    if per_layer is None or shape.layers is None:
+        return None
+    assert shape.hidden_size is not None
+    embeddings = (shape.vocab_size or 0) * shape.hidden_size
+    if not shape.tied_embeddings:
+        embeddings *= 2
+    return shape.layers * per_layer + embeddings + shape.hidden_size

@@ -1,0 +1,73 @@
+"""The numbers the memory estimate rests on, each with its source.
+
+Bytes per parameter follow the ZeRO paper's accounting (Rajbhandari et al. 2020, "ZeRO: Memory
+Optimizations Toward Training Trillion Parameter Models", arXiv:1910.02054, section 3.1 and
+Figure 1); activations follow Korthikanti et al. 2022, "Reducing Activation Recomputation in
+Large Transformer Models" (arXiv:2205.05198, section 4 and Table 2), in ``accounting``.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class StateBytes:
+    """Bytes per parameter of the three model states, before any division."""
+
+    weights: int
+    gradients: int
+    optimizer: int
+
+
+# (precision, optimizer) -> bytes per parameter.
+# - Mixed precision Adam: fp16/bf16 weights (2) and gradients (2), plus K = 12 bytes of optimizer
+#   state: the fp32 master weights, momentum and variance (ZeRO section 3.1: "2Ψ + 2Ψ + KΨ",
+#   K = 12; 7.5B parameters -> 120 GB). AdamW keeps the same two moments (decoupled decay adds
+#   no state).
+# - fp32 Adam: weights 4 + gradients 4 + momentum and variance 8 = 16, which is accelerate's
+#   "4 x the fp32 model size" for Adam training (accelerate estimate-memory,
+#   `estimate_training_usage`; DeepSpeed docs `memory.rst` count the same 4 + 4 + 8).
+# - SGD: counted with momentum (one fp32 buffer, 4 bytes), since LLM fine-tuning with SGD almost
+#   always sets it; in mixed precision the fp32 master copy (4) is kept as with Adam. PyTorch's
+#   SGD without momentum keeps no state, so this over-counts that case by 4 bytes/param.
+STATE_BYTES: dict[tuple[str, str], StateBytes] = {
+    ("bf16", "adamw"): StateBytes(2, 2, 12),
+    ("bf16", "adam"): StateBytes(2, 2, 12),
+    ("fp16", "adamw"): StateBytes(2, 2, 12),
+    ("fp16", "adam"): StateBytes(2, 2, 12),
+    ("fp32", "adamw"): StateBytes(4, 4, 8),
+    ("fp32", "adam"): StateBytes(4, 4, 8),
+    ("bf16", "sgd"): StateBytes(2, 2, 8),
+    ("fp16", "sgd"): StateBytes(2, 2, 8),
+    ("fp32", "sgd"): StateBytes(4, 4, 4),
+}
+
+# Bytes of one stored activation value: Korthikanti et al. count 16-bit activations (section
+# 4.1); fp32 training stores twice as much.
+ACTIVATION_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+# The CUDA context of a PyTorch process with every kernel of its libraries loaded: 666,632,192
+# bytes measured with eager module loading (PyTorch PR #86509, which made lazy loading the
+# default from 1.13: 287,047,680 bytes before any kernel runs). A training step ends up loading
+# most kernels (cuBLAS, cuDNN, NCCL, attention), so the eager figure is the one to plan with.
+CUDA_CONTEXT_BYTES = 666_632_192
+
+# Fully sharded data parallelism (ZeRO-3, FSDP FULL_SHARD, SMP sharding) gathers one layer's
+# 16-bit weights and, in the backward pass, its 16-bit gradients at a time: 4 bytes per
+# parameter of the largest layer (DeepSpeed's `estimate_zero3_model_states_mem_needs` counts
+# 4 x largest_layer_params on the GPU, deepspeed/runtime/zero/stage3.py).
+GATHERED_LAYER_BYTES_PER_PARAMETER = 4
+
+# The caching allocator's fragmentation depends on the allocation pattern, not on the model's
+# shape (PyTorch's CUDA-semantics docs on `expandable_segments`), so it is not guessed into the
+# estimate: an estimate above this share of the device memory is a warning instead.
+WARNING_FRACTION = 0.90
+
+# Layers per transformer block are counted as in the paper: an MLP of two matrices whose width
+# defaults to 4 x hidden (section 4.1).
+DEFAULT_MLP_RATIO = 4
+
+# Cross entropy over the vocabulary keeps the logits in fp32: 4 bytes per value, 4sbv/t on the
+# last pipeline stage (Korthikanti et al. section 4.3, the output layer and cross entropy).
+LOGITS_BYTES = 4

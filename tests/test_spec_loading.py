@@ -1,0 +1,103 @@
+"""Reading spec files: what a spec file can mean is loaded as written, what it cannot is refused
+with the line and the fix; anchors and merge keys within the bounds keep working."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from safe_estimators._files import read_spec_data
+
+HEAD = "estimator: pytorch\nentry_point: train.py\ninstance_type: ml.p3.2xlarge\n"
+
+
+def _read(tmp_path: Path, text: str, name: str = "job.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return read_spec_data(path)
+
+
+def test_anchors_aliases_and_merge_keys_load_as_pyyaml_does(tmp_path: Path) -> None:
+    data, problems = _read(
+        tmp_path,
+        HEAD + "defaults: &d {lr: 0.1, epochs: 3}\n"
+        "hyperparameters:\n  <<: *d\n  epochs: 5\n  layers: &l [1, 2]\n  again: *l\n",
+    )
+    assert problems == []
+    assert data["hyperparameters"] == {"lr": 0.1, "epochs": 5, "layers": [1, 2], "again": [1, 2]}
+
+
+def test_quoted_and_explicit_values_are_not_surprises(tmp_path: Path) -> None:
+    data, problems = _read(
+        tmp_path,
+        HEAD + "check_script: false\nhyperparameters: {a: 'off', b: \"1:20\", c: 0x1F, d: 1e-3,"
+        " e: yes_please, f: 012a, g: !!str 0777}\n",
+    )
+    assert problems == []
+    assert data["check_script"] is False
+    assert data["hyperparameters"] == {
+        "a": "off", "b": "1:20", "c": 31, "d": "1e-3", "e": "yes_please", "f": "012a", "g": "0777",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "words"),
+    [
+        ("check_script: off\n", "check_script", "'off' is False to YAML 1.1"),
+        ("use_spot_instances: Yes\n", "use_spot_instances", "'Yes' is True to YAML 1.1"),
+        ("instance_count: 1:20\n", "instance_count", "integer only to YAML 1.1"),
+        ("max_run: 0777\n", "max_run", "integer only to YAML 1.1"),
+        ("max_run: 3_600\n", "max_run", "integer only to YAML 1.1"),
+        ("hyperparameters: {lr: 1:30.5}\n", "hyperparameters.lr", "number only to YAML 1.1"),
+        ("role: x\nrole: y\n", "role", "duplicate key (first at line 4)"),
+        ("role: !!binary aGVsbG8=\n", "role", "YAML tag"),
+        ("hyperparameters: !!set {a, b}\n", "hyperparameters", "YAML tag"),
+        ("hyperparameters: {[1, 2]: x}\n", "hyperparameters", "keys must be names"),
+        ("hyperparameters: &a {x: *a}\n", "hyperparameters.x", "a cycle"),
+        ("instance_count: 1" + "0" * 5000 + "\n", "instance_count", "cannot be read as int"),
+    ],
+)
+def test_what_a_spec_cannot_mean_is_refused_at_its_line(
+    tmp_path: Path, text: str, path: str, words: str
+) -> None:
+    data, problems = _read(tmp_path, HEAD + text)
+    assert data is None
+    assert [p.path for p in problems] == [path]
+    assert words in problems[0].message and problems[0].message.startswith("line ")
+    assert problems[0].hint
+
+
+def test_json_duplicate_keys_are_refused_and_toml_refuses_its_own(tmp_path: Path) -> None:
+    data, problems = _read(tmp_path, '{"role": "a", "role": "b"}', "job.json")
+    assert data is None and "duplicate key 'role'" in problems[0].message
+    data, problems = _read(tmp_path, 'role = "a"\nrole = "b"\n', "job.toml")
+    assert data is None and problems[0].path == "<file>"
+
+
+def test_a_folder_given_as_the_spec_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").mkdir()
+    data, problems = read_spec_data(tmp_path / "job.yaml")
+    assert data is None and "is a folder, not a regular file" in problems[0].message
+
+
+def test_paths_leaving_the_project_need_an_explicit_project_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from safe_estimators._cli import main
+
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "train.py").write_text("print('train')\n")
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    spec = jobs / "job.yaml"
+    spec.write_text(
+        "estimator: pytorch\nentry_point: train.py\nsource_dir: ../shared\n"
+        "instance_type: ml.p3.2xlarge\nframework_version: '2.0'\npy_version: py310\n"
+    )
+    assert main(["validate", str(spec)]) == 1
+    assert "outside the project" in capsys.readouterr().out
+    assert main(["--project-root", str(tmp_path), "validate", str(spec)]) == 0
+    # Inside a git repository, the repository is the project.
+    (tmp_path / ".git").mkdir()
+    assert main(["validate", str(spec)]) == 0
