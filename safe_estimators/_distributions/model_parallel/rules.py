@@ -1,5 +1,8 @@
 """The SMP v1 rules: how the options relate to each other, the cluster and the container.
 
+They run when the container's PyTorch is 2.0.0 or older (or a custom image with v1 options);
+``rules_v2`` holds the library v2's.
+
 Each rule is a small pure function of a ``_Job`` (the options plus the instance type, GPU count,
 instance count, library version and hyperparameters) returning problems; ``check_model_parallel``
 runs them all. The facts they read are tables in ``facts``.
@@ -15,14 +18,23 @@ from packaging.version import InvalidVersion, Version
 from safe_estimators._distributions.model_parallel.facts import (
     BATCH_SIZE_HYPERPARAMETERS,
     LAST_V1_PYTORCH,
+    LAUNCH_KEYS_VALIDATED_FROM,
     LIBRARY_BY_PYTORCH,
+    OVERLAPPING_ALLREDUCE_LAUNCH_UNTIL,
     PARAMETERS,
     PLACEMENT_ROUTES,
     SDP_OPTIONS,
     SDP_WITH_TENSOR_SINCE,
     SUPPORTED_INSTANCES,
     TENSORFLOW_ONLY,
+    V1_COUNTERPARTS,
     library_of,
+)
+from safe_estimators._distributions.model_parallel.facts_v2 import PARAMETERS as V2_PARAMETERS
+from safe_estimators._distributions.model_parallel.facts_v2 import smp_pytorch_versions
+from safe_estimators._distributions.model_parallel.hardware import (
+    bf16_hardware_problems,
+    no_gpus_problem,
 )
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
@@ -83,13 +95,7 @@ def _needs_gpus(rule: _Rule) -> _Rule:
 def _rule_instance(job: _Job) -> list[Problem]:
     itype = job.instance_type
     if job.gpus <= 0:
-        return [
-            Problem(
-                "instance_type",
-                f"{itype} has no NVIDIA GPUs; the model parallel library runs one process per GPU.",
-                "use a GPU instance such as ml.p3.16xlarge (8 GPUs) or ml.p4d.24xlarge (8 GPUs).",
-            )
-        ]
+        return [no_gpus_problem(itype, "use a GPU instance such as ml.p4d.24xlarge (8 GPUs).")]
     if "p5.48xlarge" in itype:  # the SDK's own test in Framework._distribution_configuration
         return [
             Problem(
@@ -199,29 +205,21 @@ def _container_hint(required: Version) -> str:
 
 @_needs_gpus
 def _rule_processes_per_host(job: _Job) -> list[Problem]:
-    per_host, pipeline = job.layout.processes_per_host, job.layout.pipeline
-    problems = []
-    if per_host > job.gpus:
-        problems.append(
-            Problem(
-                job.where("processes_per_host"),
-                f"{per_host} processes per host, but {job.instance_type} has {job.gpus} GPUs; "
-                "the library needs one GPU per process.",
-                f"set processes_per_host to {job.gpus} (or fewer), or use "
-                f"{_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
-            )
+    # The library checks node-local processes against the node's devices at start-up. There is
+    # no per-host rule for the pipeline degree (its _validate_worker_size needs only pipeline x
+    # tensor to divide the world): AWS's GPT-J notebook runs pipeline 16 on 4 x 8 GPUs.
+    per_host = job.layout.processes_per_host
+    if per_host <= job.gpus:
+        return []
+    return [
+        Problem(
+            job.where("processes_per_host"),
+            f"{per_host} processes per host, but {job.instance_type} has {job.gpus} GPUs; "
+            "the library needs one GPU per process.",
+            f"set processes_per_host to {job.gpus} (or fewer), or use "
+            f"{_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
         )
-    if per_host % pipeline:
-        blame = "processes_per_host" if job.mp.processes_per_host else "pipeline_parallel_degree"
-        problems.append(
-            Problem(
-                job.where(blame),
-                f"processes per host ({per_host}) is not divisible by the pipeline degree "
-                f"({pipeline}).",
-                "choose a pipeline degree that divides the processes per host.",
-            )
-        )
-    return problems
+    ]
 
 
 @_needs_gpus
@@ -506,16 +504,7 @@ def _rule_option_combinations(job: _Job) -> list[Problem]:
 def _rule_not_launch_options(job: _Job) -> list[Problem]:
     mp, problems = job.mp, []
     if mp.overlapping_allreduce is not None:
-        problems.append(
-            Problem(
-                job.where("overlapping_allreduce"),
-                "overlapping_allreduce is an argument of smp.DistributedModel(...) in the "
-                "training script, not a launch parameter; the library refuses unknown launch "
-                "parameters.",
-                f"remove it here and write smp.DistributedModel(model, overlapping_allreduce="
-                f"{mp.overlapping_allreduce}) in the script.",
-            )
-        )
+        problems += _overlapping_allreduce(job)
     problems.extend(
         warning(
             job.where(name),
@@ -526,6 +515,79 @@ def _rule_not_launch_options(job: _Job) -> list[Problem]:
         if getattr(mp, name) is not None
     )
     return problems
+
+
+def _overlapping_allreduce(job: _Job) -> list[Problem]:
+    library, value = job.library, job.mp.overlapping_allreduce
+    script = f"smp.DistributedModel(model, overlapping_allreduce={value})"
+    if library is not None and library <= parse_version(OVERLAPPING_ALLREDUCE_LAUNCH_UNTIL):
+        return []  # a launch parameter of this release (AWS's BERT tutorial, PyTorch 1.6.0)
+    if library is not None and library >= parse_version(LAUNCH_KEYS_VALIDATED_FROM):
+        return [
+            Problem(
+                job.where("overlapping_allreduce"),
+                f"library {library} (the PyTorch {job.pytorch_version} container) refuses "
+                "unknown launch parameters, and overlapping_allreduce is not one: it is an "
+                "argument of smp.DistributedModel(...) in the training script.",
+                f"remove it here and write {script} in the script.",
+            )
+        ]
+    release = f"library {library}" if library else "this container's library"
+    return [
+        warning(
+            job.where("overlapping_allreduce"),
+            f"overlapping_allreduce was a launch parameter of the library's first releases "
+            f"(1.1 ran it); later ones take it in smp.DistributedModel(...) and refuse unknown "
+            f"launch parameters. Whether {release} still reads it here is not documented.",
+            f"if the job fails with an unrecognised parameter, remove it here and write "
+            f"{script} in the script.",
+        )
+    ]
+
+
+def _rule_v2_options(job: _Job) -> list[Problem]:
+    """Options of the library v2 on a container with the library v1."""
+    problems = []
+    for name in set_options(job.mp):
+        if name not in V2_PARAMETERS or name in PARAMETERS:
+            continue
+        counterpart = V1_COUNTERPARTS.get(name)
+        container = (
+            f"the PyTorch {job.pytorch_version} container"
+            if job.pytorch_version
+            else ("this container")
+        )
+        problems.append(
+            Problem(
+                job.where(name),
+                f"{name} is an option of the model parallel library v2 (PyTorch containers "
+                f"{', '.join(smp_pytorch_versions())}), but {container} runs the library v1, "
+                "which does not know it.",
+                (f"in the library v1 write {counterpart}, or " if counterpart else "")
+                + f"use framework_version {smp_pytorch_versions()[-1]} for the library v2.",
+            )
+        )
+    return problems
+
+
+def _rule_torchrun_on_v1(job: _Job) -> list[Problem]:
+    if job.mp._torch_distributed is None or job.pytorch_version is None:
+        return []
+    return [
+        Problem(
+            "distribution.torch_distributed",
+            f"torch_distributed launches the model parallel library v2, but the PyTorch "
+            f"{job.pytorch_version} container has the library v1, which MPI launches.",
+            "remove torch_distributed (MPI is set up for you), or use framework_version "
+            f"{smp_pytorch_versions()[-1]} for the library v2.",
+        )
+    ]
+
+
+def _rule_bf16_hardware(job: _Job) -> list[Problem]:
+    if not job.mp.bf16:
+        return []
+    return bf16_hardware_problems(job.instance_type, job.where("bf16"), SUPPORTED_INSTANCES)
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -543,10 +605,13 @@ _RULES: tuple[_Rule, ...] = (
     _rule_batch_size,
     _rule_option_combinations,
     _rule_not_launch_options,
+    _rule_v2_options,
+    _rule_torchrun_on_v1,
+    _rule_bf16_hardware,
 )
 
 
-def check_model_parallel(
+def check_v1(
     mp: ModelParallel,
     *,
     instance_type: str,
@@ -556,7 +621,7 @@ def check_model_parallel(
     hyperparameters: Mapping[str, object],
     path: str = "model_parallel",
 ) -> list[Problem]:
-    """Run every model parallel rule and return all problems (errors and warnings).
+    """Run every SMP v1 rule and return all problems (errors and warnings).
 
     ``pytorch_version`` is the full container version with aliases resolved (``"1.12.1"``, not
     ``"1.12"``); None (a custom image) skips the checks that depend on the library version.
