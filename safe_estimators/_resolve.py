@@ -120,18 +120,12 @@ def _model_parallel_rules(ctx: Context) -> list[Problem]:
         instance_count=ctx.spec.instance_count,
         pytorch_version=ctx.pytorch_version,
         hyperparameters=ctx.spec.hyperparameters,
-        framework_version=_written_pytorch(ctx.spec),
+        framework_version=ctx.written_pytorch_version,
         estimator=ctx.spec.estimator,
         py_version=ctx.spec.py_version,
         entry_point=ctx.spec.entry_point,
+        image_uri=ctx.spec.image_uri,
     )
-
-
-def _written_pytorch(spec: JobSpec) -> str | None:
-    """The PyTorch version as the user wrote it (the SMP v2 image tag is built from it)."""
-    if spec.image_uri is not None:
-        return None
-    return spec.framework_version if spec.estimator == "pytorch" else spec.pytorch_version
 
 
 def script_context(ctx: Context) -> ScriptContext:
@@ -343,7 +337,7 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
                 "environment.GPU_NUM_DEVICES",
                 str(gpus),
                 f"{ctx.instance_name} has {count(gpus, 'GPU')}{assumption}; Training Compiler "
-                'needs it ("Missing XLA configuration" otherwise).',
+                "needs it (\"Missing XLA configuration\" otherwise).",
             )
         )
     distribution: dict[str, Any] = kwargs.setdefault("distribution", {})
@@ -402,7 +396,8 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
             gpus_per_instance=ctx.instance.gpu_count,
             instance_count=spec.instance_count,
             pytorch_version=ctx.pytorch_version,
-            framework_version=_written_pytorch(spec),
+            framework_version=ctx.written_pytorch_version,
+            image_uri=spec.image_uri,
         )
         kwargs["distribution"] = {**kwargs.get("distribution", {}), **distribution}
         record += injected

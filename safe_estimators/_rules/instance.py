@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import instance_catalog
-from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import Container, framework_container, huggingface_container
 from safe_estimators._problems import Problem, count, did_you_mean
@@ -129,13 +128,7 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
             yield from _neuron_versions(ctx)
         return  # other Neuron containers: the build step resolves them eagerly
     if spec.estimator == "pytorch":
-        if (
-            ctx.model_parallel is not None
-            and library_generation(
-                ctx.model_parallel, ctx.pytorch_version or spec.framework_version
-            )
-            == 2
-        ):
+        if ctx.model_parallel_library == 2:
             return  # the model parallel v2 image has its own table; its rules check it
         yield from _pytorch_versions(ctx)
     else:

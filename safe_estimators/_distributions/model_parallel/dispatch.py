@@ -20,12 +20,22 @@ from safe_estimators._problems import Problem
 from safe_estimators._resolved import Injection
 
 
-def library_generation(mp: ModelParallel, pytorch_version: str | None) -> int:
-    """1 or 2: the model parallel library the job runs (PyTorch >= 2.0.1 means 2)."""
+def library_generation(
+    mp: ModelParallel, pytorch_version: str | None, image_uri: object = None
+) -> int:
+    """1 or 2: the model parallel library the job runs (PyTorch >= 2.0.1 means 2).
+
+    Without a version (a custom image), AWS's SMP v2 image (which AWS's guide passes as
+    ``image_uri`` for older releases), the v2 launcher or a v2-only option means 2.
+    """
     v2 = facts_v2.is_v2_container(pytorch_version)
     if v2 is None:
         v2_only = set(facts_v2.PARAMETERS) - set(facts.PARAMETERS)
-        v2 = mp._torch_distributed is not None or bool(v2_only & set(set_options(mp)))
+        v2 = (
+            (isinstance(image_uri, str) and facts_v2.SMP_IMAGE_REPOSITORY in image_uri)
+            or mp._torch_distributed is not None
+            or bool(v2_only & set(set_options(mp)))
+        )
     return 2 if v2 else 1
 
 
@@ -42,6 +52,7 @@ def check_model_parallel(
     estimator: str = "pytorch",
     py_version: str | None = None,
     entry_point: object = None,
+    image_uri: object = None,
 ) -> list[Problem]:
     """Run every model parallel rule of the job's library generation; all problems at once.
 
@@ -52,7 +63,7 @@ def check_model_parallel(
     or ``instance_groups``; the caller does.
     """
     written = framework_version or pytorch_version
-    if library_generation(mp, pytorch_version or written) == 1:
+    if library_generation(mp, pytorch_version or written, image_uri) == 1:
         return check_v1(
             mp,
             instance_type=instance_type,
@@ -85,6 +96,7 @@ def resolve_model_parallel(
     pytorch_version: str | None,
     path: str = "model_parallel",
     framework_version: str | None = None,
+    image_uri: object = None,
 ) -> tuple[dict, list[Injection], ParallelLayout]:
     """Turn checked options into the ``distribution`` the SageMaker SDK expects.
 
@@ -94,7 +106,7 @@ def resolve_model_parallel(
     library v1, ``torch_distributed`` plus ``smdistributed`` for the library v2.
     """
     written = framework_version or pytorch_version
-    if library_generation(mp, pytorch_version or written) == 2:
+    if library_generation(mp, pytorch_version or written, image_uri) == 2:
         return resolve_v2(mp, gpus_per_instance=gpus_per_instance, instance_count=instance_count)
     return resolve_v1(
         mp,

@@ -19,6 +19,7 @@ from safe_estimators._facts.versions import _training_config, parse_version
 # The SDK table the PyTorch estimator takes the SMP v2 image from (image_uris.py switches to it
 # when a distribution holds torch_distributed and smdistributed.modelparallel).
 SMP_IMAGE_CONFIG = "pytorch-smp"
+SMP_IMAGE_REPOSITORY = "smdistributed-modelparallel"  # its ECR repository (account 658645717510)
 
 # The first PyTorch container whose model parallel library is v2 (LIBRARY_BY_PYTORCH in facts
 # ends with 2.0.0 on v1).
