@@ -320,6 +320,8 @@ class ModelParallel:
     _torch_distributed: object = attrs.field(
         default=None, eq=False, repr=False, alias="_torch_distributed"
     )
+    # Whether that raw distribution has an mpi block (the library v1's launcher).
+    _mpi: bool = attrs.field(default=False, eq=False, repr=False, alias="_mpi")
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(

@@ -25,7 +25,9 @@ _Entries = list[tuple[object, object, str]]  # (key as written, value, path wher
 
 
 def _structure(
-    entries: Iterable[tuple[object, object, str]], torch_distributed: object = None
+    entries: Iterable[tuple[object, object, str]],
+    torch_distributed: object = None,
+    mpi: bool = False,
 ) -> tuple[ModelParallel, list[Problem]]:
     """Build options from (key as written, value, path) entries; bad entries become problems."""
     values: dict[str, Any] = {}
@@ -63,7 +65,10 @@ def _structure(
             )
         elif name not in values:
             values[name], origins[name], written[name] = value, where, key
-    return ModelParallel(**values, _origins=origins, _torch_distributed=torch_distributed), problems
+    options = ModelParallel(
+        **values, _origins=origins, _torch_distributed=torch_distributed, _mpi=mpi
+    )
+    return options, problems
 
 
 def parse_model_parallel(
@@ -145,9 +150,10 @@ def split_distribution(
         del rest["smdistributed"]
 
     entries, in_parameters = _parameter_entries(block.get("parameters") or {}, mp_path, path)
-    mpi_entries, in_mpi = _mpi_entries(rest.pop("mpi", None), join_path(path, "mpi"))
+    mpi = rest.pop("mpi", None)
+    mpi_entries, in_mpi = _mpi_entries(mpi, join_path(path, "mpi"))
     launcher, in_launcher = _torch_distributed(rest, join_path(path, "torch_distributed"))
-    mp, in_values = _structure(entries + mpi_entries, launcher)
+    mp, in_values = _structure(entries + mpi_entries, launcher, mpi is not None)
     return mp, rest, problems + in_parameters + in_mpi + in_launcher + in_values
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import attrs
 from packaging.version import InvalidVersion, Version
 
+from safe_estimators._distributions.model_parallel.facts import MPI_OPTIONS
 from safe_estimators._distributions.model_parallel.facts_v2 import (
     LIBRARY_BY_PYTORCH,
     PARAMETERS,
@@ -181,11 +182,31 @@ def _rule_options_available(job: JobV2) -> list[Problem]:
     return problems
 
 
+def _rule_v1_launcher(job: JobV2) -> list[Problem]:
+    if not job.mp._mpi:
+        return []
+    # Without torch_distributed the SDK starts mpirun in the plain PyTorch image, which has no
+    # model parallel library v1; and a v1 script (smdistributed.modelparallel) does not run on
+    # the library v2.
+    container = f"PyTorch {job.framework_version}" if job.framework_version else "this container"
+    return [
+        Problem(
+            "distribution.mpi",
+            f"this distribution launches the model parallel library v1 through MPI, but "
+            f"{container} has the library v2 (torch.sagemaker), which runs under torchrun; "
+            "the PyTorch image has no library v1.",
+            "replace mpi with torch_distributed: {enabled: True} and port the script to "
+            "torch.sagemaker (tsm.init()), or use framework_version 2.0.0 or older for the "
+            "library v1.",
+        )
+    ]
+
+
 def _rule_v1_options(job: JobV2) -> list[Problem]:
     problems = []
     for name, value in set_options(job.mp).items():
-        if name in PARAMETERS:
-            continue
+        if name in PARAMETERS or (job.mp._mpi and name in MPI_OPTIONS):
+            continue  # the mpi block as a whole is reported by _rule_v1_launcher
         problems += _v1_option(job, name, value)
     return problems
 
@@ -380,6 +401,7 @@ RULES: tuple[_Rule, ...] = (
     _rule_instance,
     _rule_container,
     _rule_options_available,
+    _rule_v1_launcher,
     _rule_v1_options,
     _rule_degrees_divide_gpus,
     _rule_degrees_divide_world,
