@@ -436,7 +436,8 @@ INVALID = [
     pytest.param({"tensor_parallel_degree": 2}, "ml.c5.xlarge", 1, "1.13.1", {},
                  ["instance_type"], ["ml.c5.xlarge", "GPU"], id="CPU instance"),
     pytest.param({"tensor_parallel_degree": 2}, "ml.trn1.32xlarge", 1, "1.13.1", {},
-                 ["instance_type"], ["ml.trn1.32xlarge"], id="Trainium instance"),
+                 ["instance_type"], ["ml.trn1.32xlarge has 32 NeuronCores (16 Trainium)"],
+                 id="Trainium instance in NeuronCores"),
     pytest.param({"tensor_parallel_degree": 2}, "ml.p5.48xlarge", 1, "1.13.1", {},
                  ["instance_type"], ["ml.p5.48xlarge", "torch_distributed"], id="p5 refused"),
     # Sharded data parallelism
