@@ -250,6 +250,15 @@ SUMMARIES = {
         "memory: 17.2 GB per accelerator (40% of 42.9 GB (40960 MiB) per A100 of ml.p4d.24xlarge)",
         "memory note: parameters 6,738,415,616 counted from the architecture",
     ],
+    "model-parallel-v2": [
+        "pytorch on 2 x ml.p4d.24xlarge, 8 GPUs each",
+        "smdistributed-modelparallel:2.2.0-gpu-py310-cu121",
+        "parallel layout: world 16 = 2 instances x 8 processes (torchrun",
+        "injected distribution.torch_distributed.enabled = True",
+        '  HyperParameters.mp_parameters = {"hybrid_shard_degree": 16, '
+        '"sm_activation_offloading": true}',
+        "  HyperParameters.sagemaker_torch_distributed_enabled = true",
+    ],
 }
 
 
