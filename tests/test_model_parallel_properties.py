@@ -137,6 +137,22 @@ def entry_point(tmp_path: Path) -> str:
     return str(script)
 
 
+def bare_sdk_estimator(instance, count, pytorch, distribution, entry_point, role, session):
+    """The SageMaker SDK's own PyTorch estimator for the distribution we resolved."""
+    from sagemaker.pytorch import PyTorch
+
+    return PyTorch(
+        entry_point=entry_point,
+        role=role,
+        instance_type=instance,
+        instance_count=count,
+        framework_version=pytorch,
+        py_version=PY_VERSION[pytorch],
+        distribution=distribution,
+        sagemaker_session=session,
+    )
+
+
 def assert_well_formed(problems: list[Problem]) -> None:
     for problem in problems:
         assert isinstance(problem, Problem)
@@ -153,8 +169,6 @@ def assert_well_formed(problems: list[Problem]) -> None:
 def test_random_options_give_problems_or_an_estimator_the_sdk_accepts(
     raw, job, entry_point, role, sdk_session
 ):
-    from sagemaker.pytorch import PyTorch
-
     instance, count, pytorch = job["instance"], job["count"], job["pytorch"]
     mp, problems = parse_model_parallel(raw)
     assert mp is not None
@@ -183,15 +197,8 @@ def test_random_options_give_problems_or_an_estimator_the_sdk_accepts(
         shard = (mp.hybrid_shard_degree or 1) * layout.tensor * layout.expert
         assert layout.world_size == shard * layout.data_parallel
     assert all(i.reason for i in injections)
-    estimator = PyTorch(
-        entry_point=entry_point,
-        role=role,
-        instance_type=instance,
-        instance_count=count,
-        framework_version=pytorch,
-        py_version=PY_VERSION[pytorch],
-        distribution=distribution,
-        sagemaker_session=sdk_session,
+    estimator = bare_sdk_estimator(
+        instance, count, pytorch, distribution, entry_point, role, sdk_session
     )
     hyperparameters = estimator.hyperparameters()  # runs the SDK's validate_mp_config
     parameters = distribution["smdistributed"]["modelparallel"]["parameters"]
@@ -307,8 +314,6 @@ V2_GPUS = {"ml.p4d.24xlarge": 8, "ml.p5.48xlarge": 8, "ml.g5.12xlarge": 4}
 def test_v2_options_give_problems_or_a_torchrun_job_with_the_smp_image(
     raw, job, entry_point, role, sdk_session
 ):
-    from sagemaker.pytorch import PyTorch
-
     instance, count, pytorch = job["instance"], job["count"], job["pytorch"]
     gpus = V2_GPUS[instance]
     mp, problems = parse_model_parallel(raw)
@@ -344,15 +349,8 @@ def test_v2_options_give_problems_or_a_torchrun_job_with_the_smp_image(
         mp, gpus_per_instance=gpus, instance_count=count, pytorch_version=pytorch
     )
     assert layout.library == 2
-    estimator = PyTorch(
-        entry_point=entry_point,
-        role=role,
-        instance_type=instance,
-        instance_count=count,
-        framework_version=pytorch,
-        py_version=PY_VERSION[pytorch],
-        distribution=distribution,
-        sagemaker_session=sdk_session,
+    estimator = bare_sdk_estimator(
+        instance, count, pytorch, distribution, entry_point, role, sdk_session
     )
     hyperparameters = estimator.hyperparameters()
     assert hyperparameters["sagemaker_torch_distributed_enabled"] == "true"

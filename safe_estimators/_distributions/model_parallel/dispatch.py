@@ -14,7 +14,7 @@ from safe_estimators._distributions.model_parallel.layout import ParallelLayout
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._distributions.model_parallel.resolve import resolve_v1
 from safe_estimators._distributions.model_parallel.resolve_v2 import resolve_v2
-from safe_estimators._distributions.model_parallel.rules import check_v1
+from safe_estimators._distributions.model_parallel.rules import JobV1, check_v1
 from safe_estimators._distributions.model_parallel.rules_v2 import JobV2, check_v2
 from safe_estimators._problems import Problem
 from safe_estimators._resolved import Injection
@@ -65,13 +65,16 @@ def check_model_parallel(
     written = framework_version or pytorch_version
     if library_generation(mp, pytorch_version or written, image_uri) == 1:
         return check_v1(
-            mp,
-            instance_type=instance_type,
-            gpus_per_instance=gpus_per_instance,
-            instance_count=instance_count,
-            pytorch_version=pytorch_version,
-            hyperparameters=hyperparameters,
-            path=path,
+            JobV1(
+                mp=mp,
+                instance_type=instance_type,
+                gpus=gpus_per_instance,
+                instance_count=instance_count,
+                pytorch_version=pytorch_version,
+                library=facts.library_of(pytorch_version),
+                hyperparameters=hyperparameters,
+                path=path,
+            )
         )
     job = JobV2(
         mp=mp,

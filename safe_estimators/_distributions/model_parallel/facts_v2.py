@@ -148,6 +148,11 @@ def smp_pytorch_versions() -> tuple[str, ...]:
     return tuple(sorted(full | short, key=Version))
 
 
+def smp_image_keys() -> tuple[str, ...]:
+    """The keys of the SDK's pytorch-smp table (PyTorch and library versions mixed)."""
+    return tuple(_training_config(SMP_IMAGE_CONFIG).get("versions", {}))
+
+
 @functools.cache
 def smp_py_versions(pytorch_version: str) -> tuple[str, ...]:
     """The Python versions the SDK's SMP image for this PyTorch version is built for."""

@@ -6,10 +6,29 @@ module only words them for problems.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 import instance_catalog
 from safe_estimators._problems import Problem
+
+
+class _OnGpus(Protocol):
+    @property
+    def gpus(self) -> int: ...
+
+
+_J = TypeVar("_J", bound=_OnGpus)
+
+
+def needs_gpus(rule: Callable[[_J], list[Problem]]) -> Callable[[_J], list[Problem]]:
+    """Rules about process counts mean nothing without GPUs (reported once, elsewhere)."""
+
+    def guarded(job: _J) -> list[Problem]:
+        return rule(job) if job.gpus > 0 else []
+
+    guarded.__name__ = rule.__name__
+    return guarded
 
 
 def catalog_entry(instance_type: str) -> instance_catalog.InstanceType | None:

@@ -3,7 +3,7 @@
 They run when the container's PyTorch is 2.0.0 or older (or a custom image with v1 options);
 ``rules_v2`` holds the library v2's.
 
-Each rule is a small pure function of a ``_Job`` (the options plus the instance type, GPU count,
+Each rule is a small pure function of a ``JobV1`` (the options plus the instance type, GPU count,
 instance count, library version and hyperparameters) returning problems; ``check_model_parallel``
 runs them all. The facts they read are tables in ``facts``.
 """
@@ -28,12 +28,12 @@ from safe_estimators._distributions.model_parallel.facts import (
     SUPPORTED_INSTANCES,
     TENSORFLOW_ONLY,
     V1_COUNTERPARTS,
-    library_of,
 )
 from safe_estimators._distributions.model_parallel.facts_v2 import PARAMETERS as V2_PARAMETERS
 from safe_estimators._distributions.model_parallel.facts_v2 import smp_pytorch_versions
 from safe_estimators._distributions.model_parallel.hardware import (
     bf16_hardware_problems,
+    needs_gpus,
     no_gpus_problem,
 )
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
@@ -43,8 +43,12 @@ from safe_estimators._problems import Problem, join_path, warning
 
 
 @attrs.frozen
-class _Job:
-    """What a rule sees: the options plus the cluster and container facts."""
+class JobV1:
+    """What a v1 rule sees: the options plus the cluster and container facts.
+
+    ``pytorch_version`` is the full container version with aliases resolved (``"1.12.1"``, not
+    ``"1.12"``); None (a custom image) skips the checks that depend on the library version.
+    """
 
     mp: ModelParallel
     instance_type: str
@@ -79,20 +83,10 @@ class _Job:
         return f"{self.instance_count} x {self.instance_type}, {each}"
 
 
-_Rule = Callable[[_Job], list[Problem]]
+_Rule = Callable[[JobV1], list[Problem]]
 
 
-def _needs_gpus(rule: _Rule) -> _Rule:
-    """Rules about process counts mean nothing without GPUs (reported once, elsewhere)."""
-
-    def guarded(job: _Job) -> list[Problem]:
-        return rule(job) if job.gpus > 0 else []
-
-    guarded.__name__ = rule.__name__
-    return guarded
-
-
-def _rule_instance(job: _Job) -> list[Problem]:
+def _rule_instance(job: JobV1) -> list[Problem]:
     itype = job.instance_type
     if job.gpus <= 0:
         return [no_gpus_problem(itype, "use a GPU instance such as ml.p4d.24xlarge (8 GPUs).")]
@@ -117,7 +111,7 @@ def _rule_instance(job: _Job) -> list[Problem]:
     return []
 
 
-def _rule_container(job: _Job) -> list[Problem]:
+def _rule_container(job: JobV1) -> list[Problem]:
     version = job.pytorch_version
     if version is None or job.library is not None:
         return []
@@ -163,7 +157,7 @@ def _rule_container(job: _Job) -> list[Problem]:
     ]
 
 
-def _rule_parameters_available(job: _Job) -> list[Problem]:
+def _rule_parameters_available(job: JobV1) -> list[Problem]:
     if job.library is None:
         return []
     problems = []
@@ -203,8 +197,8 @@ def _container_hint(required: Version) -> str:
     return f"use framework_version {fitting[0]} to {fitting[-1]}."
 
 
-@_needs_gpus
-def _rule_processes_per_host(job: _Job) -> list[Problem]:
+@needs_gpus
+def _rule_processes_per_host(job: JobV1) -> list[Problem]:
     # The library checks node-local processes against the node's devices at start-up. There is
     # no per-host rule for the pipeline degree (its _validate_worker_size needs only pipeline x
     # tensor to divide the world): AWS's GPT-J notebook runs pipeline 16 on 4 x 8 GPUs.
@@ -222,8 +216,8 @@ def _rule_processes_per_host(job: _Job) -> list[Problem]:
     ]
 
 
-@_needs_gpus
-def _rule_degrees_divide_world(job: _Job) -> list[Problem]:
+@needs_gpus
+def _rule_degrees_divide_world(job: JobV1) -> list[Problem]:
     layout = job.layout
     if job.data_parallel is not None:
         return []
@@ -241,7 +235,7 @@ def _rule_degrees_divide_world(job: _Job) -> list[Problem]:
     ]
 
 
-def _bigger_instance(job: _Job, fits: Callable[[int], bool]) -> str:
+def _bigger_instance(job: JobV1, fits: Callable[[int], bool]) -> str:
     """Name a supported instance type with more GPUs that ``fits``, same family first."""
     parts = job.instance_type.split(".")
     family = parts[1] if len(parts) > 2 else ""
@@ -256,8 +250,8 @@ def _bigger_instance(job: _Job, fits: Callable[[int], bool]) -> str:
     return "more instances"
 
 
-@_needs_gpus
-def _rule_sharded_data_parallel(job: _Job) -> list[Problem]:
+@needs_gpus
+def _rule_sharded_data_parallel(job: JobV1) -> list[Problem]:
     sharded = job.mp.sharded_data_parallel_degree
     if not sharded or sharded <= 1:
         return []
@@ -304,7 +298,7 @@ def _rule_sharded_data_parallel(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_ddp(job: _Job) -> list[Problem]:
+def _rule_ddp(job: JobV1) -> list[Problem]:
     mp, layout = job.mp, job.layout
     problems = []
     dp = job.data_parallel or 1
@@ -343,7 +337,7 @@ def _rule_ddp(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_precision(job: _Job) -> list[Problem]:
+def _rule_precision(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     if mp.bf16 and (mp.fp16 or mp.fp16_params):
         other = "fp16" if mp.fp16 else "fp16_params"
@@ -366,7 +360,7 @@ def _rule_precision(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_partitioning(job: _Job) -> list[Problem]:
+def _rule_partitioning(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     pipeline = mp.pipeline_parallel_degree or 1
     if mp.auto_partition is False and mp.default_partition is None:
@@ -390,7 +384,7 @@ def _rule_partitioning(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_placement(job: _Job) -> list[Problem]:
+def _rule_placement(job: JobV1) -> list[Problem]:
     placement = job.mp.placement_strategy
     if placement is None or placement in PLACEMENT_ROUTES:
         return []
@@ -410,7 +404,7 @@ def _rule_placement(job: _Job) -> list[Problem]:
     ]
 
 
-def _rule_microbatches(job: _Job) -> list[Problem]:
+def _rule_microbatches(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     microbatches = mp.microbatches or 1
     if mp.active_microbatches is not None and mp.active_microbatches > microbatches:
@@ -443,7 +437,7 @@ def _rule_microbatches(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_batch_size(job: _Job) -> list[Problem]:
+def _rule_batch_size(job: JobV1) -> list[Problem]:
     microbatches = job.mp.microbatches or 1
     if microbatches <= 1:
         return []
@@ -476,7 +470,7 @@ def _as_int(raw: object) -> int | None:
     return None
 
 
-def _rule_option_combinations(job: _Job) -> list[Problem]:
+def _rule_option_combinations(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     if mp.prescaled_batch and mp.optimize == "memory":
         problems.append(
@@ -501,7 +495,7 @@ def _rule_option_combinations(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_not_launch_options(job: _Job) -> list[Problem]:
+def _rule_not_launch_options(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     if mp.overlapping_allreduce is not None:
         problems += _overlapping_allreduce(job)
@@ -517,7 +511,7 @@ def _rule_not_launch_options(job: _Job) -> list[Problem]:
     return problems
 
 
-def _overlapping_allreduce(job: _Job) -> list[Problem]:
+def _overlapping_allreduce(job: JobV1) -> list[Problem]:
     library, value = job.library, job.mp.overlapping_allreduce
     script = f"smp.DistributedModel(model, overlapping_allreduce={value})"
     if library is not None and library <= parse_version(OVERLAPPING_ALLREDUCE_LAUNCH_UNTIL):
@@ -545,7 +539,7 @@ def _overlapping_allreduce(job: _Job) -> list[Problem]:
     ]
 
 
-def _rule_v2_options(job: _Job) -> list[Problem]:
+def _rule_v2_options(job: JobV1) -> list[Problem]:
     """Options of the library v2 on a container with the library v1."""
     problems = []
     for name in set_options(job.mp):
@@ -570,7 +564,7 @@ def _rule_v2_options(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_torchrun_on_v1(job: _Job) -> list[Problem]:
+def _rule_torchrun_on_v1(job: JobV1) -> list[Problem]:
     if job.mp._torch_distributed is None or job.pytorch_version is None:
         return []
     return [
@@ -584,7 +578,7 @@ def _rule_torchrun_on_v1(job: _Job) -> list[Problem]:
     ]
 
 
-def _rule_bf16_hardware(job: _Job) -> list[Problem]:
+def _rule_bf16_hardware(job: JobV1) -> list[Problem]:
     if not job.mp.bf16:
         return []
     return bf16_hardware_problems(job.instance_type, job.where("bf16"), SUPPORTED_INSTANCES)
@@ -611,30 +605,9 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
-def check_v1(
-    mp: ModelParallel,
-    *,
-    instance_type: str,
-    gpus_per_instance: int,
-    instance_count: int,
-    pytorch_version: str | None,
-    hyperparameters: Mapping[str, object],
-    path: str = "model_parallel",
-) -> list[Problem]:
+def check_v1(job: JobV1) -> list[Problem]:
     """Run every SMP v1 rule and return all problems (errors and warnings).
 
-    ``pytorch_version`` is the full container version with aliases resolved (``"1.12.1"``, not
-    ``"1.12"``); None (a custom image) skips the checks that depend on the library version.
     Does not check the Training Compiler or ``instance_groups``; the caller does.
     """
-    job = _Job(
-        mp=mp,
-        instance_type=instance_type,
-        gpus=gpus_per_instance,
-        instance_count=instance_count,
-        pytorch_version=pytorch_version,
-        library=library_of(pytorch_version),
-        hyperparameters=hyperparameters,
-        path=path,
-    )
     return [problem for rule in _RULES for problem in rule(job)]

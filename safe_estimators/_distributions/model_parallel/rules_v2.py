@@ -19,13 +19,14 @@ from safe_estimators._distributions.model_parallel.facts_v2 import (
     SMP_IMAGE_CONFIG,
     SUPPORTED_INSTANCES,
     V1_ON_V2,
+    smp_image_keys,
     smp_py_versions,
     smp_pytorch_versions,
 )
-from safe_estimators._distributions.model_parallel.hardware import no_gpus_problem
+from safe_estimators._distributions.model_parallel.hardware import needs_gpus, no_gpus_problem
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_v2_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
-from safe_estimators._facts.versions import _training_config, parse_version
+from safe_estimators._facts.versions import parse_version
 from safe_estimators._problems import Problem, join_path, warning
 
 
@@ -56,16 +57,6 @@ class JobV2:
 
 
 _Rule = Callable[[JobV2], list[Problem]]
-
-
-def _needs_gpus(rule: _Rule) -> _Rule:
-    """Rules about process counts mean nothing without GPUs (reported once, elsewhere)."""
-
-    def guarded(job: JobV2) -> list[Problem]:
-        return rule(job) if job.gpus > 0 else []
-
-    guarded.__name__ = rule.__name__
-    return guarded
 
 
 def _pytorch_fix() -> str:
@@ -124,8 +115,7 @@ def _rule_container(job: JobV2) -> list[Problem]:
                 )
             ]
         return []
-    keys = _training_config(SMP_IMAGE_CONFIG).get("versions", {})
-    if version in keys:
+    if version in smp_image_keys():
         why = (
             f"{version} is a model parallel library release in the SDK's {SMP_IMAGE_CONFIG} "
             "table, not a PyTorch version; the SDK would build the image tag "
@@ -263,7 +253,7 @@ _PER_INSTANCE_DEGREES = (
 )
 
 
-@_needs_gpus
+@needs_gpus
 def _rule_degrees_divide_gpus(job: JobV2) -> list[Problem]:
     problems = []
     for name in _PER_INSTANCE_DEGREES:
@@ -282,7 +272,7 @@ def _rule_degrees_divide_gpus(job: JobV2) -> list[Problem]:
     return problems
 
 
-@_needs_gpus
+@needs_gpus
 def _rule_degrees_divide_world(job: JobV2) -> list[Problem]:
     mp, layout = job.mp, job.layout
     shard = mp.hybrid_shard_degree or 1
