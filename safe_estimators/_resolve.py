@@ -19,6 +19,7 @@ import instance_catalog
 from safe_estimators._bounds import walk_tree
 from safe_estimators._distributions.model_parallel import (
     ParallelLayout,
+    attach_launcher,
     check_model_parallel,
     parse_model_parallel,
     resolve_model_parallel,
@@ -87,6 +88,9 @@ def _model_parallel(spec: JobSpec) -> tuple[Any, dict[str, Any], list[Problem]]:
     problems += found
     from_argument, found = parse_model_parallel(spec.model_parallel)
     problems += found
+    if from_argument is not None:
+        from_argument, found = attach_launcher(from_argument, rest)
+        problems += found
     if from_argument is not None and from_distribution is not None:
         problems.append(
             Problem(

@@ -358,3 +358,14 @@ def test_the_smp_versions_come_from_the_sdk_table_and_agree_with_the_release_tab
         key = aliases.get(pytorch, pytorch)
         if key != pytorch:  # the key is a library version: it must be the one we record
             assert key == library, pytorch
+
+
+def test_torch_distributed_written_beside_model_parallel_counts_as_the_launcher(build):
+    est = build(model_parallel=DONE, distribution={"torch_distributed": {"enabled": True}})
+    assert est.distribution == RAW
+    paths = [i.path for i in safe_estimators.explain(est).injections]
+    assert "distribution.torch_distributed.enabled" not in paths
+    error = refused(build, pytorch="1.13.1", py_version="py39", instance="ml.p3.16xlarge",
+                    count=1, model_parallel={"pipeline_parallel_degree": 2},
+                    distribution={"torch_distributed": {"enabled": True}})  # fmt: skip
+    assert "distribution.torch_distributed" in error.paths

@@ -32,6 +32,7 @@ from safe_estimators._distributions.model_parallel.dispatch import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout
 from safe_estimators._distributions.model_parallel.options import ModelParallel
 from safe_estimators._distributions.model_parallel.parse import (
+    attach_launcher,
     parse_model_parallel,
     split_distribution,
 )
@@ -39,6 +40,7 @@ from safe_estimators._distributions.model_parallel.parse import (
 __all__ = [
     "ModelParallel",
     "ParallelLayout",
+    "attach_launcher",
     "check_model_parallel",
     "library_generation",
     "parse_model_parallel",

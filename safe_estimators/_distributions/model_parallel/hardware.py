@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 import instance_catalog
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, warning
 
 
 class _OnGpus(Protocol):
@@ -55,6 +55,21 @@ def no_gpus_problem(instance_type: str, fix: str) -> Problem:
             else ""
         ),
     )
+
+
+def unlisted_instance(instance_type: str, supported: Iterable[str], library: str) -> list[Problem]:
+    """A warning when AWS does not list the type for the library (it may still run)."""
+    listed = list(supported)
+    if instance_type in listed:
+        return []
+    return [
+        warning(
+            "instance_type",
+            f"{instance_type} is not among the instance types AWS lists for the model parallel "
+            f"library {library} ({', '.join(listed)}).",
+            "use one of those unless you have tested this one.",
+        )
+    ]
 
 
 def bf16_hardware_problems(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
+
 from safe_estimators._distributions.model_parallel.facts import ALIASES, MPI_OPTIONS
 from safe_estimators._distributions.model_parallel.options import (
     OPTION_NAMES,
@@ -155,6 +157,19 @@ def split_distribution(
     launcher, in_launcher = _torch_distributed(rest, join_path(path, "torch_distributed"))
     mp, in_values = _structure(entries + mpi_entries, launcher, mpi is not None)
     return mp, rest, problems + in_parameters + in_mpi + in_launcher + in_values
+
+
+def attach_launcher(
+    mp: ModelParallel, rest: dict, *, path: str = "distribution"
+) -> tuple[ModelParallel, list[Problem]]:
+    """Take a ``torch_distributed`` block written beside ``model_parallel=`` into the options.
+
+    The library v2 runs under it and the v1 does not, so the rules must see it either way.
+    """
+    if "torch_distributed" not in rest:
+        return mp, []
+    launcher, problems = _torch_distributed(rest, join_path(path, "torch_distributed"))
+    return attrs.evolve(mp, _torch_distributed=launcher), problems
 
 
 def _torch_distributed(rest: dict, where: str) -> tuple[object, list[Problem]]:

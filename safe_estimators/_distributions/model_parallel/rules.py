@@ -35,6 +35,7 @@ from safe_estimators._distributions.model_parallel.hardware import (
     bf16_hardware_problems,
     needs_gpus,
     no_gpus_problem,
+    unlisted_instance,
 )
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
@@ -99,16 +100,7 @@ def _rule_instance(job: JobV1) -> list[Problem]:
                 "use ml.p4d.24xlarge or ml.p4de.24xlarge, or the library v2 (PyTorch >= 2.0.1).",
             )
         ]
-    if itype not in SUPPORTED_INSTANCES:
-        return [
-            warning(
-                "instance_type",
-                f"{itype} is not among the instance types AWS lists for the model parallel "
-                f"library ({', '.join(SUPPORTED_INSTANCES)}).",
-                "use one of those unless you have tested this one.",
-            )
-        ]
-    return []
+    return unlisted_instance(itype, SUPPORTED_INSTANCES, "v1")
 
 
 def _rule_container(job: JobV1) -> list[Problem]:

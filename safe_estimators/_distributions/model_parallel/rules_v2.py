@@ -23,7 +23,11 @@ from safe_estimators._distributions.model_parallel.facts_v2 import (
     smp_py_versions,
     smp_pytorch_versions,
 )
-from safe_estimators._distributions.model_parallel.hardware import needs_gpus, no_gpus_problem
+from safe_estimators._distributions.model_parallel.hardware import (
+    needs_gpus,
+    no_gpus_problem,
+    unlisted_instance,
+)
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_v2_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
@@ -86,16 +90,7 @@ def _rule_estimator(job: JobV2) -> list[Problem]:
 def _rule_instance(job: JobV2) -> list[Problem]:
     if job.gpus <= 0:
         return [no_gpus_problem(job.instance_type, "use ml.p4d.24xlarge or ml.p5.48xlarge.")]
-    if job.instance_type not in SUPPORTED_INSTANCES:
-        return [
-            warning(
-                "instance_type",
-                f"{job.instance_type} is not among the instance types AWS names for the model "
-                f"parallel library v2 images ({', '.join(SUPPORTED_INSTANCES)}).",
-                "use one of those unless you have tested this one.",
-            )
-        ]
-    return []
+    return unlisted_instance(job.instance_type, SUPPORTED_INSTANCES, "v2")
 
 
 def _rule_container(job: JobV2) -> list[Problem]:
