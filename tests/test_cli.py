@@ -343,6 +343,17 @@ def test_catalog_lists_every_training_instance_type(capsys):
     assert p3[1:3] == ["4", "V100"]
 
 
+def test_catalog_says_neuron_cores_and_precision(capsys):
+    code, out, _ = run(capsys, "catalog", "--accelerator", "Trainium")
+    assert code == 0
+    header, rows = _table(out)
+    assert header[-3:] == ["NeuronCores", "bf16", "fp8"]
+    trn1 = next(row for row in rows if row[0] == "ml.trn1.32xlarge")
+    assert trn1[-3:] == ["32", "yes", "yes"]
+    _, rows = _table(run(capsys, "catalog", "--accelerator", "V100")[1])
+    assert all(row[-3:] == ["-", "no", "no"] for row in rows)
+
+
 def test_catalog_min_gpus_keeps_the_big_instances(capsys):
     code, out, _ = run(capsys, "catalog", "--min-gpus", 8)
     assert code == 0
