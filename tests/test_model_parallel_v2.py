@@ -369,3 +369,21 @@ def test_torch_distributed_written_beside_model_parallel_counts_as_the_launcher(
                     count=1, model_parallel={"pipeline_parallel_degree": 2},
                     distribution={"torch_distributed": {"enabled": True}})  # fmt: skip
     assert "distribution.torch_distributed" in error.paths
+
+
+def test_hugging_face_refusal_points_at_the_raw_distribution_when_written_there(
+    session, role, script
+):
+    error = refused(
+        safe_estimators.huggingface,
+        entry_point=script,
+        role=role,
+        instance_type=P4D,
+        instance_count=2,
+        transformers_version="4.36.0",
+        pytorch_version="2.1.0",
+        py_version="py310",
+        sagemaker_session=session,
+        distribution=json.loads(json.dumps(RAW)),
+    )
+    assert "safe_estimators.pytorch" in problem_at(error, "distribution.smdistributed.modelparallel")

@@ -53,6 +53,17 @@ class JobV2:
         return self.mp._origins.get(name) or join_path(self.path, name)
 
     @property
+    def block_path(self) -> str:
+        """Where the user asked for model parallelism: model_parallel= or the raw distribution."""
+        mp = self.mp
+        raw = (
+            mp._torch_distributed is not None
+            or mp._mpi
+            or any(where.startswith("distribution.") for where in mp._origins.values())
+        )
+        return "distribution.smdistributed.modelparallel" if raw else self.path
+
+    @property
     def layout(self) -> ParallelLayout:
         return layout_v2_of(self.mp, self.gpus, self.instance_count)
 
@@ -75,7 +86,7 @@ def _rule_estimator(job: JobV2) -> list[Problem]:
     # emits mp_parameters, so the library would start without its configuration.
     return [
         Problem(
-            job.path,
+            job.block_path,
             "the model parallel library v2 (PyTorch >= 2.0.1) runs only through the SageMaker "
             "SDK's PyTorch estimator: the Hugging Face estimator looks its image up by the "
             "transformers version, which the SMP image table does not have, and drops "
