@@ -386,4 +386,5 @@ def test_hugging_face_refusal_points_at_the_raw_distribution_when_written_there(
         sagemaker_session=session,
         distribution=json.loads(json.dumps(RAW)),
     )
-    assert "safe_estimators.pytorch" in problem_at(error, "distribution.smdistributed.modelparallel")
+    text = problem_at(error, "distribution.smdistributed.modelparallel")
+    assert "safe_estimators.pytorch" in text
