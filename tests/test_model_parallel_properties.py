@@ -359,3 +359,88 @@ def test_v2_options_give_problems_or_a_torchrun_job_with_the_smp_image(
         "hybrid_shard_degree": 0
     }
     assert f"smdistributed-modelparallel:{pytorch}-" in estimator.training_image_uri()
+
+
+# --- differential: our factory against the bare SDK, for SMP v2 distributions -------------------
+
+SMP_VERSIONS = ["2.0.1", "2.1.2", "2.2.0", "2.3.1", "2.4.1", "2.5.1"]
+raw_v2_jobs = st.fixed_dictionaries(
+    {
+        # Mostly versions with an SMP image and their own Python, sometimes a trap: the
+        # library-version keys (2.3.0, 2.5.0, 2.8.0), versions without an image, short ones.
+        "framework_version": st.sampled_from(
+            [*SMP_VERSIONS, *SMP_VERSIONS, "2.3.0", "2.5.0", "2.8.0", "2.6.0", "2.1.0", "2.2"]
+        ),
+        "instance_type": st.sampled_from(
+            ["ml.p4d.24xlarge", "ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.g5.12xlarge",
+             "ml.c5.xlarge"]
+        ),
+        "instance_count": st.integers(1, 3),
+        "distribution": st.builds(
+            lambda parameters, launcher, enabled: {
+                "torch_distributed": launcher,
+                "smdistributed": {"modelparallel": {"enabled": enabled, "parameters": parameters}},
+            },
+            v2_options,
+            st.sampled_from([{"enabled": True}, {"enabled": True}, {"enabled": False}, {}]),
+            # A switched-off modelparallel block is not an SMP job (other launchers' rules).
+            st.just(True),
+        ),
+        "right_python": st.sampled_from([True, True, True, False]),
+    }
+).map(
+    lambda job: {
+        **{k: v for k, v in job.items() if k != "right_python"},
+        "py_version": PY_VERSION.get(job["framework_version"], "py310")
+        if job["right_python"]
+        else "py39",
+    }
+)  # fmt: skip
+
+
+def _bare_sdk_refuses(job, entry_point, role, session) -> bool:
+    from sagemaker.pytorch import PyTorch
+
+    try:
+        estimator = PyTorch(
+            entry_point=entry_point, role=role, sagemaker_session=session, **json_copy(job)
+        )
+        estimator.hyperparameters()
+        estimator.training_image_uri()
+    except (ValueError, KeyError, TypeError):
+        return True
+    return False
+
+
+def json_copy(value):
+    return json.loads(json.dumps(value))
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(job=raw_v2_jobs)
+def test_every_sdk_refusal_of_an_smp_v2_job_is_our_config_error_first(
+    job, entry_point, role, sdk_session
+):
+    import safe_estimators
+
+    sdk_refuses = _bare_sdk_refuses(job, entry_point, role, sdk_session)
+    try:
+        ours = safe_estimators.pytorch(
+            entry_point=entry_point,
+            role=role,
+            sagemaker_session=sdk_session,
+            check_script=False,
+            **json_copy(job),
+        )
+    except ConfigError as error:
+        event("we refuse" + (" (so does the SDK)" if sdk_refuses else ""))
+        assert "<sagemaker>" not in error.paths, error
+        return
+    event("we build")
+    assert not sdk_refuses, "the SDK refuses what we built"
+    assert ours.hyperparameters()["sagemaker_torch_distributed_enabled"] == "true"
+    assert "smdistributed-modelparallel" in ours.training_image_uri()
