@@ -388,3 +388,23 @@ def test_hugging_face_refusal_points_at_the_raw_distribution_when_written_there(
     )
     text = problem_at(error, "distribution.smdistributed.modelparallel")
     assert "safe_estimators.pytorch" in text
+
+
+def test_pytorch_2_0_1_outside_p5_warns_about_the_cuda_118_tag_aws_does_not_list(build):
+    est = build(pytorch="2.0.1", count=1, model_parallel={"hybrid_shard_degree": 8})
+    assert est.training_image_uri().endswith(":2.0.1-gpu-py310-cu118")  # what the SDK picks
+    (warned,) = [w for w in safe_estimators.explain(est).warnings if w.path == "framework_version"]
+    assert "2.0.1-gpu-py310-cu121" in warned.hint
+    on_p5 = build(pytorch="2.0.1", instance="ml.p5.48xlarge", count=1,
+                  model_parallel={"hybrid_shard_degree": 8})  # fmt: skip
+    assert not [w for w in safe_estimators.explain(on_p5).warnings if w.path == "framework_version"]
+
+
+@pytest.mark.parametrize("pytorch", list(PY))
+@pytest.mark.parametrize("instance", [P4D, "ml.p5.48xlarge"])
+def test_our_copy_of_the_sdk_cuda_choice_agrees_with_the_sdk(pytorch, instance, build):
+    from safe_estimators._distributions.model_parallel.facts_v2 import sdk_image_cuda
+
+    est = build(pytorch=pytorch, instance=instance, count=1,
+                model_parallel={"hybrid_shard_degree": 8})  # fmt: skip
+    assert est.training_image_uri().endswith(f"-{sdk_image_cuda(pytorch, instance)}")

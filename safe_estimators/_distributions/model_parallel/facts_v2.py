@@ -40,6 +40,30 @@ LIBRARY_BY_PYTORCH: dict[str, str] = {
     "2.5.1": "2.8.0",
 }
 
+# The CUDA suffix of the image tags AWS's release notes list per PyTorch version.
+AWS_IMAGE_CUDA: dict[str, str] = {
+    "2.0.1": "cu121",
+    "2.1.2": "cu121",
+    "2.2.0": "cu121",
+    "2.3.1": "cu121",
+    "2.4.1": "cu121",
+    "2.5.1": "cu124",
+}
+
+
+def sdk_image_cuda(pytorch_version: str, instance_type: str) -> str:
+    """The CUDA suffix the SDK puts in the SMP image tag (image_uris.get_training_image_uri).
+
+    A substring test on the version string: "2.5" gives cu124; a p5 type or "2.1" to "2.4"
+    gives cu121; anything else cu118.
+    """
+    if "2.5" in pytorch_version:
+        return "cu124"
+    if "p5" in instance_type or any(v in pytorch_version for v in ("2.1", "2.2", "2.3", "2.4")):
+        return "cu121"
+    return "cu118"
+
+
 # When each v2 option appeared (None: since 2.0.0, or not dated by any AWS document, so not
 # gated). expert_parallel_degree: release 2.3.0 ("Expert parallelism"); context_parallel_degree:
 # release 2.5.0 ("Context parallelism").

@@ -14,11 +14,13 @@ from packaging.version import InvalidVersion, Version
 
 from safe_estimators._distributions.model_parallel.facts import MPI_OPTIONS
 from safe_estimators._distributions.model_parallel.facts_v2 import (
+    AWS_IMAGE_CUDA,
     LIBRARY_BY_PYTORCH,
     PARAMETERS,
     SMP_IMAGE_CONFIG,
     SUPPORTED_INSTANCES,
     V1_ON_V2,
+    sdk_image_cuda,
     smp_image_keys,
     smp_py_versions,
     smp_pytorch_versions,
@@ -110,17 +112,18 @@ def _rule_container(job: JobV2) -> list[Problem]:
         return []  # a custom image is the user's business; Hugging Face is refused above
     known = smp_pytorch_versions()
     if version in known:
+        problems = _image_cuda(job, version)
         py_versions = smp_py_versions(version)
         if py_versions and job.py_version is not None and job.py_version not in py_versions:
-            return [
+            problems.append(
                 Problem(
                     "py_version",
                     f"the SageMaker SDK's model parallel v2 image for PyTorch {version} is built "
                     f"for {', '.join(py_versions)}, not {job.py_version!r}.",
                     f"set py_version={py_versions[-1]!r}.",
                 )
-            ]
-        return []
+            )
+        return problems
     if version in smp_image_keys():
         why = (
             f"{version} is a model parallel library release in the SDK's {SMP_IMAGE_CONFIG} "
@@ -143,6 +146,23 @@ def _rule_container(job: JobV2) -> list[Problem]:
             f"{why}. PyTorch containers from 2.0.1 on run the model parallel library v2 from "
             f"its own image, which exists for PyTorch {', '.join(known)}.",
             f"{_pytorch_fix()} (nearest: {_nearest(version, known)}).",
+        )
+    ]
+
+
+def _image_cuda(job: JobV2, version: str) -> list[Problem]:
+    sdk, aws = sdk_image_cuda(version, job.instance_type), AWS_IMAGE_CUDA.get(version)
+    if aws is None or sdk == aws:
+        return []
+    tag = f"{version}-gpu-{job.py_version or '<py>'}"
+    return [
+        warning(
+            "framework_version",
+            f"on {job.instance_type} the SageMaker SDK picks the image tag "
+            f"smdistributed-modelparallel:{tag}-{sdk}, but AWS's release notes list only "
+            f"{tag}-{aws} for PyTorch {version}.",
+            f"if the job cannot pull the image, pass image_uri="
+            f"'658645717510.dkr.ecr.<region>.amazonaws.com/smdistributed-modelparallel:{tag}-{aws}'.",
         )
     ]
 
