@@ -1,7 +1,8 @@
 """A minimal FSDP training loop for the model parallel library v2 (torch.sagemaker).
 
 tsm.init() reads the options SageMaker passes (mp_parameters); FSDP then shards over
-hybrid_shard_degree GPUs. Synthetic data keep the example self-contained.
+hybrid_shard_degree GPUs, and activations of the checkpointed layers are offloaded to the CPU
+(sm_activation_offloading). Synthetic data keep the example self-contained.
 """
 
 import argparse
@@ -11,6 +12,10 @@ import os
 import torch
 import torch.distributed as dist
 import torch.sagemaker as tsm
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    apply_activation_checkpointing,
+    offload_wrapper,
+)
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
 
@@ -32,6 +37,9 @@ def main() -> None:
         auto_wrap_policy=functools.partial(size_based_auto_wrap_policy, min_num_params=10**6),
         device_id=device,
     )
+    # sm_activation_offloading: checkpoint the layers first, then offload from the root module.
+    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, torch.nn.Linear))
+    model = offload_wrapper(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     for step in range(args.max_steps):
         batch = torch.randn(8, 1024, device=device)
