@@ -31,7 +31,11 @@ def session(sagemaker_session):
 @pytest.fixture
 def script(tmp_path: Path) -> str:
     path = tmp_path / "train.py"
-    path.write_text("import torch.sagemaker as tsm\ntsm.init()\n")
+    # The script checks want tsm.init() and, for tensor/context/expert degrees, tsm.transform.
+    path.write_text(
+        "import torch\nimport torch.sagemaker as tsm\n\ntsm.init()\n"
+        "model = tsm.transform(torch.nn.Linear(8, 8))\n"
+    )
     return str(path)
 
 
