@@ -258,6 +258,7 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
         memory=job.memory,
         image_source=image_uri,
         script_findings=job.script_findings,
+        neuron_cores=job.instance.neuron_cores if job.instance else None,
     )
     setattr(estimator, EXPLANATION_ATTRIBUTE, explanation)
     return estimator

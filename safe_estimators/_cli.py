@@ -465,7 +465,10 @@ def _catalog(args: argparse.Namespace) -> int:
 
         print(json.dumps([attrs.asdict(t) for t in rows], indent=2, allow_nan=False))
         return EXIT_OK
-    header = ("instance type", "GPUs", "accelerator", "devices", "memory/device", "vCPUs", "EFA")
+    header = (
+        "instance type", "GPUs", "accelerator", "devices", "memory/device", "vCPUs", "EFA",
+        "NeuronCores", "bf16", "fp8",
+    )  # fmt: skip
     table = [header] + [
         (
             t.name,
@@ -475,11 +478,17 @@ def _catalog(args: argparse.Namespace) -> int:
             f"{t.accelerator_memory_mib // 1024} GiB" if t.accelerator_memory_mib else "-",
             str(t.vcpus),
             "yes" if t.efa_supported else "no",
+            str(t.neuron_cores) if t.neuron_cores is not None else "-",
+            *(_yes_no(getattr(t.accelerator, kind, None)) for kind in ("bf16", "fp8")),
         )
         for t in rows
     ]
     _print_table(table)
     return EXIT_OK
+
+
+def _yes_no(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "no"
 
 
 def _schema(args: argparse.Namespace) -> int:

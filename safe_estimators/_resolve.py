@@ -19,6 +19,7 @@ import instance_catalog
 from safe_estimators._bounds import walk_tree
 from safe_estimators._distributions.model_parallel import (
     ParallelLayout,
+    attach_launcher,
     check_model_parallel,
     parse_model_parallel,
     resolve_model_parallel,
@@ -89,6 +90,9 @@ def _model_parallel(spec: JobSpec) -> tuple[Any, dict[str, Any], list[Problem]]:
     problems += found
     from_argument, found = parse_model_parallel(spec.model_parallel)
     problems += found
+    if from_argument is not None:
+        from_argument, found = attach_launcher(from_argument, rest)
+        problems += found
     if from_argument is not None and from_distribution is not None:
         problems.append(
             Problem(
@@ -122,6 +126,11 @@ def _model_parallel_rules(ctx: Context) -> list[Problem]:
         instance_count=ctx.instance_count,
         pytorch_version=ctx.pytorch_version,
         hyperparameters=ctx.spec.hyperparameters,
+        framework_version=ctx.written_pytorch_version,
+        estimator=ctx.spec.estimator,
+        py_version=ctx.spec.py_version,
+        entry_point=ctx.spec.entry_point,
+        image_uri=ctx.spec.image_uri,
     )
 
 
@@ -402,6 +411,8 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
             gpus_per_instance=ctx.instance.gpu_count,
             instance_count=ctx.instance_count,
             pytorch_version=ctx.pytorch_version,
+            framework_version=ctx.written_pytorch_version,
+            image_uri=spec.image_uri,
         )
         kwargs["distribution"] = {**kwargs.get("distribution", {}), **distribution}
         record += injected

@@ -44,6 +44,8 @@ class Explanation:
     script_findings: tuple[Any, ...] = ()
     memory: Any = None
     image_source: Any = attrs.field(default=None, repr=False, eq=False)
+    # Trainium's accelerators, in its own terms: NeuronCores, not "0 GPUs".
+    neuron_cores: int | None = None
 
     @functools.cached_property
     def image_uri(self) -> str | None:
@@ -62,6 +64,8 @@ class Explanation:
         """The explanation as plain-text lines."""
         count = self.gpus_per_instance
         gpus = "" if count is None else f", {count} GPU{'' if count == 1 else 's'} each"
+        if self.neuron_cores is not None:
+            gpus = f", {self.neuron_cores} NeuronCore{'' if self.neuron_cores == 1 else 's'} each"
         out = [f"{self.estimator} on {self.instance_count} x {self.instance_type}{gpus}"]
         if self.image_uri:
             out.append(f"training image: {self.image_uri}")
@@ -84,7 +88,9 @@ class Explanation:
             "|---|---|",
             f"| estimator | {self.estimator} on {self.instance_count} x {self.instance_type} |",
         ]
-        if self.gpus_per_instance is not None:
+        if self.neuron_cores is not None:
+            rows.append(f"| NeuronCores per instance | {self.neuron_cores} |")
+        elif self.gpus_per_instance is not None:
             rows.append(f"| GPUs per instance | {self.gpus_per_instance} |")
         if self.image_uri:
             rows.append(f"| training image | `{self.image_uri}` |")

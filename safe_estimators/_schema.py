@@ -83,8 +83,9 @@ _DESCRIPTIONS: dict[str, str] = {
     "training_compiler": "Turn on SageMaker Training Compiler with its safe defaults.",
     "compiler_config": "The SageMaker SDK's TrainingCompilerConfig as a mapping; read as "
     "training_compiler (enabled: true turns the compiler on with the same safe defaults).",
-    "model_parallel": "Options of the SageMaker model parallel library (v1); the smdistributed "
-    "and MPI distribution is derived from them.",
+    "model_parallel": "Options of the SageMaker model parallel library: v1 on PyTorch <= 2.0.0 "
+    "(smdistributed over MPI), v2 on PyTorch >= 2.0.1 (smdistributed over torchrun, its own "
+    "image); the distribution is derived from them.",
     "model": "The model's shape, for the per-accelerator memory estimate (safe_estimators."
     "ModelShape): a job that cannot fit is refused with the smallest fixes.",
     "check_script": "Check the entry point for known pitfalls before launch.",

@@ -259,6 +259,15 @@ SUMMARIES = {
         "memory: 17.2 GB per accelerator (40% of 42.9 GB (40960 MiB) per A100 of ml.p4d.24xlarge)",
         "memory note: parameters 6,738,415,616 counted from the architecture",
     ],
+    "model-parallel-v2": [
+        "pytorch on 2 x ml.p4d.24xlarge, 8 GPUs each",
+        "smdistributed-modelparallel:2.2.0-gpu-py310-cu121",
+        "parallel layout: world 16 = 2 instances x 8 processes (torchrun",
+        "injected distribution.torch_distributed.enabled = True",
+        '  HyperParameters.mp_parameters = {"hybrid_shard_degree": 16, '
+        '"sm_activation_offloading": true}',
+        "  HyperParameters.sagemaker_torch_distributed_enabled = true",
+    ],
 }
 
 
@@ -342,6 +351,17 @@ def test_catalog_lists_every_training_instance_type(capsys):
     assert [row[0] for row in rows] == sorted(names, key=size_order)
     p3 = next(row for row in rows if row[0] == "ml.p3.8xlarge")
     assert p3[1:3] == ["4", "V100"]
+
+
+def test_catalog_says_neuron_cores_and_precision(capsys):
+    code, out, _ = run(capsys, "catalog", "--accelerator", "Trainium")
+    assert code == 0
+    header, rows = _table(out)
+    assert header[-3:] == ["NeuronCores", "bf16", "fp8"]
+    trn1 = next(row for row in rows if row[0] == "ml.trn1.32xlarge")
+    assert trn1[-3:] == ["32", "yes", "yes"]
+    _, rows = _table(run(capsys, "catalog", "--accelerator", "V100")[1])
+    assert all(row[-3:] == ["-", "no", "no"] for row in rows)
 
 
 def test_catalog_min_gpus_keeps_the_big_instances(capsys):

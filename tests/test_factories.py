@@ -248,3 +248,5 @@ def test_trainium_jobs_get_the_neuron_container_they_ask_for(sagemaker_session, 
              distribution={"torch_distributed": {"enabled": True}})
     assert "pytorch-training-neuron:1.11.0" in safe_estimators.explain(est).image_uri
     assert est.distribution == {"torch_distributed": {"enabled": True}}
+    # Trainium in its own terms: NeuronCores, not "0 GPUs".
+    assert "32 NeuronCores each" in str(safe_estimators.explain(est))

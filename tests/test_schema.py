@@ -89,6 +89,7 @@ def test_the_schema_accepts_what_the_loader_accepts(validator):
         {"training_compiler": False},
         {"role": None, "max_run": None, "inputs": "s3://bucket/train/"},
         {"model_parallel": {"partitions": 2, "memory_weight": 1}},
+        {"model_parallel": {"hybrid_shard_degree": 16, "sm_activation_offloading": True}},
         {"volume_size": 100, "tags": [{"Key": "team", "Value": "nlp"}]},
     ):
         assert _errors(validator, {**data, **variant}) == [], variant

@@ -9,6 +9,7 @@ import attrs
 from packaging.version import InvalidVersion
 
 import instance_catalog
+from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import (
     framework_container,
@@ -88,6 +89,22 @@ class Context:
         table = tables.IMAGE_CONFIGS[("huggingface", self.compiler)]
         base = huggingface_container(table, spec.transformers_version, spec.pytorch_version)[1]
         return base.version if base else None
+
+    @property
+    def written_pytorch_version(self) -> str | None:
+        """The PyTorch version as the user wrote it (the SMP v2 image tag is built from it)."""
+        spec = self.spec
+        if spec.image_uri is not None:
+            return None
+        return spec.framework_version if spec.estimator == "pytorch" else spec.pytorch_version
+
+    @property
+    def model_parallel_library(self) -> int | None:
+        """1 or 2: the model parallel library generation the job runs; None without one."""
+        if self.model_parallel is None:
+            return None
+        version = self.pytorch_version or self.written_pytorch_version
+        return library_generation(self.model_parallel, version, self.spec.image_uri)
 
     @property
     def wants_xla_distribution(self) -> bool:

@@ -128,6 +128,8 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
             yield from _neuron_versions(ctx)
         return  # other Neuron containers: the build step resolves them eagerly
     if spec.estimator == "pytorch":
+        if ctx.model_parallel_library == 2:
+            return  # the model parallel v2 image has its own table; its rules check it
         yield from _pytorch_versions(ctx)
     else:
         yield from _huggingface_versions(ctx)

@@ -1,5 +1,7 @@
 """Facts about the SageMaker model parallel library v1 (SMP v1): data, read by the rules.
 
+The library v2's facts are in ``facts_v2``.
+
 Which library release each PyTorch container ships, when each launch parameter appeared, the
 instance types AWS lists, and the option groups the rules and the resolver treat alike. Adding a
 container or a parameter is one line in one table here.
@@ -95,6 +97,23 @@ PARAMETERS: dict[str, _Availability] = {
 }
 
 SDP_WITH_TENSOR_SINCE = "1.15"
+
+# overlapping_allreduce as a launch parameter. AWS's SMP BERT tutorial passes it on the PyTorch
+# 1.6.0 container (library 1.1) and ran. The library's own config code of a 1.13/1.14 release
+# (public mirror: it has ddp_dist_backend, new in 1.13, and refuses sharded data parallelism with
+# tensor parallelism, allowed from 1.15) raises "Unrecognized config parameter" for any key
+# outside its schema, which does not list it; the release that started validating is not
+# documented. So: accepted up to 1.1, refused from 1.15 (later than that mirror), a warning
+# between.
+OVERLAPPING_ALLREDUCE_LAUNCH_UNTIL = "1.1"
+LAUNCH_KEYS_VALIDATED_FROM = "1.15"
+
+# The library v1 option that does what a library v2 option does (for fixes).
+V1_COUNTERPARTS: dict[str, str] = {
+    "hybrid_shard_degree": "sharded_data_parallel_degree",
+    "sm_activation_offloading": "offload_activations",
+    "random_seed": "tensor_parallel_seed",
+}
 
 # The instance types AWS lists for the library v1, with their GPU counts (used for fix hints).
 SUPPORTED_INSTANCES: dict[str, int] = {

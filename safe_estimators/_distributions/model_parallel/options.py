@@ -1,4 +1,4 @@
-"""The typed SMP v1 options: ``ModelParallel`` and the checks of its single values.
+"""The typed model parallel options (SMP v1 and v2): ``ModelParallel`` and its single-value checks.
 
 Each option's value check is one entry in ``VALUE_CHECKS``; the attrs validators and the parsers
 (``parse``) share them, so a wrong value reads the same from Python, a dict or a
@@ -91,6 +91,7 @@ _positive_number = _expect(
     "the library default is 1.0.",
 )
 _text = _expect("a string", lambda v: isinstance(v, str), "write the value as a string.")
+_any_int = _expect("an int", _is_int, "write the seed as a whole number, e.g. 12345.")
 
 
 def _one_of(*choices: str) -> Callable[[object], _Verdict]:
@@ -165,6 +166,13 @@ VALUE_CHECKS: dict[str, Callable[[object], _Verdict]] = {
     "overlapping_allreduce": _bool,
     "processes_per_host": _positive_int,
     "custom_mpi_options": _text,
+    "hybrid_shard_degree": _non_negative_int,
+    "sm_activation_offloading": _bool,
+    "fsdp_cache_flush_warnings": _bool,
+    "allow_empty_shards": _bool,
+    "context_parallel_degree": _positive_int,
+    "expert_parallel_degree": _positive_int,
+    "random_seed": _any_int,
 }
 
 
@@ -192,25 +200,44 @@ def _option() -> Any:
 
 @attrs.frozen(kw_only=True)
 class ModelParallel:
-    """Options of the SageMaker model parallel library v1 for PyTorch (and its MPI launch).
+    """Options of the SageMaker model parallel library (SMP) for PyTorch, v1 and v2.
+
+    One intent for both library generations: the container's PyTorch version decides which one
+    runs. PyTorch 2.0.0 and older ship the library v1 (launched by MPI); PyTorch 2.0.1 and later
+    run the library v2 (``torch.sagemaker``, launched by torchrun) from its own image, which
+    exists for PyTorch 2.0.1, 2.1.2, 2.2.0, 2.3.1, 2.4.1 and 2.5.1 (with the installed SageMaker
+    SDK). Each option is checked against the library release the container ships.
 
     Every field defaults to None, meaning "not set": only the options you set (plus values
     safe_estimators must add, each recorded with its reason) reach the job. Wrong single values
     raise ``ConfigError`` at construction; relations between values, the instance and the
     container are checked when the estimator is built.
 
-    Degrees and layout: ``pipeline_parallel_degree`` (``partitions`` in AWS's notebooks is read
-    as the same option), ``tensor_parallel_degree``, ``sharded_data_parallel_degree``,
-    ``microbatches``, ``active_microbatches``, ``pipeline`` ("interleaved"/"simple"),
-    ``placement_strategy`` ("cluster", "spread" or a permutation of D, P, T), ``ddp``,
-    ``ddp_port``, ``ddp_dist_backend`` ("auto"/"nccl"), ``horovod``.
+    **Library v2** (PyTorch >= 2.0.1): ``hybrid_shard_degree`` (0 to the number of GPUs; the
+    sharded data parallel degree of FSDP), ``tensor_parallel_degree``,
+    ``context_parallel_degree`` (library 2.5.0+, at most ``hybrid_shard_degree``),
+    ``expert_parallel_degree`` (2.3.0+, not with tensor parallelism), ``sm_activation_offloading``,
+    ``activation_loading_horizon``, ``fsdp_cache_flush_warnings``, ``allow_empty_shards``,
+    ``random_seed``. Tensor, context and expert degrees each divide the GPUs per instance, and
+    hybrid shard x tensor x expert divides the world size. A v1-only option on a v2 container is
+    an error when what it asks for would silently not happen (a pipeline degree above 1,
+    ``sharded_data_parallel_degree`` above 1, whose v2 name is ``hybrid_shard_degree``, fp16/bf16)
+    and otherwise a warning that it has no effect.
+
+    **Library v1** (PyTorch <= 2.0.0), degrees and layout: ``pipeline_parallel_degree``
+    (``partitions`` in AWS's notebooks is read as the same option), ``tensor_parallel_degree``,
+    ``sharded_data_parallel_degree``, ``microbatches``, ``active_microbatches``, ``pipeline``
+    ("interleaved"/"simple"), ``placement_strategy`` ("cluster", "spread" or a permutation of
+    D, P, T), ``ddp``, ``ddp_port``, ``ddp_dist_backend`` ("auto"/"nccl"), ``horovod``.
+    Pipeline x tensor must divide the world size (instances x processes per host).
 
     Partitioning: ``auto_partition``, ``default_partition``, ``optimize`` ("speed"/"memory"),
     ``memory_weight`` (0.0 to 1.0), ``skip_tracing``; TensorFlow-only ``contiguous``,
     ``load_partition``, ``partition_file``.
 
-    Precision: ``fp16`` (library 1.10+), ``bf16`` (1.11+, sharded data parallelism only),
-    ``fp16_params`` (the pre-1.10 spelling).
+    Precision: ``fp16`` (library 1.10+), ``bf16`` (1.11+, sharded data parallelism only, on
+    accelerators with bf16: A100 and later, not V100 or T4), ``fp16_params`` (the pre-1.10
+    spelling).
 
     Memory saving: ``offload_activations``, ``activation_loading_horizon``,
     ``shard_optimizer_state``, ``delayed_parameter_initialization``, ``prescaled_batch``,
@@ -222,10 +249,12 @@ class ModelParallel:
 
     Pipeline execution: ``deterministic_server``, ``fast_mode``, ``static_mode``.
 
-    ``overlapping_allreduce`` is accepted only to explain that it belongs to
-    ``smp.DistributedModel(...)`` in the training script, not to the launch.
+    ``overlapping_allreduce``: a launch parameter of the library's first releases (AWS's BERT
+    tutorial passes it on the PyTorch 1.6.0 container); later releases take it as an argument of
+    ``smp.DistributedModel(...)`` and refuse unknown launch parameters.
 
-    MPI: ``processes_per_host`` (defaults to the GPUs per instance) and ``custom_mpi_options``.
+    MPI (v1): ``processes_per_host`` (defaults to the GPUs per instance) and
+    ``custom_mpi_options``.
     """
 
     pipeline_parallel_degree: int | None = _option()
@@ -275,9 +304,24 @@ class ModelParallel:
     processes_per_host: int | None = _option()
     custom_mpi_options: str | None = _option()
 
+    hybrid_shard_degree: int | None = _option()
+    sm_activation_offloading: bool | None = _option()
+    fsdp_cache_flush_warnings: bool | None = _option()
+    allow_empty_shards: bool | None = _option()
+    context_parallel_degree: int | None = _option()
+    expert_parallel_degree: int | None = _option()
+    random_seed: int | None = _option()
+
     # Where the user wrote each option (dotted path), when it came from a dict or a raw
     # distribution; problems then point there. Not part of equality.
     _origins: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False, alias="_origins")
+    # The raw distribution's torch_distributed.enabled (SMP v2's launcher) when the options came
+    # from one that has the block; None otherwise. Not part of equality.
+    _torch_distributed: object = attrs.field(
+        default=None, eq=False, repr=False, alias="_torch_distributed"
+    )
+    # Whether that raw distribution has an mpi block (the library v1's launcher).
+    _mpi: bool = attrs.field(default=False, eq=False, repr=False, alias="_mpi")
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
+
 from safe_estimators._distributions.model_parallel.facts import ALIASES, MPI_OPTIONS
 from safe_estimators._distributions.model_parallel.options import (
     OPTION_NAMES,
@@ -26,6 +28,8 @@ _Entries = list[tuple[object, object, str]]  # (key as written, value, path wher
 
 def _structure(
     entries: Iterable[tuple[object, object, str]],
+    torch_distributed: object = None,
+    mpi: bool = False,
 ) -> tuple[ModelParallel, list[Problem]]:
     """Build options from (key as written, value, path) entries; bad entries become problems."""
     values: dict[str, Any] = {}
@@ -63,7 +67,10 @@ def _structure(
             )
         elif name not in values:
             values[name], origins[name], written[name] = value, where, key
-    return ModelParallel(**values, _origins=origins), problems
+    options = ModelParallel(
+        **values, _origins=origins, _torch_distributed=torch_distributed, _mpi=mpi
+    )
+    return options, problems
 
 
 def parse_model_parallel(
@@ -92,9 +99,10 @@ def split_distribution(
 ) -> tuple[ModelParallel | None, dict, list[Problem]]:
     """Take model parallelism out of a raw SageMaker ``distribution`` dict.
 
-    Reads ``smdistributed.modelparallel`` (``enabled``/``parameters``) and ``mpi``
-    (``processes_per_host``/``custom_mpi_options``) as AWS's example notebooks write them, and
-    returns the typed options (None when model parallelism is not enabled), the rest of the
+    Reads ``smdistributed.modelparallel`` (``enabled``/``parameters``), ``mpi``
+    (``processes_per_host``/``custom_mpi_options``, the library v1's launcher) and
+    ``torch_distributed`` (the library v2's launcher) as AWS's notebooks and guides write them,
+    and returns the typed options (None when model parallelism is not enabled), the rest of the
     distribution untouched, and problems whose paths point where the user wrote each value.
     Never raises.
     """
@@ -144,9 +152,48 @@ def split_distribution(
         del rest["smdistributed"]
 
     entries, in_parameters = _parameter_entries(block.get("parameters") or {}, mp_path, path)
-    mpi_entries, in_mpi = _mpi_entries(rest.pop("mpi", None), join_path(path, "mpi"))
-    mp, in_values = _structure(entries + mpi_entries)
-    return mp, rest, problems + in_parameters + in_mpi + in_values
+    mpi = rest.pop("mpi", None)
+    mpi_entries, in_mpi = _mpi_entries(mpi, join_path(path, "mpi"))
+    launcher, in_launcher = _torch_distributed(rest, join_path(path, "torch_distributed"))
+    mp, in_values = _structure(entries + mpi_entries, launcher, mpi is not None)
+    return mp, rest, problems + in_parameters + in_mpi + in_launcher + in_values
+
+
+def attach_launcher(
+    mp: ModelParallel, rest: dict, *, path: str = "distribution"
+) -> tuple[ModelParallel, list[Problem]]:
+    """Take a ``torch_distributed`` block written beside ``model_parallel=`` into the options.
+
+    The library v2 runs under it and the v1 does not, so the rules must see it either way.
+    """
+    if "torch_distributed" not in rest:
+        return mp, []
+    launcher, problems = _torch_distributed(rest, join_path(path, "torch_distributed"))
+    return attrs.evolve(mp, _torch_distributed=launcher), problems
+
+
+def _torch_distributed(rest: dict, where: str) -> tuple[object, list[Problem]]:
+    """The library v2's launcher block, taken out of the distribution: its ``enabled`` value."""
+    if "torch_distributed" not in rest:
+        return None, []
+    block = rest.pop("torch_distributed")
+    if not isinstance(block, Mapping):
+        return None, [Problem(where, f"expected a dict, got {type(block).__name__}.")]
+    problems = _unknown_keys(block, ("enabled",), where)
+    enabled = block.get("enabled")
+    if enabled is not True:
+        # The SDK picks the SMP v2 image whenever the block is present, but starts torchrun only
+        # when enabled is true: without it, nothing launches the library.
+        problems.append(
+            Problem(
+                join_path(where, "enabled"),
+                f"enabled is {enabled!r}: with smdistributed.modelparallel the SageMaker SDK "
+                "picks the model parallel v2 image but launches torchrun only when enabled is "
+                "True, so nothing would start the library.",
+                "set torch_distributed: {enabled: True} (the library v2 needs it).",
+            )
+        )
+    return enabled, problems
 
 
 def _parameter_entries(

@@ -27,7 +27,7 @@ from safe_estimators._resolved import Injection
 _PARAMETERS_PATH = "distribution.smdistributed.modelparallel.parameters"
 
 
-def resolve_model_parallel(
+def resolve_v1(
     mp: ModelParallel,
     *,
     gpus_per_instance: int,
@@ -35,7 +35,7 @@ def resolve_model_parallel(
     pytorch_version: str | None,
     path: str = "model_parallel",
 ) -> tuple[dict, list[Injection], ParallelLayout]:
-    """Turn checked options into the ``distribution`` the SageMaker SDK expects.
+    """Turn checked SMP v1 options into the ``distribution`` the SageMaker SDK expects.
 
     Call only when ``check_model_parallel`` found no error. Only options the user set go into
     the parameters, plus injected values, each recorded with its reason. The result passes the

@@ -1,6 +1,9 @@
 """The SMP v1 rules: how the options relate to each other, the cluster and the container.
 
-Each rule is a small pure function of a ``_Job`` (the options plus the instance type, GPU count,
+They run when the container's PyTorch is 2.0.0 or older (or a custom image with v1 options);
+``rules_v2`` holds the library v2's.
+
+Each rule is a small pure function of a ``JobV1`` (the options plus the instance type, GPU count,
 instance count, library version and hyperparameters) returning problems; ``check_model_parallel``
 runs them all. The facts they read are tables in ``facts``.
 """
@@ -15,14 +18,24 @@ from packaging.version import InvalidVersion, Version
 from safe_estimators._distributions.model_parallel.facts import (
     BATCH_SIZE_HYPERPARAMETERS,
     LAST_V1_PYTORCH,
+    LAUNCH_KEYS_VALIDATED_FROM,
     LIBRARY_BY_PYTORCH,
+    OVERLAPPING_ALLREDUCE_LAUNCH_UNTIL,
     PARAMETERS,
     PLACEMENT_ROUTES,
     SDP_OPTIONS,
     SDP_WITH_TENSOR_SINCE,
     SUPPORTED_INSTANCES,
     TENSORFLOW_ONLY,
-    library_of,
+    V1_COUNTERPARTS,
+)
+from safe_estimators._distributions.model_parallel.facts_v2 import PARAMETERS as V2_PARAMETERS
+from safe_estimators._distributions.model_parallel.facts_v2 import smp_pytorch_versions
+from safe_estimators._distributions.model_parallel.hardware import (
+    bf16_hardware_problems,
+    needs_gpus,
+    no_gpus_problem,
+    unlisted_instance,
 )
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
@@ -31,8 +44,12 @@ from safe_estimators._problems import Problem, join_path, warning
 
 
 @attrs.frozen
-class _Job:
-    """What a rule sees: the options plus the cluster and container facts."""
+class JobV1:
+    """What a v1 rule sees: the options plus the cluster and container facts.
+
+    ``pytorch_version`` is the full container version with aliases resolved (``"1.12.1"``, not
+    ``"1.12"``); None (a custom image) skips the checks that depend on the library version.
+    """
 
     mp: ModelParallel
     instance_type: str
@@ -67,29 +84,13 @@ class _Job:
         return f"{self.instance_count} x {self.instance_type}, {each}"
 
 
-_Rule = Callable[[_Job], list[Problem]]
+_Rule = Callable[[JobV1], list[Problem]]
 
 
-def _needs_gpus(rule: _Rule) -> _Rule:
-    """Rules about process counts mean nothing without GPUs (reported once, elsewhere)."""
-
-    def guarded(job: _Job) -> list[Problem]:
-        return rule(job) if job.gpus > 0 else []
-
-    guarded.__name__ = rule.__name__
-    return guarded
-
-
-def _rule_instance(job: _Job) -> list[Problem]:
+def _rule_instance(job: JobV1) -> list[Problem]:
     itype = job.instance_type
     if job.gpus <= 0:
-        return [
-            Problem(
-                "instance_type",
-                f"{itype} has no NVIDIA GPUs; the model parallel library runs one process per GPU.",
-                "use a GPU instance such as ml.p3.16xlarge (8 GPUs) or ml.p4d.24xlarge (8 GPUs).",
-            )
-        ]
+        return [no_gpus_problem(itype, "use a GPU instance such as ml.p4d.24xlarge (8 GPUs).")]
     if "p5.48xlarge" in itype:  # the SDK's own test in Framework._distribution_configuration
         return [
             Problem(
@@ -99,19 +100,10 @@ def _rule_instance(job: _Job) -> list[Problem]:
                 "use ml.p4d.24xlarge or ml.p4de.24xlarge, or the library v2 (PyTorch >= 2.0.1).",
             )
         ]
-    if itype not in SUPPORTED_INSTANCES:
-        return [
-            warning(
-                "instance_type",
-                f"{itype} is not among the instance types AWS lists for the model parallel "
-                f"library ({', '.join(SUPPORTED_INSTANCES)}).",
-                "use one of those unless you have tested this one.",
-            )
-        ]
-    return []
+    return unlisted_instance(itype, SUPPORTED_INSTANCES, "v1")
 
 
-def _rule_container(job: _Job) -> list[Problem]:
+def _rule_container(job: JobV1) -> list[Problem]:
     version = job.pytorch_version
     if version is None or job.library is not None:
         return []
@@ -157,7 +149,7 @@ def _rule_container(job: _Job) -> list[Problem]:
     ]
 
 
-def _rule_parameters_available(job: _Job) -> list[Problem]:
+def _rule_parameters_available(job: JobV1) -> list[Problem]:
     if job.library is None:
         return []
     problems = []
@@ -197,35 +189,27 @@ def _container_hint(required: Version) -> str:
     return f"use framework_version {fitting[0]} to {fitting[-1]}."
 
 
-@_needs_gpus
-def _rule_processes_per_host(job: _Job) -> list[Problem]:
-    per_host, pipeline = job.layout.processes_per_host, job.layout.pipeline
-    problems = []
-    if per_host > job.gpus:
-        problems.append(
-            Problem(
-                job.where("processes_per_host"),
-                f"{per_host} processes per host, but {job.instance_type} has {job.gpus} GPUs; "
-                "the library needs one GPU per process.",
-                f"set processes_per_host to {job.gpus} (or fewer), or use "
-                f"{_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
-            )
+@needs_gpus
+def _rule_processes_per_host(job: JobV1) -> list[Problem]:
+    # The library checks node-local processes against the node's devices at start-up. There is
+    # no per-host rule for the pipeline degree (its _validate_worker_size needs only pipeline x
+    # tensor to divide the world): AWS's GPT-J notebook runs pipeline 16 on 4 x 8 GPUs.
+    per_host = job.layout.processes_per_host
+    if per_host <= job.gpus:
+        return []
+    return [
+        Problem(
+            job.where("processes_per_host"),
+            f"{per_host} processes per host, but {job.instance_type} has {job.gpus} GPUs; "
+            "the library needs one GPU per process.",
+            f"set processes_per_host to {job.gpus} (or fewer), or use "
+            f"{_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
         )
-    if per_host % pipeline:
-        blame = "processes_per_host" if job.mp.processes_per_host else "pipeline_parallel_degree"
-        problems.append(
-            Problem(
-                job.where(blame),
-                f"processes per host ({per_host}) is not divisible by the pipeline degree "
-                f"({pipeline}).",
-                "choose a pipeline degree that divides the processes per host.",
-            )
-        )
-    return problems
+    ]
 
 
-@_needs_gpus
-def _rule_degrees_divide_world(job: _Job) -> list[Problem]:
+@needs_gpus
+def _rule_degrees_divide_world(job: JobV1) -> list[Problem]:
     layout = job.layout
     if job.data_parallel is not None:
         return []
@@ -243,7 +227,7 @@ def _rule_degrees_divide_world(job: _Job) -> list[Problem]:
     ]
 
 
-def _bigger_instance(job: _Job, fits: Callable[[int], bool]) -> str:
+def _bigger_instance(job: JobV1, fits: Callable[[int], bool]) -> str:
     """Name a supported instance type with more GPUs that ``fits``, same family first."""
     parts = job.instance_type.split(".")
     family = parts[1] if len(parts) > 2 else ""
@@ -258,8 +242,8 @@ def _bigger_instance(job: _Job, fits: Callable[[int], bool]) -> str:
     return "more instances"
 
 
-@_needs_gpus
-def _rule_sharded_data_parallel(job: _Job) -> list[Problem]:
+@needs_gpus
+def _rule_sharded_data_parallel(job: JobV1) -> list[Problem]:
     sharded = job.mp.sharded_data_parallel_degree
     if not sharded or sharded <= 1:
         return []
@@ -306,7 +290,7 @@ def _rule_sharded_data_parallel(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_ddp(job: _Job) -> list[Problem]:
+def _rule_ddp(job: JobV1) -> list[Problem]:
     mp, layout = job.mp, job.layout
     problems = []
     dp = job.data_parallel or 1
@@ -345,7 +329,7 @@ def _rule_ddp(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_precision(job: _Job) -> list[Problem]:
+def _rule_precision(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     if mp.bf16 and (mp.fp16 or mp.fp16_params):
         other = "fp16" if mp.fp16 else "fp16_params"
@@ -368,7 +352,7 @@ def _rule_precision(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_partitioning(job: _Job) -> list[Problem]:
+def _rule_partitioning(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     pipeline = mp.pipeline_parallel_degree or 1
     if mp.auto_partition is False and mp.default_partition is None:
@@ -392,7 +376,7 @@ def _rule_partitioning(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_placement(job: _Job) -> list[Problem]:
+def _rule_placement(job: JobV1) -> list[Problem]:
     placement = job.mp.placement_strategy
     if placement is None or placement in PLACEMENT_ROUTES:
         return []
@@ -412,7 +396,7 @@ def _rule_placement(job: _Job) -> list[Problem]:
     ]
 
 
-def _rule_microbatches(job: _Job) -> list[Problem]:
+def _rule_microbatches(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     microbatches = mp.microbatches or 1
     if mp.active_microbatches is not None and mp.active_microbatches > microbatches:
@@ -445,7 +429,7 @@ def _rule_microbatches(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_batch_size(job: _Job) -> list[Problem]:
+def _rule_batch_size(job: JobV1) -> list[Problem]:
     microbatches = job.mp.microbatches or 1
     if microbatches <= 1:
         return []
@@ -478,7 +462,7 @@ def _as_int(raw: object) -> int | None:
     return None
 
 
-def _rule_option_combinations(job: _Job) -> list[Problem]:
+def _rule_option_combinations(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     if mp.prescaled_batch and mp.optimize == "memory":
         problems.append(
@@ -503,19 +487,10 @@ def _rule_option_combinations(job: _Job) -> list[Problem]:
     return problems
 
 
-def _rule_not_launch_options(job: _Job) -> list[Problem]:
+def _rule_not_launch_options(job: JobV1) -> list[Problem]:
     mp, problems = job.mp, []
     if mp.overlapping_allreduce is not None:
-        problems.append(
-            Problem(
-                job.where("overlapping_allreduce"),
-                "overlapping_allreduce is an argument of smp.DistributedModel(...) in the "
-                "training script, not a launch parameter; the library refuses unknown launch "
-                "parameters.",
-                f"remove it here and write smp.DistributedModel(model, overlapping_allreduce="
-                f"{mp.overlapping_allreduce}) in the script.",
-            )
-        )
+        problems += _overlapping_allreduce(job)
     problems.extend(
         warning(
             job.where(name),
@@ -526,6 +501,79 @@ def _rule_not_launch_options(job: _Job) -> list[Problem]:
         if getattr(mp, name) is not None
     )
     return problems
+
+
+def _overlapping_allreduce(job: JobV1) -> list[Problem]:
+    library, value = job.library, job.mp.overlapping_allreduce
+    script = f"smp.DistributedModel(model, overlapping_allreduce={value})"
+    if library is not None and library <= parse_version(OVERLAPPING_ALLREDUCE_LAUNCH_UNTIL):
+        return []  # a launch parameter of this release (AWS's BERT tutorial, PyTorch 1.6.0)
+    if library is not None and library >= parse_version(LAUNCH_KEYS_VALIDATED_FROM):
+        return [
+            Problem(
+                job.where("overlapping_allreduce"),
+                f"library {library} (the PyTorch {job.pytorch_version} container) refuses "
+                "unknown launch parameters, and overlapping_allreduce is not one: it is an "
+                "argument of smp.DistributedModel(...) in the training script.",
+                f"remove it here and write {script} in the script.",
+            )
+        ]
+    release = f"library {library}" if library else "this container's library"
+    return [
+        warning(
+            job.where("overlapping_allreduce"),
+            f"overlapping_allreduce was a launch parameter of the library's first releases "
+            f"(1.1 ran it); later ones take it in smp.DistributedModel(...) and refuse unknown "
+            f"launch parameters. Whether {release} still reads it here is not documented.",
+            f"if the job fails with an unrecognised parameter, remove it here and write "
+            f"{script} in the script.",
+        )
+    ]
+
+
+def _rule_v2_options(job: JobV1) -> list[Problem]:
+    """Options of the library v2 on a container with the library v1."""
+    problems = []
+    for name in set_options(job.mp):
+        if name not in V2_PARAMETERS or name in PARAMETERS:
+            continue
+        counterpart = V1_COUNTERPARTS.get(name)
+        container = (
+            f"the PyTorch {job.pytorch_version} container"
+            if job.pytorch_version
+            else ("this container")
+        )
+        problems.append(
+            Problem(
+                job.where(name),
+                f"{name} is an option of the model parallel library v2 (PyTorch containers "
+                f"{', '.join(smp_pytorch_versions())}), but {container} runs the library v1, "
+                "which does not know it.",
+                (f"in the library v1 write {counterpart}, or " if counterpart else "")
+                + f"use framework_version {smp_pytorch_versions()[-1]} for the library v2.",
+            )
+        )
+    return problems
+
+
+def _rule_torchrun_on_v1(job: JobV1) -> list[Problem]:
+    if job.mp._torch_distributed is None or job.pytorch_version is None:
+        return []
+    return [
+        Problem(
+            "distribution.torch_distributed",
+            f"torch_distributed launches the model parallel library v2, but the PyTorch "
+            f"{job.pytorch_version} container has the library v1, which MPI launches.",
+            "remove torch_distributed (MPI is set up for you), or use framework_version "
+            f"{smp_pytorch_versions()[-1]} for the library v2.",
+        )
+    ]
+
+
+def _rule_bf16_hardware(job: JobV1) -> list[Problem]:
+    if not job.mp.bf16:
+        return []
+    return bf16_hardware_problems(job.instance_type, job.where("bf16"), SUPPORTED_INSTANCES)
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -543,33 +591,15 @@ _RULES: tuple[_Rule, ...] = (
     _rule_batch_size,
     _rule_option_combinations,
     _rule_not_launch_options,
+    _rule_v2_options,
+    _rule_torchrun_on_v1,
+    _rule_bf16_hardware,
 )
 
 
-def check_model_parallel(
-    mp: ModelParallel,
-    *,
-    instance_type: str,
-    gpus_per_instance: int,
-    instance_count: int,
-    pytorch_version: str | None,
-    hyperparameters: Mapping[str, object],
-    path: str = "model_parallel",
-) -> list[Problem]:
-    """Run every model parallel rule and return all problems (errors and warnings).
+def check_v1(job: JobV1) -> list[Problem]:
+    """Run every SMP v1 rule and return all problems (errors and warnings).
 
-    ``pytorch_version`` is the full container version with aliases resolved (``"1.12.1"``, not
-    ``"1.12"``); None (a custom image) skips the checks that depend on the library version.
     Does not check the Training Compiler or ``instance_groups``; the caller does.
     """
-    job = _Job(
-        mp=mp,
-        instance_type=instance_type,
-        gpus=gpus_per_instance,
-        instance_count=instance_count,
-        pytorch_version=pytorch_version,
-        library=library_of(pytorch_version),
-        hyperparameters=hyperparameters,
-        path=path,
-    )
     return [problem for rule in _RULES for problem in rule(job)]

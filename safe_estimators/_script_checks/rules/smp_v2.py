@@ -8,22 +8,15 @@ from collections.abc import Iterator
 
 from packaging.version import InvalidVersion, Version
 
+from safe_estimators._distributions.model_parallel.facts_v2 import LIBRARY_BY_PYTORCH
 from safe_estimators._script_checks.findings import Finding, ScriptContext
 from safe_estimators._script_checks.program import _backend, _Program
 from safe_estimators._script_checks.summary import _Call, _Module, _short, _src
 
 _TSM = "torch.sagemaker"
-# The SMP v2 release in the SMP image of each PyTorch version today (AWS's release notes: an
-# image tag is re-pushed with each release on the same PyTorch, e.g. 2.4.1 carried 2.6.0, 2.6.1,
-# then 2.7.0; the SDK's pytorch-smp.json maps 2.4.1 to 2.7.0 and 2.5.1 to 2.8.0).
-SMP_RELEASE_BY_PYTORCH = {
-    "2.0.1": "2.0.0",
-    "2.1.2": "2.1.0",
-    "2.2.0": "2.3.1",
-    "2.3.1": "2.5.0",
-    "2.4.1": "2.7.0",
-    "2.5.1": "2.8.0",
-}
+# The SMP v2 release in the SMP image of each PyTorch version: one table, kept with the model
+# parallel facts (AWS's release notes; the SDK's pytorch-smp aliases agree, a test checks).
+SMP_RELEASE_BY_PYTORCH = LIBRARY_BY_PYTORCH
 # Modules a release no longer has: module -> (the release without it, what to use instead, why).
 REMOVED_MODULES = {
     "torch.sagemaker.distributed.fsdp.checkpoint": (
