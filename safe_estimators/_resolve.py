@@ -17,6 +17,12 @@ import attrs
 
 import instance_catalog
 from safe_estimators._bounds import walk_tree
+from safe_estimators._distributions.instance_groups import (
+    launch_group,
+    named_groups,
+    total_instances,
+)
+from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_launchers
 from safe_estimators._distributions.model_parallel import (
     ParallelLayout,
     attach_launcher,
@@ -316,8 +322,11 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     path ``entry_point``) and the script findings.
     """
     model_parallel, rest, problems = _model_parallel(spec)
-    ctx = Context(spec, _lookup(instance_type_name(spec.instance_type)), rest, model_parallel)
+    group = launch_group(spec.instance_groups, rest)
+    name = group.instance_type if group else instance_type_name(spec.instance_type)
+    ctx = Context(spec, _lookup(name), rest, model_parallel, group)
     problems += run_rules(ctx)
+    problems += run_rules(ctx, LAUNCHER_RULES)
     problems += _model_parallel_rules(ctx)
     problems += check_memory(ctx)[1]
     findings = check_entry_point(ctx)
@@ -390,6 +399,9 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         if getattr(spec, name) is not None:
             kwargs[name] = getattr(spec, name)
     kwargs.update(spec.extra)
+    instances = spec.instance_count
+    if spec.instance_groups:
+        instances = _group_arguments(ctx, kwargs)
     record: list[Injection] = []
     layout = None
     if ctx.compiler:
@@ -405,17 +417,34 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         )
         kwargs["distribution"] = {**kwargs.get("distribution", {}), **distribution}
         record += injected
-    if spec.instance_count > 1 and spec.encrypt_inter_container_traffic is None:
+    record += resolve_launchers(ctx, kwargs)
+    if instances > 1 and spec.encrypt_inter_container_traffic is None:
         kwargs["encrypt_inter_container_traffic"] = True
         record.append(
             Injection(
                 "encrypt_inter_container_traffic",
                 True,
-                f"{spec.instance_count} instances exchange gradients and data over the network; "
+                f"{instances} instances exchange gradients and data over the network; "
                 "encrypt it unless you turn it off explicitly.",
             )
         )
     return kwargs, record, layout
+
+
+def _group_arguments(ctx: Context, kwargs: dict[str, Any]) -> int:
+    """Instance groups replace instance_type and instance_count; the launcher's group by name.
+
+    The build step turns the groups into SDK ``InstanceGroup`` objects and the names into those
+    same objects (the SDK matches them by identity). Returns the number of instances.
+    """
+    groups = ctx.spec.instance_groups or ()
+    kwargs.pop("instance_type", None)
+    kwargs.pop("instance_count", None)
+    kwargs["instance_groups"] = [g.as_arguments() for g in groups]
+    named = named_groups(kwargs.get("distribution") or {})
+    if named is not None:
+        kwargs["distribution"]["instance_groups"] = named
+    return total_instances(groups)
 
 
 def _deep_copy(value: Any) -> Any:

@@ -23,7 +23,7 @@ from safe_estimators._rules.distribution import (
     distribution_needs_gpus,
     distribution_shape,
     mpi_processes,
-    torch_distributed_full_version,
+    no_launcher,
 )
 from safe_estimators._rules.instance import (
     framework_versions,
@@ -52,7 +52,7 @@ RULES: tuple[Rule, ...] = (
     distribution_shape,
     mpi_processes,
     distribution_needs_gpus,
-    torch_distributed_full_version,
+    no_launcher,
     spot_training,
     no_secrets,
     api_limits,

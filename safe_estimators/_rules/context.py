@@ -10,6 +10,7 @@ from packaging.version import InvalidVersion
 
 import instance_catalog
 from safe_estimators._distributions.model_parallel import library_generation
+from safe_estimators._distributions.mpi import injects_processes
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import (
     framework_container,
@@ -30,11 +31,20 @@ class Context:
     instance: instance_catalog.InstanceType | None
     distribution: Mapping[str, Any]
     model_parallel: Any = None
+    # The instance group the launcher runs on, in a heterogeneous cluster (instance_groups).
+    group: Any = None
 
     @property
     def instance_name(self) -> str:
         """The instance type checked: the name, or a pipeline parameter's default."""
+        if self.group is not None:
+            return str(self.group.instance_type)
         return instance_type_name(self.spec.instance_type)
+
+    @property
+    def instance_count(self) -> int:
+        """The instances the launcher runs on (those of its group, with instance_groups)."""
+        return int(self.group.instance_count if self.group is not None else self.spec.instance_count)
 
     @property
     def parameterised(self) -> bool:
@@ -43,8 +53,8 @@ class Context:
 
     @property
     def gpu_derived(self) -> bool:
-        """Values computed from the GPU count are injected (compiler, model parallelism)."""
-        return self.compiler or self.model_parallel is not None
+        """Values computed from the GPU count are injected (compiler, model parallelism, MPI)."""
+        return self.compiler or self.model_parallel is not None or injects_processes(self)
 
     @property
     def local(self) -> bool:
@@ -61,15 +71,14 @@ class Context:
     @property
     def total_gpus(self) -> int | None:
         gpus = self.gpus_per_instance
-        return None if gpus is None else gpus * self.spec.instance_count
+        return None if gpus is None else gpus * self.instance_count
 
     @property
     def hardware(self) -> str:
         """``2 x ml.p3.8xlarge (4 GPUs each)``, for messages."""
-        spec = self.spec
         gpus = self.gpus_per_instance
         each = "" if gpus is None else f" ({gpus} GPU{'s' if gpus != 1 else ''} each)"
-        return f"{spec.instance_count} x {self.instance_name}{each}"
+        return f"{self.instance_count} x {self.instance_name}{each}"
 
     @property
     def pytorch_version(self) -> str | None:

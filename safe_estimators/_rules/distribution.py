@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from safe_estimators._facts import tables
-from safe_estimators._problems import Problem, count, did_you_mean, join_path
+from safe_estimators._problems import Problem, count, did_you_mean, join_path, warning
 from safe_estimators._rules.context import Context
 
 
@@ -72,16 +72,41 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
             )
 
 
-def torch_distributed_full_version(ctx: Context) -> Iterator[Problem]:
-    """The SDK checks torch_distributed against full versions only: "2.0" is refused."""
-    spec = ctx.spec
-    if "torch_distributed" not in ctx.distribution or spec.estimator != "pytorch":
+
+_LAUNCHERS = ("pytorchxla", "pytorchddp", "torch_distributed", "parameter_server", "mpi")
+
+
+def _launches(distribution: Mapping[str, object]) -> bool:
+    """Some strategy in the distribution starts processes on the hosts."""
+    for key in _LAUNCHERS:
+        block = distribution.get(key)
+        if isinstance(block, Mapping) and block.get("enabled") is True:
+            return True
+    smd = distribution.get("smdistributed")
+    return isinstance(smd, Mapping) and any(
+        isinstance(b, Mapping) and b.get("enabled") is not False for b in smd.values()
+    )
+
+
+def no_launcher(ctx: Context) -> Iterator[Problem]:
+    """Several GPUs and no launcher: one process per host, the other GPUs idle."""
+    if ctx.compiler or ctx.model_parallel is not None or _launches(ctx.distribution):
         return
-    full = ctx.pytorch_version
-    if spec.framework_version is not None and full is not None and full != spec.framework_version:
-        yield Problem(
-            "framework_version",
-            f"{spec.framework_version!r} is a short alias of PyTorch {full}; the SageMaker SDK "
-            "checks torch_distributed against full versions only and refuses the alias.",
-            f"write framework_version={full!r}.",
-        )
+    if ctx.spec.instance_groups:
+        return  # groups without a launcher run one script per host by design (data loaders)
+    total = ctx.total_gpus or 0
+    if total <= 1:
+        return
+    copies = (
+        f"; the {ctx.instance_count} instances would each train an independent copy"
+        if ctx.instance_count > 1
+        else ""
+    )
+    yield warning(
+        "distribution",
+        f"is not set, but the job has {count(total, 'GPU')} ({ctx.hardware}): SageMaker starts "
+        f"one training process per instance, so unless the script spreads itself over the GPUs, "
+        f"{count(total - ctx.instance_count, 'GPU')} sit idle{copies}.",
+        "add distribution={'torch_distributed': {'enabled': True}} (torchrun, one process per "
+        "GPU), or use an instance type with one GPU.",
+    )
