@@ -453,4 +453,6 @@ def spec_arguments(spec: JobSpec) -> dict[str, Any]:
         for name in SPEC_FIELDS
         if name != "inputs" and getattr(spec, name) is not None
     }
+    if spec.instance_groups is not None:  # the groups stand for instance_type and count
+        del arguments["instance_type"], arguments["instance_count"]
     return {**arguments, **spec.extra}

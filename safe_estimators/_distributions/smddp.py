@@ -50,6 +50,9 @@ AWS_DOCUMENTED_IMAGES: dict[str, str] = {
     "pytorch-training:2.3.0-gpu-py311-cu121-ubuntu20.04-sagemaker",
 }
 
+# The SDK's test for its p5 block, a substring of the instance type (estimator.py).
+_SDK_P5_NAME = "p5.48xlarge"
+
 # The first P-family generation the SDK's smdistributed block is about (p5.48xlarge, H100).
 _FIRST_BLOCKED_GENERATION = 5
 _P_FAMILY = re.compile(r"^p(\d+)")
@@ -204,17 +207,26 @@ def _versions(ctx: Context, path: str) -> Iterator[Problem]:
 
 
 def _p5_without_torchrun(ctx: Context) -> Iterator[Problem]:
-    if ctx.instance is None or not p5_class(ctx.instance.family):
-        return
     if not _uses_smdistributed(ctx) or torchrun.enabled(ctx.distribution):
         return
     key = "smdistributed" if "smdistributed" in ctx.distribution else "pytorchddp"
-    yield Problem(
-        f"distribution.{key}",
-        f"{ctx.instance_name} is a P5-class instance; there the SageMaker SDK runs the "
-        "smdistributed libraries only under torchrun, not under mpirun.",
-        "add 'torch_distributed': {'enabled': True} to the distribution.",
-    )
+    fix = "add 'torch_distributed': {'enabled': True} to the distribution."
+    if ctx.instance is not None and p5_class(ctx.instance.family):
+        yield Problem(
+            f"distribution.{key}",
+            f"{ctx.instance_name} is a P5-class instance; there the SageMaker SDK runs the "
+            "smdistributed libraries only under torchrun, not under mpirun.",
+            fix,
+        )
+        return
+    for group in ctx.spec.instance_groups or ():
+        if _SDK_P5_NAME in group.instance_type:
+            yield Problem(
+                f"distribution.{key}",
+                f"group {group.instance_group_name!r} is {group.instance_type}; the SageMaker SDK "
+                "refuses smdistributed without torchrun when any group is a P5 instance.",
+                fix + " Or move that group to another instance type.",
+            )
 
 
 def _unsupported_image(ctx: Context) -> Iterator[Problem]:
