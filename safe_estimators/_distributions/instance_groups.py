@@ -206,11 +206,12 @@ def instance_groups_rules(ctx: Context) -> Iterator[Problem]:
             "instance_type and instance_count without groups.",
         )
     if named is None:
-        if supported and len(groups) > 1:
+        if ctx.distribution and len(groups) > 1:
+            # The SDK validates any distribution given (even one with everything disabled).
             yield Problem(
                 "distribution.instance_groups",
                 f"is missing: with {len(groups)} instance groups ({', '.join(names)}) the "
-                "launcher must be told which one it runs on.",
+                "SageMaker SDK needs the distribution to name the one group it runs on.",
                 f"add 'instance_groups': [{names[-1]!r}] (exactly one group) to distribution.",
             )
         return

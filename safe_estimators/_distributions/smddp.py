@@ -108,7 +108,11 @@ def dataparallel_shape(ctx: Context) -> Iterator[Problem]:
     path = "distribution.smdistributed.dataparallel"
     block = smd["dataparallel"]
     if not isinstance(block, Mapping):
-        yield Problem(path, f"must be a mapping like {{'enabled': True}}, got {block!r}.")
+        yield Problem(
+            path,
+            f"must be a mapping like {{'enabled': True}}, got {type(block).__name__} {block!r}.",
+            "write dataparallel: {enabled: true}.",
+        )
         return
     for key, value in block.items():
         if key not in DATAPARALLEL_KEYS:
@@ -118,7 +122,11 @@ def dataparallel_shape(ctx: Context) -> Iterator[Problem]:
                 did_you_mean(str(key), DATAPARALLEL_KEYS) or f"use: {', '.join(DATAPARALLEL_KEYS)}.",
             )
         elif key == "enabled" and type(value) is not bool:
-            yield Problem(join_path(path, key), f"must be true or false, got {value!r}.")
+            yield Problem(
+                join_path(path, key),
+                f"must be true or false, got {value!r}.",
+                "write enabled: true (a bool, not a string).",
+            )
         elif key == "custom_mpi_options" and not isinstance(value, str):
             yield Problem(
                 join_path(path, key),

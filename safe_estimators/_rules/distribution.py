@@ -28,7 +28,14 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
         if key == "instance_groups":
             continue
         if not isinstance(value, Mapping):
-            yield Problem(path, f"must be a mapping like {{'enabled': True}}, got {value!r}.")
+            yield Problem(
+                path,
+                f"must be a mapping like {{'enabled': True}}, got {type(value).__name__} "
+                f"{value!r}.",
+                f"write {key}: {{enabled: true}}"
+                + (" (or {dataparallel: {enabled: true}})" if key == "smdistributed" else "")
+                + ".",
+            )
             continue
         for sub, subvalue in value.items():
             if sub not in known[key]:
@@ -38,7 +45,11 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
                     did_you_mean(str(sub), known[key]) or f"use: {', '.join(sorted(known[key]))}.",
                 )
             elif sub == "enabled" and type(subvalue) is not bool:
-                yield Problem(join_path(path, sub), f"must be true or false, got {subvalue!r}.")
+                yield Problem(
+                    join_path(path, sub),
+                    f"must be true or false, got {subvalue!r}.",
+                    "write enabled: true (a bool, not a string).",
+                )
 
 
 def mpi_processes(ctx: Context) -> Iterator[Problem]:
@@ -97,16 +108,17 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
     total = ctx.total_gpus or 0
     if total <= 1:
         return
-    copies = (
-        f"; the {ctx.instance_count} instances would each train an independent copy"
-        if ctx.instance_count > 1
-        else ""
-    )
+    idle = total - ctx.instance_count
+    if idle:
+        effect = f"unless the script spreads itself over the GPUs, {count(idle, 'GPU')} sit idle"
+        if ctx.instance_count > 1:
+            effect += f", and the {ctx.instance_count} instances train independent copies"
+    else:
+        effect = f"the {ctx.instance_count} instances train independent copies"
     yield warning(
         "distribution",
         f"is not set, but the job has {count(total, 'GPU')} ({ctx.hardware}): SageMaker starts "
-        f"one training process per instance, so unless the script spreads itself over the GPUs, "
-        f"{count(total - ctx.instance_count, 'GPU')} sit idle{copies}.",
+        f"one training process per instance, so {effect}.",
         "add distribution={'torch_distributed': {'enabled': True}} (torchrun, one process per "
-        "GPU), or use an instance type with one GPU.",
+        "GPU and one job across the instances), or use a single GPU.",
     )
