@@ -399,7 +399,7 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         if getattr(spec, name) is not None:
             kwargs[name] = getattr(spec, name)
     kwargs.update(spec.extra)
-    instances = spec.instance_count
+    instances: int = spec.instance_count
     if spec.instance_groups:
         instances = _group_arguments(ctx, kwargs)
     record: list[Injection] = []

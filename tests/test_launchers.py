@@ -128,15 +128,11 @@ def test_torchrun_disabled_does_not_check_versions(sagemaker_session, role):
 def test_torchrun_needs_a_python_entry_point(sagemaker_session, role, tmp_path):
     script = tmp_path / "run.sh"
     script.write_text("python train.py\n")
-    error = refusal(
-        pt, sagemaker_session, role, entry_point=str(script), distribution=TORCHRUN
-    )
+    error = refusal(pt, sagemaker_session, role, entry_point=str(script), distribution=TORCHRUN)
     assert ".py" in problem_at(error, "entry_point").message
 
 
-def test_torchrun_with_a_pipeline_parameter_is_checked_through_its_default(
-    sagemaker_session, role
-):
+def test_torchrun_with_a_pipeline_parameter_is_checked_through_its_default(sagemaker_session, role):
     # The SDK alone refuses this job as "CPU" (SDK issue #5515); it is a GPU job.
     parameter = ParameterString(
         "TrainingInstanceType",
@@ -214,7 +210,8 @@ def test_smddp_version_the_sdk_refuses_names_the_aws_image(sagemaker_session, ro
 def test_pytorchddp_in_the_pytorch_estimator_is_smddp(sagemaker_session, role):
     error = refusal(
         pt, sagemaker_session, role, instance_type="ml.g5.12xlarge",
-        framework_version="2.2.0", py_version="py310", distribution={"pytorchddp": {"enabled": True}},
+        framework_version="2.2.0", py_version="py310",
+        distribution={"pytorchddp": {"enabled": True}},
     )  # fmt: skip
     assert "distribution.pytorchddp" in error.paths
     est = pt(
@@ -252,7 +249,9 @@ def test_smdistributed_on_p5_class_needs_torchrun(sagemaker_session, role, insta
 def test_bad_smddp_options_are_problems_where_written(sagemaker_session, role):
     error = refusal(
         pt, sagemaker_session, role, framework_version="2.2.0", py_version="py310",
-        distribution={"smdistributed": {"dataparallel": {"enabeld": True, "custom_mpi_options": 3}}},
+        distribution={
+            "smdistributed": {"dataparallel": {"enabeld": True, "custom_mpi_options": 3}}
+        },
     )  # fmt: skip
     assert "'enabled'" in problem_at(error, "distribution.smdistributed.dataparallel.enabeld").hint
     assert "distribution.smdistributed.dataparallel.custom_mpi_options" in error.paths
@@ -275,9 +274,15 @@ def test_mpi_with_fewer_processes_than_gpus_warns_about_idle_gpus(sagemaker_sess
         sagemaker_session, role, instance_count=2,
         distribution={"mpi": {"enabled": True, "processes_per_host": 6}},
     )  # fmt: skip
-    assert "2 GPUs per instance (4 in total)" in warnings_of(est)["distribution.mpi.processes_per_host"]
+    assert (
+        "2 GPUs per instance (4 in total)"
+        in warnings_of(est)["distribution.mpi.processes_per_host"]
+    )
     error = refusal(
-        pt, sagemaker_session, role, distribution={"mpi": {"enabled": True, "processes_per_host": 9}}
+        pt,
+        sagemaker_session,
+        role,
+        distribution={"mpi": {"enabled": True, "processes_per_host": 9}},
     )
     assert "distribution.mpi.processes_per_host" in error.paths
 
@@ -297,7 +302,9 @@ def test_several_gpus_without_a_launcher_warn(sagemaker_session, role):
     est = pt(sagemaker_session, role, instance_count=2)
     warning = warnings_of(est)["distribution"]
     assert "16 GPUs" in warning and "torch_distributed" in warning
-    assert "distribution" not in warnings_of(pt(sagemaker_session, role, instance_type="ml.g5.xlarge"))
+    assert "distribution" not in warnings_of(
+        pt(sagemaker_session, role, instance_type="ml.g5.xlarge")
+    )
     assert "distribution" not in warnings_of(pt(sagemaker_session, role, distribution=TORCHRUN))
 
 
@@ -380,19 +387,27 @@ def test_bad_groups_are_problems_at_the_users_paths_all_at_once(sagemaker_sessio
 
 
 def test_group_rules(sagemaker_session, role):
-    error = refusal(grouped, sagemaker_session, role, distribution={**SMDDP, "instance_groups": ["gpus"]})
+    error = refusal(
+        grouped, sagemaker_session, role, distribution={**SMDDP, "instance_groups": ["gpus"]}
+    )
     assert "'gpu'" in problem_at(error, "distribution.instance_groups.0").hint
-    error = refusal(grouped, sagemaker_session, role, distribution={**TORCHRUN, "instance_groups": ["gpu"]})
+    error = refusal(
+        grouped, sagemaker_session, role, distribution={**TORCHRUN, "instance_groups": ["gpu"]}
+    )
     assert "distribution.torch_distributed" in error.paths
     error = refusal(grouped, sagemaker_session, role, distribution=SMDDP)
     assert "distribution.instance_groups" in error.paths
     twice = [GROUPS[1], {**GROUPS[1], "instance_type": "ml.p4d.24xlrge"}]
     error = refusal(grouped, sagemaker_session, role, instance_groups=twice)
-    assert {"instance_groups.1.instance_group_name", "instance_groups.1.instance_type"} <= set(error.paths)
+    assert {"instance_groups.1.instance_group_name", "instance_groups.1.instance_type"} <= set(
+        error.paths
+    )
     many = [{**GROUPS[0], "instance_group_name": f"g{i}"} for i in range(6)]
     error = refusal(grouped, sagemaker_session, role, instance_groups=many, distribution=None)
     assert "at most 5" in problem_at(error, "instance_groups").message
-    error = refusal(grouped, sagemaker_session, role, instance_type="ml.p4d.24xlarge", instance_count=2)
+    error = refusal(
+        grouped, sagemaker_session, role, instance_type="ml.p4d.24xlarge", instance_count=2
+    )
     assert {"instance_type", "instance_count"} <= set(error.paths)
     error = refusal(pt, sagemaker_session, role, distribution={**SMDDP, "instance_groups": ["gpu"]})
     assert "distribution.instance_groups" in error.paths

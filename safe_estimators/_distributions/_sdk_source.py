@@ -9,6 +9,7 @@ while validation stays free of the ``sagemaker`` import (seconds).
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib.util
 from pathlib import Path
@@ -36,10 +37,9 @@ def _assignments(module: str) -> dict[str, Any]:
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
-                    try:
+                    # Not a literal (a call, a name): not a fact we read.
+                    with contextlib.suppress(ValueError):
                         found[prefix + target.id] = ast.literal_eval(node.value)
-                    except ValueError:
-                        pass  # not a literal (a call, a name): not a fact we read
 
     collect(tree.body, "")
     return found

@@ -70,7 +70,9 @@ def _group_problems(values: Mapping[Any, Any], where: str) -> list[Problem]:
         elif key == "instance_count":
             if type(value) is not int or value < 1:
                 problems.append(
-                    Problem(path, f"must be a positive whole number, got {value!r}.", "use 1 or more.")
+                    Problem(
+                        path, f"must be a positive whole number, got {value!r}.", "use 1 or more."
+                    )
                 )
         elif not isinstance(value, str):
             problems.append(
@@ -279,4 +281,8 @@ def total_instances(groups: tuple[InstanceGroupSpec, ...]) -> int:
 
 def group_note(group: InstanceGroupSpec | None) -> str:
     """`` (group 'gpu')`` for messages about the launch group, or nothing."""
-    return "" if group is None else f" (group {group.instance_group_name!r}, {count(group.instance_count, 'instance')})"
+    return (
+        ""
+        if group is None
+        else f" (group {group.instance_group_name!r}, {count(group.instance_count, 'instance')})"
+    )

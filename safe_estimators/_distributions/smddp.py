@@ -66,7 +66,9 @@ def sdk_enforced_types() -> tuple[str, ...]:
 
 def sdk_versions() -> tuple[str, ...]:
     """The PyTorch versions the SDK accepts for SMDDP (without image_uri)."""
-    return tuple(sdk_constant("fw_utils.py", "SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS")["pytorch"])
+    return tuple(
+        sdk_constant("fw_utils.py", "SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS")["pytorch"]
+    )
 
 
 def unsupported_images() -> tuple[str, ...]:
@@ -77,7 +79,7 @@ def unsupported_images() -> tuple[str, ...]:
 def p5_class(family: str) -> bool:
     """P5 and later generations (p5, p5e, p5en, p6-b200, ...)."""
     match = _P_FAMILY.match(family)
-    return bool(match) and int(match[1]) >= _FIRST_BLOCKED_GENERATION
+    return match is not None and int(match[1]) >= _FIRST_BLOCKED_GENERATION
 
 
 def _enabled(block: object) -> bool:
@@ -119,7 +121,8 @@ def dataparallel_shape(ctx: Context) -> Iterator[Problem]:
             yield Problem(
                 join_path(path, key),
                 f"{key!r} is not read by the SageMaker SDK for SMDDP; it would be ignored.",
-                did_you_mean(str(key), DATAPARALLEL_KEYS) or f"use: {', '.join(DATAPARALLEL_KEYS)}.",
+                did_you_mean(str(key), DATAPARALLEL_KEYS)
+                or f"use: {', '.join(DATAPARALLEL_KEYS)}.",
             )
         elif key == "enabled" and type(value) is not bool:
             yield Problem(
@@ -197,7 +200,9 @@ def _versions(ctx: Context, path: str) -> Iterator[Problem]:
     name = "framework_version" if spec.estimator == "pytorch" else "pytorch_version"
     accepted = sdk_versions()
     runnable = [
-        v for v in accepted if framework_container(tables.IMAGE_CONFIGS[("pytorch", False)], v).version == v
+        v
+        for v in accepted
+        if framework_container(tables.IMAGE_CONFIGS[("pytorch", False)], v).version == v
     ]
     documented = AWS_DOCUMENTED_IMAGES.get(ctx.pytorch_version or version)
     extra = (

@@ -79,7 +79,9 @@ def _runnable(ctx: Context, kind: str) -> list[str]:
     accepted = gpu_versions() if kind == "gpu" else trainium_versions()
     if ctx.spec.estimator != "pytorch" or _uses_smp_image(ctx):
         return list(accepted)  # Hugging Face and SMP images: their own rules check the image
-    table = tables.IMAGE_CONFIGS[("pytorch", False)] if kind == "gpu" else tables.NEURON_IMAGE_CONFIG
+    table = (
+        tables.IMAGE_CONFIGS[("pytorch", False)] if kind == "gpu" else tables.NEURON_IMAGE_CONFIG
+    )
     return [v for v in accepted if framework_container(table, v).version == v]
 
 
@@ -219,4 +221,3 @@ def concrete_instance_type_needed(kwargs: Mapping[str, Any]) -> bool:
         and not isinstance(instance_type, str)
         and isinstance(getattr(instance_type, "default_value", None), str)
     )
-

@@ -44,7 +44,9 @@ class Context:
     @property
     def instance_count(self) -> int:
         """The instances the launcher runs on (those of its group, with instance_groups)."""
-        return int(self.group.instance_count if self.group is not None else self.spec.instance_count)
+        return int(
+            self.group.instance_count if self.group is not None else self.spec.instance_count
+        )
 
     @property
     def parameterised(self) -> bool:

@@ -83,7 +83,6 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
             )
 
 
-
 _LAUNCHERS = ("pytorchxla", "pytorchddp", "torch_distributed", "parameter_server", "mpi")
 
 
