@@ -77,7 +77,8 @@ def test_a_misspelt_model_parallel_option_fails_the_schema(validator):
 
 def test_instance_groups_replace_instance_type(validator):
     data = {"estimator": "pytorch", "entry_point": "train.py"}
-    groups = [{"instance_group_name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2}]
+    groups = [{"instance_group_name": "gpu", "instance_type": "ml.p4d.24xlarge",
+               "instance_count": 1}]  # fmt: skip
     assert _errors(validator, data)  # neither
     assert _errors(validator, {**data, "instance_groups": groups}) == []
     assert _errors(validator, {**data, "instance_groups": groups, "instance_type": "ml.c5.xlarge"})
