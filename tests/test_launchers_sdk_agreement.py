@@ -472,3 +472,69 @@ def _names(distribution: dict[str, Any]) -> dict[str, Any]:
         k: [getattr(g, "instance_group_name", g) for g in v] if k == "instance_groups" else v
         for k, v in distribution.items()
     }
+
+
+# --- bad launcher input of any shape --------------------------------------------------------
+
+_ANY = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-2, 9), st.floats(), st.text(max_size=8),
+        st.sampled_from(["gpu", "data", "ml.p4d.24xlarge", "ml.c5.xlarge", "enabled"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["enabled", "processes_per_host", "custom_mpi_options", "dataparallel",
+                             "modelparallel", "instance_group_name", "instance_type",
+                             "instance_count", "x"]),
+            inner, max_size=3,
+        ),
+    ),
+    max_leaves=8,
+)  # fmt: skip
+_GROUP = st.one_of(
+    _ANY,
+    st.fixed_dictionaries(
+        {
+            "instance_group_name": st.one_of(st.sampled_from(["gpu", "data"]), _ANY),
+            "instance_type": st.one_of(st.sampled_from(INSTANCE_TYPES), _ANY),
+            "instance_count": st.one_of(st.integers(0, 3), _ANY),
+        }
+    ),
+)
+_BAD_DISTRIBUTIONS = st.dictionaries(
+    st.sampled_from(
+        ["torch_distributed", "mpi", "smdistributed", "pytorchddp", "instance_groups", "torchrun"]
+    ),
+    _ANY,
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    distribution=st.one_of(_BAD_DISTRIBUTIONS, _ANY),
+    groups=st.one_of(st.none(), st.lists(_GROUP, max_size=3), _ANY),
+    instance_type=st.one_of(st.none(), st.sampled_from(INSTANCE_TYPES)),
+)
+def test_bad_launcher_input_is_problems_at_paths_never_a_traceback(
+    distribution, groups, instance_type
+):
+    from safe_estimators._resolve import check_arguments, resolve_arguments
+
+    arguments = {
+        "estimator": "pytorch",
+        "entry_point": SCRIPT,
+        "framework_version": "2.2.0",
+        "py_version": "py310",
+        "check_script": False,
+        "distribution": distribution,
+        "instance_groups": groups,
+        "instance_type": instance_type,
+    }
+    ctx, problems, _ = check_arguments(arguments)
+    assert all(p.path and p.message for p in problems)
+    if ctx is None:
+        assert any(p.severity == "error" for p in problems)
+    elif not any(p.severity == "error" for p in problems):
+        resolve_arguments(arguments)  # what passes the rules resolves

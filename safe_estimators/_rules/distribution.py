@@ -75,7 +75,12 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
     if ctx.instance is None or ctx.instance.accelerator_kind is not None:
         return
     for key in ("pytorchxla", "pytorchddp", "smdistributed"):
-        if key in ctx.distribution:
+        block = ctx.distribution.get(key)
+        if key == "smdistributed" and isinstance(block, Mapping):
+            block = block.get("dataparallel")
+        if key == "pytorchddp" and ctx.spec.estimator == "huggingface":
+            continue  # plain PyTorch DDP over mpirun there; gloo runs on CPUs
+        if isinstance(block, Mapping) and block.get("enabled") is True:
             yield Problem(
                 f"distribution.{key}",
                 f"needs GPUs, but {ctx.instance_name} has none.",
