@@ -308,6 +308,22 @@ def test_several_gpus_without_a_launcher_warn(sagemaker_session, role):
     assert "distribution" not in warnings_of(pt(sagemaker_session, role, distribution=TORCHRUN))
 
 
+def test_trainium_without_torchrun_warns_in_neuroncores(sagemaker_session, role):
+    # torchrun on Trainium starts one process per NeuronCore; without it, one per instance.
+    est = pt(
+        sagemaker_session, role, instance_type="ml.trn1.32xlarge", framework_version="1.11.0",
+        py_version="py38",
+    )  # fmt: skip
+    warning = warnings_of(est)["distribution"]
+    assert "32 NeuronCores" in warning and "31 NeuronCores sit idle" in warning
+    est = pt(
+        sagemaker_session, role, instance_type="ml.trn1.32xlarge", framework_version="1.11.0",
+        py_version="py38", distribution=TORCHRUN,
+    )  # fmt: skip
+    assert est.hyperparameters()["sagemaker_torch_distributed_enabled"] == "true"
+    assert "distribution" not in warnings_of(est)
+
+
 # --- heterogeneous clusters -----------------------------------------------------------------
 
 GROUPS = [

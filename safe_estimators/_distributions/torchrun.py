@@ -119,9 +119,10 @@ def torchrun_rules(ctx: Context) -> Iterator[Problem]:
         return  # with image_uri the SDK checks no version or instance; unknown type: reported
     kind = sdk_kind(ctx.instance_name)
     if kind is None:
+        has = ctx.instance.describe_accelerators() if ctx.instance else "no GPUs"
         yield Problem(
             "instance_type",
-            f"{ctx.instance_name} has no GPU and is not a Trainium instance; torchrun "
+            f"{ctx.instance_name} has {has} and is not a Trainium instance; torchrun "
             "(torch_distributed) runs on GPU and Trainium instances only.",
             "use a GPU instance (ml.g5.12xlarge, ml.p4d.24xlarge) or Trainium (ml.trn1.32xlarge), "
             "or remove torch_distributed for a single-process CPU job.",

@@ -103,26 +103,36 @@ def _launches(distribution: Mapping[str, object]) -> bool:
     )
 
 
+def _devices(ctx: Context) -> tuple[int, str]:
+    """Devices per instance a launcher would use, and their name: GPUs, or NeuronCores."""
+    instance = ctx.instance
+    if instance is not None and instance.accelerator_kind == "neuron":
+        return instance.neuron_cores or 0, "NeuronCore"
+    return ctx.gpus_per_instance or 0, "GPU"
+
+
 def no_launcher(ctx: Context) -> Iterator[Problem]:
-    """Several GPUs and no launcher: one process per host, the other GPUs idle."""
+    """Several GPUs (or NeuronCores) and no launcher: one process per host, the rest idle."""
     if ctx.compiler or ctx.model_parallel is not None or _launches(ctx.distribution):
         return
     if ctx.spec.instance_groups:
         return  # groups without a launcher run one script per host by design (data loaders)
-    total = ctx.total_gpus or 0
+    per_instance, noun = _devices(ctx)
+    total = per_instance * ctx.instance_count
     if total <= 1:
         return
     idle = total - ctx.instance_count
     if idle:
-        effect = f"unless the script spreads itself over the GPUs, {count(idle, 'GPU')} sit idle"
+        effect = f"unless the script spreads itself over them, {count(idle, noun)} sit idle"
         if ctx.instance_count > 1:
             effect += f", and the {ctx.instance_count} instances train independent copies"
     else:
         effect = f"the {ctx.instance_count} instances train independent copies"
     yield warning(
         "distribution",
-        f"is not set, but the job has {count(total, 'GPU')} ({ctx.hardware}): SageMaker starts "
-        f"one training process per instance, so {effect}.",
-        "add distribution={'torch_distributed': {'enabled': True}} (torchrun, one process per "
-        "GPU and one job across the instances), or use a single GPU.",
+        f"is not set, but the job has {count(total, noun)} ({ctx.instance_count} x "
+        f"{ctx.instance_name}, {count(per_instance, noun)} each): SageMaker starts one training "
+        f"process per instance, so {effect}.",
+        "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process per "
+        f"{noun} and one job across the instances), or use a single {noun}.",
     )
