@@ -340,17 +340,12 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
     gpus = ctx.gpus_per_instance
     if gpus is not None and "GPU_NUM_DEVICES" not in env:
         env["GPU_NUM_DEVICES"] = str(gpus)
-        assumption = (
-            f" (pipeline parameter: every allowed instance type has {count(gpus, 'GPU')})"
-            if ctx.parameterised
-            else ""
-        )
         record.append(
             Injection(
                 "environment.GPU_NUM_DEVICES",
                 str(gpus),
-                f"{ctx.instance_name} has {count(gpus, 'GPU')}{assumption}; Training Compiler "
-                "needs it (\"Missing XLA configuration\" otherwise).",
+                f"{ctx.instance_name} has {count(gpus, 'GPU')}{ctx.gpu_assumption}; Training "
+                "Compiler needs it (\"Missing XLA configuration\" otherwise).",
             )
         )
     distribution: dict[str, Any] = kwargs.setdefault("distribution", {})

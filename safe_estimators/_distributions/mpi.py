@@ -79,16 +79,12 @@ def resolve_mpi(ctx: Context, kwargs: dict[str, Any], record: list[Injection]) -
         return
     gpus = ctx.gpus_per_instance
     kwargs["distribution"]["mpi"] = {**kwargs["distribution"]["mpi"], "processes_per_host": gpus}
-    assumption = (
-        f" (pipeline parameter: every allowed instance type has {count(gpus, 'GPU')})"
-        if ctx.parameterised
-        else ""
-    )
     record.append(
         Injection(
             PATH,
             gpus,
-            f"{ctx.instance_name}{group_note(ctx.group)} has {count(gpus, 'GPU')}{assumption}: "
+            f"{ctx.instance_name}{group_note(ctx.group)} has {count(gpus, 'GPU')}"
+            f"{ctx.gpu_assumption}: "
             "one MPI process per GPU, the count the training toolkit starts without it, now "
             "explicit and checked.",
         )

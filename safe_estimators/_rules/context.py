@@ -17,7 +17,7 @@ from safe_estimators._facts.versions import (
     huggingface_container,
     parse_version,
 )
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, count
 from safe_estimators._spec import JobSpec, instance_type_name
 
 LOCAL_TYPES = ("local", "local_gpu")
@@ -57,6 +57,16 @@ class Context:
     def gpu_derived(self) -> bool:
         """Values computed from the GPU count are injected (compiler, model parallelism, MPI)."""
         return self.compiler or self.model_parallel is not None or injects_processes(self)
+
+    @property
+    def gpu_assumption(self) -> str:
+        """What a GPU-derived value assumes of a pipeline parameter, for injection reasons."""
+        if not self.parameterised:
+            return ""
+        return (
+            f" (pipeline parameter: every allowed instance type has "
+            f"{count(self.gpus_per_instance, 'GPU')})"
+        )
 
     @property
     def local(self) -> bool:
