@@ -290,7 +290,7 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
         if groups
         else instance_type_name(job.spec.instance_type) or "<pipeline parameter>",
         instance_count=total_instances(groups) if groups else job.spec.instance_count,
-        gpus_per_instance=job.instance.gpu_count if job.instance else None,
+        gpus_per_instance=job.instance.gpu_count if job.instance and not groups else None,
         injections=injections,
         warnings=job.warnings,
         layout=job.layout,
