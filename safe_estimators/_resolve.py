@@ -158,7 +158,7 @@ def script_context(ctx: Context) -> ScriptContext:
             mp is not None and launcher != "smp-v2" and (mp.fp16 or mp.fp16_params)
         ),
         launcher=launcher,
-        processes=None if per_host is None else per_host * spec.instance_count,
+        processes=None if per_host is None else per_host * ctx.instance_count,
         instance_type=ctx.instance_name or None,
         pytorch_version=_container_pytorch(ctx),
         tensor_parallel_degree=_degree(options, "tensor_parallel_degree", 1),
@@ -208,11 +208,14 @@ def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
     if on("dataparallel", smd.get("dataparallel")):
         return "smddp", devices
     if on("pytorchddp"):
-        return "pytorchddp", devices
+        # The PyTorch estimator runs pytorchddp as SMDDP (see _distributions/smddp.py).
+        return ("smddp" if spec.estimator == "pytorch" else "pytorchddp"), devices
     if on("torch_distributed"):
         return "torchrun", devices
     if on("mpi"):
-        count = dist["mpi"].get("processes_per_host", 1)
+        # Without a count the toolkit starts one process per GPU (what _distributions/mpi.py
+        # injects); a CPU job runs one.
+        count = dist["mpi"].get("processes_per_host", devices or 1)
         return "mpi", count if type(count) is int else None
     return None, None
 
