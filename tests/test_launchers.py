@@ -354,11 +354,12 @@ def test_a_cpu_group_and_a_gpu_group_with_smddp_builds_and_plans(sagemaker_sessi
     assert "pytorch-training:2.2.0-gpu-py310" in est.training_image_uri()
 
     spec = tmp_path / "job.yaml"
+    (tmp_path / "train.py").write_text(Path(SCRIPT).read_text())
     spec.write_text(
         json.dumps(
             {
                 "estimator": "pytorch",
-                "entry_point": SCRIPT,
+                "entry_point": "train.py",
                 "framework_version": "2.2.0",
                 "py_version": "py310",
                 "instance_groups": GROUPS,
