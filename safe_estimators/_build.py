@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from safe_estimators._distributions.instance_groups import describe, total_instances
+from safe_estimators._distributions.torchrun import concrete_instance_type_needed
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob
 from safe_estimators._resolved import Explanation, Injection
@@ -136,7 +138,46 @@ def estimator_arguments(job: ResolvedJob, sagemaker_session: Any = None) -> dict
         kwargs["compiler_config"] = config_class(enabled=True, debug=job.training_compiler.debug)
     if sagemaker_session is not None:
         kwargs["sagemaker_session"] = sagemaker_session
+    if "instance_groups" in kwargs:
+        _instance_group_objects(kwargs)
     return kwargs
+
+
+def _instance_group_objects(kwargs: dict[str, Any]) -> None:
+    """SDK InstanceGroup objects, and the distribution's group names as those same objects."""
+    from sagemaker.instance_group import InstanceGroup
+
+    groups = [InstanceGroup(**arguments) for arguments in kwargs["instance_groups"]]
+    kwargs["instance_groups"] = groups
+    distribution = kwargs.get("distribution")
+    if distribution and "instance_groups" in distribution:
+        by_name = {g.instance_group_name: g for g in groups}
+        distribution = dict(distribution)
+        distribution["instance_groups"] = [by_name[n] for n in distribution["instance_groups"]]
+        kwargs["distribution"] = distribution
+
+
+def _construct(estimator_class: Any, kwargs: dict[str, Any]) -> Any:
+    """The estimator, around the SDK's torchrun check that misreads pipeline parameters.
+
+    ``validate_torch_distributed_distribution`` takes any non-string instance type for a CPU
+    (SDK issue #5515). Our rules checked the parameter through its default and its
+    ``enum_values``; the SDK checks the default here, and the parameter goes back in before
+    anything reads it, with the volume KMS key the SDK resolves for pipeline parameters.
+    """
+    if not concrete_instance_type_needed(kwargs):
+        return estimator_class(**kwargs)
+    parameter = kwargs["instance_type"]
+    estimator = estimator_class(**{**kwargs, "instance_type": parameter.default_value})
+    estimator.instance_type = parameter
+    if kwargs.get("volume_kms_key") is None:
+        from sagemaker.config import TRAINING_JOB_VOLUME_KMS_KEY_ID_PATH
+        from sagemaker.utils import resolve_value_from_config
+
+        estimator.volume_kms_key = resolve_value_from_config(
+            None, TRAINING_JOB_VOLUME_KMS_KEY_ID_PATH, sagemaker_session=estimator.sagemaker_session
+        )
+    return estimator
 
 
 def _local_session(job: ResolvedJob, sagemaker_session: Any) -> Any:
@@ -230,7 +271,7 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     kwargs = estimator_arguments(job, session)
     injections = _respect_sdk_config(kwargs, job.injections, session)
     try:
-        estimator = estimator_class(**kwargs)
+        estimator = _construct(estimator_class, kwargs)
         # The SDK validates distributions (validate_mp_config, smdistributed on p5, ...) only
         # when it computes the hyperparameters; do it now so a refusal is a ConfigError here,
         # not a traceback at fit().
@@ -238,7 +279,7 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
         raise _sdk_refused(exc, f"constructing {estimator_class.__name__}") from exc
     image_uri: Any = None
-    if isinstance(job.kwargs.get("instance_type"), str):
+    if isinstance(job.kwargs.get("instance_type"), str) or job.spec.instance_groups:
         image_uri = estimator.training_image_uri
         if job.instance is not None and job.instance.accelerator_kind == "neuron":
             # Our version rules do not cover the Neuron image tables: resolve now, so a miss is
@@ -247,11 +288,14 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
                 image_uri = image_uri()
             except (ValueError, KeyError) as exc:
                 raise _sdk_refused(exc, "resolving the training image") from exc
+    groups = job.spec.instance_groups
     explanation = Explanation(
         estimator=job.estimator,
-        instance_type=instance_type_name(job.spec.instance_type) or "<pipeline parameter>",
-        instance_count=count_of(job.spec.instance_count),
-        gpus_per_instance=job.instance.gpu_count if job.instance else None,
+        instance_type=describe(groups)
+        if groups
+        else instance_type_name(job.spec.instance_type) or "<pipeline parameter>",
+        instance_count=total_instances(groups) if groups else count_of(job.spec.instance_count),
+        gpus_per_instance=job.instance.gpu_count if job.instance and not groups else None,
         injections=injections,
         warnings=job.warnings,
         layout=job.layout,

@@ -27,9 +27,9 @@ def _given(named: Mapping[str, Any], passed_through: Mapping[str, Any]) -> dict[
 def huggingface(
     *,
     entry_point: str,
-    instance_type: str | PipelineVariable,
+    instance_type: str | PipelineVariable | None = None,
     role: str | None = None,
-    instance_count: int = 1,
+    instance_count: int | None = None,
     transformers_version: str | None = None,
     pytorch_version: str | None = None,
     py_version: str | None = None,
@@ -59,6 +59,10 @@ def huggingface(
     - ``model``: ``ModelShape(...)`` or a dict with the same keys: estimate the memory of one
       accelerator (``explain(estimator).memory``) and refuse a job that cannot fit, naming the
       smallest changes that do.
+    - ``instance_groups``: a heterogeneous cluster (SDK ``InstanceGroup`` objects or mappings
+      with ``instance_group_name``, ``instance_type``, ``instance_count``) instead of
+      ``instance_type`` and ``instance_count``; ``distribution["instance_groups"]`` names the
+      group MPI or SMDDP runs on.
     - ``check_script``: check the entry point for known pitfalls before launch (default on).
     - ``instance_type`` may be a SageMaker Pipelines ``ParameterString``: it is checked against
       its ``default_value``; jobs with GPU-derived values (compiler, model parallelism) also need
@@ -92,9 +96,9 @@ def huggingface(
 def pytorch(
     *,
     entry_point: str,
-    instance_type: str | PipelineVariable,
+    instance_type: str | PipelineVariable | None = None,
     role: str | None = None,
-    instance_count: int = 1,
+    instance_count: int | None = None,
     framework_version: str | None = None,
     py_version: str | None = None,
     source_dir: str | None = None,

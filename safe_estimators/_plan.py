@@ -63,11 +63,16 @@ class Plan:
         resources = r.get("ResourceConfig", {})
         lines = [f"plan for {self.source}" if self.source else "plan", *self.explanation.lines()]
         lines += [f"placeholder {p}" for p in self.placeholders]
+        machines = f"{resources.get('InstanceCount')} x {resources.get('InstanceType')}"
+        if resources.get("InstanceGroups"):
+            machines = ", ".join(
+                f"{g['InstanceGroupName']}: {g['InstanceCount']} x {g['InstanceType']}"
+                for g in resources["InstanceGroups"]
+            )
         lines += [
             "CreateTrainingJob request:",
             f"  TrainingImage: {r.get('AlgorithmSpecification', {}).get('TrainingImage')}",
-            f"  ResourceConfig: {resources.get('InstanceCount')} x {resources.get('InstanceType')}"
-            f", {resources.get('VolumeSizeInGB')} GB volume",
+            f"  ResourceConfig: {machines}, {resources.get('VolumeSizeInGB')} GB volume",
             f"  RoleArn: {r.get('RoleArn')}",
             f"  EnableInterContainerTrafficEncryption: "
             f"{r.get('EnableInterContainerTrafficEncryption', False)}",

@@ -17,6 +17,12 @@ import attrs
 
 import instance_catalog
 from safe_estimators._bounds import walk_tree
+from safe_estimators._distributions.instance_groups import (
+    launch_group,
+    named_groups,
+    total_instances,
+)
+from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_launchers
 from safe_estimators._distributions.model_parallel import (
     ParallelLayout,
     attach_launcher,
@@ -35,6 +41,7 @@ from safe_estimators._rules.context import version_at_least
 from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
+    count_of,
     instance_type_name,
     skipped_paths,
     structure_spec,
@@ -204,11 +211,14 @@ def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
     if on("dataparallel", smd.get("dataparallel")):
         return "smddp", devices
     if on("pytorchddp"):
-        return "pytorchddp", devices
+        # The PyTorch estimator runs pytorchddp as SMDDP (see _distributions/smddp.py).
+        return ("smddp" if spec.estimator == "pytorch" else "pytorchddp"), devices
     if on("torch_distributed"):
         return "torchrun", devices
     if on("mpi"):
-        count = dist["mpi"].get("processes_per_host", 1)
+        # Without a count the toolkit starts one process per GPU (what _distributions/mpi.py
+        # injects); a CPU job runs one.
+        count = dist["mpi"].get("processes_per_host", devices or 1)
         return "mpi", count if type(count) is int else None
     return None, None
 
@@ -318,8 +328,11 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     path ``entry_point``) and the script findings.
     """
     model_parallel, rest, problems = _model_parallel(spec)
-    ctx = Context(spec, _lookup(instance_type_name(spec.instance_type)), rest, model_parallel)
+    group = launch_group(spec.instance_groups, rest)
+    name = group.instance_type if group else instance_type_name(spec.instance_type)
+    ctx = Context(spec, _lookup(name), rest, model_parallel, group)
     problems += run_rules(ctx)
+    problems += run_rules(ctx, LAUNCHER_RULES)
     problems += _model_parallel_rules(ctx)
     problems += check_memory(ctx)[1]
     findings = check_entry_point(ctx)
@@ -333,17 +346,12 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
     gpus = ctx.gpus_per_instance
     if gpus is not None and "GPU_NUM_DEVICES" not in env:
         env["GPU_NUM_DEVICES"] = str(gpus)
-        assumption = (
-            f" (pipeline parameter: every allowed instance type has {count(gpus, 'GPU')})"
-            if ctx.parameterised
-            else ""
-        )
         record.append(
             Injection(
                 "environment.GPU_NUM_DEVICES",
                 str(gpus),
-                f"{ctx.instance_name} has {count(gpus, 'GPU')}{assumption}; Training Compiler "
-                "needs it (\"Missing XLA configuration\" otherwise).",
+                f"{ctx.instance_name} has {count(gpus, 'GPU')}{ctx.gpu_assumption}; Training "
+                "Compiler needs it (\"Missing XLA configuration\" otherwise).",
             )
         )
     distribution: dict[str, Any] = kwargs.setdefault("distribution", {})
@@ -401,6 +409,9 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         if getattr(spec, name) is not None:
             kwargs[name] = getattr(spec, name)
     kwargs.update(spec.extra)
+    instances = count_of(spec.instance_count)  # a pipeline parameter: its default
+    if spec.instance_groups:
+        instances = _group_arguments(ctx, kwargs)
     record: list[Injection] = []
     layout = None
     if ctx.compiler:
@@ -416,16 +427,18 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         )
         kwargs["distribution"] = {**kwargs.get("distribution", {}), **distribution}
         record += injected
-    if ctx.instance_count > 1 and spec.encrypt_inter_container_traffic is None:
+    record += resolve_launchers(ctx, kwargs)
+    if instances > 1 and spec.encrypt_inter_container_traffic is None:
         kwargs["encrypt_inter_container_traffic"] = True
-        record.append(Injection("encrypt_inter_container_traffic", True, _encryption_reason(ctx)))
+        reason = _encryption_reason(ctx, instances)
+        record.append(Injection("encrypt_inter_container_traffic", True, reason))
     return kwargs, record, layout
 
 
-def _encryption_reason(ctx: Context) -> str:
+def _encryption_reason(ctx: Context, instances: int) -> str:
     """Why traffic is encrypted, and what it costs (AWS's inter-container encryption page)."""
     reason = (
-        f"{ctx.instance_count} instances exchange gradients and data over the network; "
+        f"{instances} instances exchange gradients and data over the network; "
         "encrypted unless you set it to False. It adds training time (and so cost), most for "
         "jobs that communicate a lot (large models, many instances)."
     )
@@ -435,6 +448,22 @@ def _encryption_reason(ctx: Context) -> str:
             "and IP protocol 50 (ESP) from itself."
         )
     return reason
+
+
+def _group_arguments(ctx: Context, kwargs: dict[str, Any]) -> int:
+    """Instance groups replace instance_type and instance_count; the launcher's group by name.
+
+    The build step turns the groups into SDK ``InstanceGroup`` objects and the names into those
+    same objects (the SDK matches them by identity). Returns the number of instances.
+    """
+    groups = ctx.spec.instance_groups or ()
+    kwargs.pop("instance_type", None)
+    kwargs.pop("instance_count", None)
+    kwargs["instance_groups"] = [g.as_arguments() for g in groups]
+    named = named_groups(kwargs.get("distribution") or {})
+    if named is not None:
+        kwargs["distribution"]["instance_groups"] = named
+    return total_instances(groups)
 
 
 def _deep_copy(value: Any) -> Any:

@@ -270,8 +270,10 @@ def spec_schema() -> Schema:
         "required": required,
         "additionalProperties": False,
     }
+    # A heterogeneous cluster (instance_groups) replaces instance_type and instance_count.
+    required.remove("instance_type")
+    machines = {"oneOf": [{"required": ["instance_type"]}, {"required": ["instance_groups"]}]}
     only = _estimator_only_keywords(set(SPEC_FIELDS))
-    if only:
-        schema["allOf"] = only
+    schema["allOf"] = [machines, *only]
     schema["$defs"] = defs
     return schema

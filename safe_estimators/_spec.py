@@ -16,6 +16,11 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn
 
 from safe_estimators._bounds import MAX_PROBLEMS, quote, shape_problems
+from safe_estimators._distributions.instance_groups import (
+    InstanceGroupSpec,
+    conflicting_arguments,
+    structure_instance_groups,
+)
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
 from safe_estimators._memory.shape import (
     COUNT_FIELDS,
@@ -181,7 +186,7 @@ class JobSpec:
     model_parallel: Any = None
     model: ModelShape | None = None
     image_uri: str | None = None
-    instance_groups: list[Any] | None = None
+    instance_groups: tuple[InstanceGroupSpec, ...] | None = None
     disable_profiler: bool | None = None
     debugger_hook_config: Any = None
     encrypt_inter_container_traffic: bool | None = None
@@ -357,6 +362,10 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(ModelShape | None, _model_hook)
     conv.register_structure_hook(str | dict[str, str] | None, _inputs_hook)
     conv.register_structure_hook_func(lambda t: t == dict[str, TextValue], _string_map_hook)
+    conv.register_structure_hook(
+        tuple[InstanceGroupSpec, ...] | None,
+        lambda value, _type: None if value is None else structure_instance_groups(value),
+    )
     return conv
 
 
@@ -518,12 +527,16 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
     problems += compiler_problems
     if compiler_problems:
         fields.pop("compiler_config")
-    for required in ("entry_point", "instance_type"):
+    problems += conflicting_arguments(data, path)
+    grouped = "instance_groups" in fields
+    for required in ("entry_point", *(() if grouped else ("instance_type",))):
         if required not in fields:
             problems.append(
                 Problem(join_path(path, required), "is required but missing.", "add it.")
             )
-    runnable = kind in ESTIMATORS and "entry_point" in fields and "instance_type" in fields
+    runnable = kind in ESTIMATORS and "entry_point" in fields
+    runnable = runnable and ("instance_type" in fields or grouped)
+    machines = "instance_type" if "instance_type" in fields else "instance_groups"
     fields["estimator"] = kind if kind in ESTIMATORS else "pytorch"
     fields.setdefault("entry_point", "")
     fields.setdefault("instance_type", "")
@@ -535,7 +548,7 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
         # Leave out the options in error and try once more, for the rules' sake.
         bad = {_top_level(p.path, path) for p in found}
         problems += _secrets_of_skipped(bad, fields)
-        runnable = runnable and not bad & {"estimator", "entry_point", "instance_type"}
+        runnable = runnable and not bad & {"estimator", "entry_point", machines}
         try:
             kept = {k: v for k, v in fields.items() if k not in bad}
             spec = converter.structure({**kept, "extra": extra}, JobSpec)
@@ -574,4 +587,6 @@ def spec_arguments(spec: JobSpec) -> dict[str, Any]:
         for name in SPEC_FIELDS
         if name != "inputs" and getattr(spec, name) is not None
     }
+    if spec.instance_groups is not None:  # the groups stand for instance_type and count
+        del arguments["instance_type"], arguments["instance_count"]
     return {**arguments, **spec.extra}

@@ -227,6 +227,12 @@ def test_every_example_plans_offline_as_json(capsys, example):
 
 # What each example's summary must say: the layout, what was injected, and the request.
 SUMMARIES = {
+    "heterogeneous-smddp": [
+        "pytorch on 3 x instance groups (data: 1 x ml.c5.2xlarge, gpu: 2 x ml.p4d.24xlarge)\n",
+        "  ResourceConfig: data: 1 x ml.c5.2xlarge, gpu: 2 x ml.p4d.24xlarge, 30 GB volume",
+        "  HyperParameters.sagemaker_distribution_instance_groups = [\"gpu\"]",
+        "  HyperParameters.sagemaker_distributed_dataparallel_enabled = true",
+    ],
     "compiler-single-gpu": [
         "huggingface on 1 x ml.p3.2xlarge, 1 GPU",
         "injected environment.GPU_NUM_DEVICES = '1': ml.p3.2xlarge has 1 GPU",

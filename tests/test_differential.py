@@ -177,6 +177,39 @@ LAUNCHERS = {
         py_version="py310",
         distribution={"torch_distributed": {"enabled": True}},
     ),
+    "smddp": dict(
+        instance_type="ml.p4d.24xlarge",
+        instance_count=2,
+        framework_version="2.2.0",
+        py_version="py310",
+        distribution={"smdistributed": {"dataparallel": {"enabled": True}}},
+    ),
+    "pytorchddp-as-smddp": dict(
+        instance_type="ml.p4d.24xlarge",
+        instance_count=2,
+        framework_version="2.2.0",
+        py_version="py310",
+        distribution={"pytorchddp": {"enabled": True}},
+    ),
+    "smp-v2": dict(
+        instance_type="ml.p4d.24xlarge",
+        instance_count=2,
+        framework_version="2.2.0",
+        py_version="py310",
+        model_parallel={"hybrid_shard_degree": 16},
+    ),
+    "heterogeneous-smddp": dict(
+        framework_version="2.2.0",
+        py_version="py310",
+        instance_groups=[
+            {"instance_group_name": "data", "instance_type": "ml.c5.2xlarge", "instance_count": 1},
+            {"instance_group_name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2},
+        ],
+        distribution={
+            "smdistributed": {"dataparallel": {"enabled": True}},
+            "instance_groups": ["gpu"],
+        },
+    ),
 }
 
 

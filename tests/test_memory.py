@@ -525,14 +525,8 @@ def test_trainium_jobs_get_an_estimate_but_no_gpu_verdict():
 
 
 # ---------------------------------------------------------------------------------------------
-# SMP v2 through the factories (once model_parallel= takes the library v2 options)
+# SMP v2 through the factories
 # ---------------------------------------------------------------------------------------------
-
-smp_v2 = pytest.mark.skipif(
-    not any(a.name == "hybrid_shard_degree" for a in attrs.fields(safe_estimators.ModelParallel)),
-    reason="model_parallel= does not take SMP v2 options in this build",
-)
-
 
 @pytest.fixture
 def v2_build(sagemaker_session, role, tmp_path):
@@ -556,7 +550,6 @@ def v2_build(sagemaker_session, role, tmp_path):
     return build
 
 
-@smp_v2
 def test_smp_v2_llama_2_7b_with_hybrid_shard_degree_8_on_one_p4d_builds_and_fits(v2_build):
     est = v2_build(model=LLAMA_2_7B, model_parallel={"hybrid_shard_degree": 8})
     memory = safe_estimators.explain(est).memory
@@ -564,7 +557,6 @@ def test_smp_v2_llama_2_7b_with_hybrid_shard_degree_8_on_one_p4d_builds_and_fits
     assert json.loads(est.hyperparameters()["mp_parameters"])["hybrid_shard_degree"] == 8
 
 
-@smp_v2
 def test_smp_v2_llama_2_7b_unsharded_is_refused_and_the_named_degree_applied_fits(v2_build):
     with pytest.raises(ConfigError) as raised:
         v2_build(model=LLAMA_2_7B, model_parallel={"hybrid_shard_degree": 1})
@@ -574,7 +566,6 @@ def test_smp_v2_llama_2_7b_unsharded_is_refused_and_the_named_degree_applied_fit
     assert safe_estimators.explain(est).memory.fits is True
 
 
-@smp_v2
 def test_smp_v2_unset_hybrid_shard_degree_shards_over_the_whole_cluster(v2_build):
     est = v2_build(model=LLAMA_2_7B, model_parallel={"tensor_parallel_degree": 2}, instance_count=2)
     memory = safe_estimators.explain(est).memory

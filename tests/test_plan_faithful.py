@@ -113,7 +113,11 @@ def _without_job_name(request: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize(
     "example",
-    [EXAMPLES / "compiler-multi-node" / "job.toml", EXAMPLES / "model-parallel-fp16" / "job.yaml"],
+    [
+        EXAMPLES / "compiler-multi-node" / "job.toml",
+        EXAMPLES / "model-parallel-fp16" / "job.yaml",
+        EXAMPLES / "heterogeneous-smddp" / "job.yaml",
+    ],
     ids=lambda p: p.parent.name,
 )
 def test_submit_sends_exactly_the_planned_request(example, aws, sent, tmp_path, capsys):
@@ -137,10 +141,14 @@ def test_submit_sends_exactly_the_planned_request(example, aws, sent, tmp_path, 
     assert hyperparameters["sagemaker_submit_directory"] == json.dumps(
         f"s3://{BUCKET}/code/{JOB}/source/sourcedir.tar.gz"
     )
-    assert (
-        actual_request["ResourceConfig"]["InstanceType"]
-        == json.loads(spec.read_text())["instance_type"]
-    )
+    resources, written = actual_request["ResourceConfig"], json.loads(spec.read_text())
+    if "instance_groups" in written:  # a heterogeneous cluster: groups, no type or count
+        assert "InstanceType" not in resources and "InstanceCount" not in resources
+        assert [g["InstanceType"] for g in resources["InstanceGroups"]] == [
+            g["instance_type"] for g in written["instance_groups"]
+        ]
+    else:
+        assert resources["InstanceType"] == written["instance_type"]
 
 
 def test_submitted_job_reaches_the_endpoint(aws, sent, tmp_path, capsys):

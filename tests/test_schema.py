@@ -49,7 +49,7 @@ def _errors(validator, data) -> list[str]:
 def test_the_schema_is_draft_2020_12(schema):
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["additionalProperties"] is False
-    assert set(schema["required"]) == {"estimator", "entry_point", "instance_type"}
+    assert set(schema["required"]) == {"estimator", "entry_point"}
     assert schema["properties"]["estimator"]["enum"] == ["huggingface", "pytorch"]
 
 
@@ -73,6 +73,15 @@ def test_a_misspelt_model_parallel_option_fails_the_schema(validator):
     data = _data(EXAMPLES[-1])
     data["model_parallel"]["tensor_parallel_degre"] = 2
     assert any("'tensor_parallel_degre' was unexpected" in e for e in _errors(validator, data))
+
+
+def test_instance_groups_replace_instance_type(validator):
+    data = {"estimator": "pytorch", "entry_point": "train.py"}
+    groups = [{"instance_group_name": "gpu", "instance_type": "ml.p4d.24xlarge",
+               "instance_count": 1}]  # fmt: skip
+    assert _errors(validator, data)  # neither
+    assert _errors(validator, {**data, "instance_groups": groups}) == []
+    assert _errors(validator, {**data, "instance_groups": groups, "instance_type": "ml.c5.xlarge"})
 
 
 def test_an_instance_type_typo_fails_the_schema_and_local_mode_passes(validator):

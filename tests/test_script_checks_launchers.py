@@ -49,11 +49,13 @@ def smp_v2(parameters: dict[str, Any]) -> dict[str, Any]:
     ("arguments", "launcher", "processes"),
     [
         ({"distribution": TORCHRUN, "instance_count": 2}, "torchrun", 16),
-        ({"distribution": {"pytorchddp": {"enabled": True}}}, "pytorchddp", 8),
+        # The PyTorch estimator runs pytorchddp as SMDDP.
+        ({"distribution": {"pytorchddp": {"enabled": True}}}, "smddp", 8),
         ({"distribution": {"smdistributed": {"dataparallel": {"enabled": True}}}}, "smddp", 8),
         ({"distribution": {"mpi": {"enabled": True, "processes_per_host": 4}},
           "instance_count": 3}, "mpi", 12),
-        ({"distribution": {"mpi": {"enabled": True}}}, "mpi", 1),
+        # No count: one process per GPU, as the toolkit starts them (and as is injected).
+        ({"distribution": {"mpi": {"enabled": True}}}, "mpi", 8),
         ({"distribution": smp_v2({"tensor_parallel_degree": 8}), "framework_version": "2.2.0"},
          "smp-v2", 8),
         ({"distribution": TORCHRUN, "model_parallel": {"tensor_parallel_degree": 8},

@@ -230,7 +230,11 @@ def test_translated_unicode_patterns_accept_what_the_service_accepts():
 
 def test_vpc_half_given_is_a_warning(tmp_path):
     problems = validate_file(write_spec(tmp_path, subnets=["subnet-0123"]))
-    assert [(p.path, p.severity) for p in problems] == [("subnets", "warning")]
+    # (4 GPUs without a launcher is warned about too: only the first GPU would train.)
+    assert [(p.path, p.severity) for p in problems] == [
+        ("distribution", "warning"),
+        ("subnets", "warning"),
+    ]
 
 
 def test_the_planned_request_is_checked_too(tmp_path, monkeypatch):
@@ -454,14 +458,27 @@ def test_plan_json_carries_the_problems(tmp_path):
     assert set(document["problems"][0]) >= {"path", "message", "hint", "severity"}
 
 
-def test_instance_groups_are_refused_by_validate_as_plan_would(tmp_path):
+def test_instance_groups_beside_instance_type_are_refused_by_validate_as_plan_would(tmp_path):
     groups = [{"instance_group_name": "a", "instance_type": "ml.p3.8xlarge", "instance_count": 1}]
     path = write_spec(tmp_path, instance_groups=groups)
     problems = errors(validate_file(path))
-    assert [p.path for p in problems] == ["instance_groups"]
+    assert [p.path for p in problems] == ["instance_type"]
     with pytest.raises(ConfigError) as error:
         safe_estimators.plan(path)
     assert [str(p) for p in error.value.problems] == [str(p) for p in problems]
+
+
+def test_instance_groups_alone_pass_validate_and_plan_alike(tmp_path):
+    groups = [{"instance_group_name": "a", "instance_type": "ml.p3.8xlarge", "instance_count": 1}]
+    path = write_spec(tmp_path, instance_groups=groups)
+    data = yaml.safe_load(path.read_text())
+    del data["instance_type"]
+    path.write_text(yaml.safe_dump(data))
+    assert errors(validate_file(path)) == []
+    request = safe_estimators.plan(path).request
+    assert [g["InstanceType"] for g in request["ResourceConfig"]["InstanceGroups"]] == [
+        "ml.p3.8xlarge"
+    ]
 
 
 @pytest.mark.parametrize(

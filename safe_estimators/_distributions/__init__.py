@@ -6,7 +6,14 @@ and its resolution into what the SDK expects (recorded as injections with reason
 
 - ``model_parallel/``: the SageMaker model parallel library, v1 (over MPI) and v2 (over
   torchrun), one intent chosen by the container.
+- ``torchrun``: ``torch_distributed`` (GPU and Trainium; the SDK's version lists; the Pipelines
+  parameter the SDK misreads); Trainium's torchrun-only rule.
+- ``smddp``: ``smdistributed.dataparallel`` and ``pytorchddp`` (SMDDP in the PyTorch estimator).
+- ``mpi``: ``mpi``, with the process count per host made explicit.
+- ``instance_groups``: heterogeneous clusters, their typed groups and the launch group.
+- ``launchers``: the table of the launchers' rules and resolutions that ``_resolve`` runs beside
+  the job-level rules of ``_rules/``; ``_sdk_source`` reads the SDK's constants without importing
+  it.
 
-A new launcher (torchrun, SMDDP, MPI, heterogeneous clusters) is a new module here, whose rules
-``_resolve`` runs beside the job-level rules of ``_rules/``.
+A new launcher is a new module here plus one line in ``launchers``.
 """

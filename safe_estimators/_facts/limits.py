@@ -230,3 +230,21 @@ def shape_problems(
 
 def _join(path: str, key: object) -> str:
     return f"{path}.{key}" if path else str(key)
+
+
+@attrs.frozen
+class ListLimit:
+    """The limits of one list in the request and of its members' names."""
+
+    max_entries: int
+    name_min: int
+    name_max: int
+
+
+@functools.cache
+def instance_groups_limit() -> ListLimit:
+    """Limits of ``ResourceConfig.InstanceGroups`` (heterogeneous clusters) and group names."""
+    shapes = _shapes()
+    groups = shapes[shapes["ResourceConfig"]["members"]["InstanceGroups"]["shape"]]
+    name = shapes[shapes["InstanceGroup"]["members"]["InstanceGroupName"]["shape"]]
+    return ListLimit(groups["max"], name.get("min", 1), name["max"])

@@ -29,6 +29,12 @@ LAUNCHER_HYPERPARAMETERS: dict[str, tuple[str, ...]] = {
         "sagemaker_instance_type",
     ),
     "torch_distributed": ("sagemaker_torch_distributed_enabled", "sagemaker_instance_type"),
+    # Any smdistributed block; SMDDP on (smdistributed.dataparallel.enabled) adds its options.
+    "smdistributed": ("sagemaker_distributed_dataparallel_enabled", "sagemaker_instance_type"),
+    "smdistributed.dataparallel": ("sagemaker_distributed_dataparallel_custom_mpi_options",),
+    # Hugging Face's pytorchddp (the PyTorch estimator runs it as smdistributed.dataparallel).
+    "pytorchddp": ("sagemaker_pytorch_ddp_enabled", "sagemaker_instance_type"),
+    "instance_groups": ("sagemaker_distribution_instance_groups",),
 }
 
 

@@ -24,7 +24,7 @@ from safe_estimators._rules.distribution import (
     distribution_needs_gpus,
     distribution_shape,
     mpi_processes,
-    torch_distributed_full_version,
+    no_launcher,
 )
 from safe_estimators._rules.instance import (
     framework_versions,
@@ -32,7 +32,6 @@ from safe_estimators._rules.instance import (
     pipeline_parameter_instance_type,
 )
 from safe_estimators._rules.request import (
-    instance_groups_unsupported,
     option_types,
     request_members,
     vpc_pair,
@@ -62,14 +61,13 @@ RULES: tuple[Rule, ...] = (
     distribution_shape,
     mpi_processes,
     distribution_needs_gpus,
-    torch_distributed_full_version,
+    no_launcher,
     spot_training,
     no_secrets,
     api_limits,
     request_members,
     option_types,
     vpc_pair,
-    instance_groups_unsupported,
     source_dir_contents,
 )
 

@@ -10,13 +10,14 @@ from packaging.version import InvalidVersion
 
 import instance_catalog
 from safe_estimators._distributions.model_parallel import library_generation
+from safe_estimators._distributions.mpi import injects_processes
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import (
     framework_container,
     huggingface_container,
     parse_version,
 )
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, count
 from safe_estimators._spec import JobSpec, count_of, instance_type_name
 
 LOCAL_TYPES = ("local", "local_gpu")
@@ -30,11 +31,22 @@ class Context:
     instance: instance_catalog.InstanceType | None
     distribution: Mapping[str, Any]
     model_parallel: Any = None
+    # The instance group the launcher runs on, in a heterogeneous cluster (instance_groups).
+    group: Any = None
 
     @property
     def instance_name(self) -> str:
         """The instance type checked: the name, or a pipeline parameter's default."""
+        if self.group is not None:
+            return str(self.group.instance_type)
         return instance_type_name(self.spec.instance_type)
+
+    @property
+    def instance_count(self) -> int:
+        """The instances the launcher runs on (those of its group, with instance_groups)."""
+        if self.group is not None:
+            return int(self.group.instance_count)
+        return count_of(self.spec.instance_count)  # a pipeline parameter: its default
 
     @property
     def parameterised(self) -> bool:
@@ -43,8 +55,18 @@ class Context:
 
     @property
     def gpu_derived(self) -> bool:
-        """Values computed from the GPU count are injected (compiler, model parallelism)."""
-        return self.compiler or self.model_parallel is not None
+        """Values computed from the GPU count are injected (compiler, model parallelism, MPI)."""
+        return self.compiler or self.model_parallel is not None or injects_processes(self)
+
+    @property
+    def gpu_assumption(self) -> str:
+        """What a GPU-derived value assumes of a pipeline parameter, for injection reasons."""
+        if not self.parameterised:
+            return ""
+        return (
+            f" (pipeline parameter: every allowed instance type has "
+            f"{count(self.gpus_per_instance, 'GPU')})"
+        )
 
     @property
     def local(self) -> bool:
@@ -53,11 +75,6 @@ class Context:
     @property
     def compiler(self) -> bool:
         return self.spec.training_compiler is not None
-
-    @property
-    def instance_count(self) -> int:
-        """The instance count checked: the number, or a pipeline parameter's default."""
-        return count_of(self.spec.instance_count)
 
     @property
     def gpus_per_instance(self) -> int | None:
@@ -113,22 +130,48 @@ class Context:
 
     @property
     def launchers(self) -> tuple[str, ...]:
-        """What the job launches with, as the keys of ``_facts.reserved``'s tables."""
+        """What the job launches with, as the keys of ``_facts.reserved``'s tables.
+
+        Follows the SDK's choice of hyperparameters: the PyTorch estimator runs ``pytorchddp``
+        as ``smdistributed.dataparallel``; an enabled ``pytorchddp`` (Hugging Face) or
+        ``torch_distributed`` replaces the other launchers' entries (except ``smdistributed``
+        beside torchrun in the PyTorch estimator).
+        """
         found: list[str] = ["compiler"] if self.compiler else []
-        distribution = self.distribution
+        distribution = dict(self.distribution)
+        pytorch = self.spec.estimator == "pytorch"
+        if pytorch and "pytorchddp" in distribution:
+            distribution["smdistributed"] = {"dataparallel": distribution.pop("pytorchddp")}
+        if self.model_parallel is not None:
+            if self.model_parallel_library == 2:  # smdistributed over torchrun
+                return (*found, "torch_distributed", "smdistributed.modelparallel")
+            return (*found, "mpi", "mpi.processes_per_host", "smdistributed.modelparallel")
+        if _enabled(distribution.get("pytorchddp")):
+            return (*found, "pytorchddp")
+        if "pytorchddp" not in distribution and _enabled(distribution.get("torch_distributed")):
+            found.append("torch_distributed")
+            if not (pytorch and "smdistributed" in distribution):
+                return tuple(found)
         xla_keys = ("pytorchxla", *tables.XLA_MISSPELLINGS) if self.compiler else ("pytorchxla",)
         if self.wants_xla_distribution or any(key in distribution for key in xla_keys):
             found.append("pytorchxla")
         mpi = distribution.get("mpi")
-        if self.model_parallel is not None:
-            found += ["mpi", "mpi.processes_per_host", "smdistributed.modelparallel"]
-        elif isinstance(mpi, Mapping):
+        if isinstance(mpi, Mapping):
             found.append("mpi")
-            if mpi.get("processes_per_host"):
+            if mpi.get("processes_per_host") or injects_processes(self):
                 found.append("mpi.processes_per_host")
-        if "torch_distributed" in distribution and "pytorchddp" not in distribution:
-            found.append("torch_distributed")
+        smdistributed = distribution.get("smdistributed")
+        if smdistributed is not None:
+            found.append("smdistributed")
+            if isinstance(smdistributed, Mapping) and _enabled(smdistributed.get("dataparallel")):
+                found.append("smdistributed.dataparallel")
+        if distribution.get("instance_groups") is not None:
+            found.append("instance_groups")
         return tuple(found)
+
+
+def _enabled(block: object) -> bool:
+    return isinstance(block, Mapping) and block.get("enabled") is True
 
 
 Rule = Callable[[Context], Iterator[Problem]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from safe_estimators._facts import tables
-from safe_estimators._problems import Problem, count, did_you_mean, join_path
+from safe_estimators._problems import Problem, count, did_you_mean, join_path, warning
 from safe_estimators._rules.context import Context
 
 
@@ -28,7 +28,14 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
         if key == "instance_groups":
             continue
         if not isinstance(value, Mapping):
-            yield Problem(path, f"must be a mapping like {{'enabled': True}}, got {value!r}.")
+            yield Problem(
+                path,
+                f"must be a mapping like {{'enabled': True}}, got {type(value).__name__} "
+                f"{value!r}.",
+                f"write {key}: {{enabled: true}}"
+                + (" (or {dataparallel: {enabled: true}})" if key == "smdistributed" else "")
+                + ".",
+            )
             continue
         for sub, subvalue in value.items():
             if sub not in known[key]:
@@ -38,7 +45,11 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
                     did_you_mean(str(sub), known[key]) or f"use: {', '.join(sorted(known[key]))}.",
                 )
             elif sub == "enabled" and type(subvalue) is not bool:
-                yield Problem(join_path(path, sub), f"must be true or false, got {subvalue!r}.")
+                yield Problem(
+                    join_path(path, sub),
+                    f"must be true or false, got {subvalue!r}.",
+                    "write enabled: true (a bool, not a string).",
+                )
 
 
 def mpi_processes(ctx: Context) -> Iterator[Problem]:
@@ -64,7 +75,12 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
     if ctx.instance is None or ctx.instance.accelerator_kind is not None:
         return
     for key in ("pytorchxla", "pytorchddp", "smdistributed"):
-        if key in ctx.distribution:
+        block = ctx.distribution.get(key)
+        if key == "smdistributed" and isinstance(block, Mapping):
+            block = block.get("dataparallel")
+        if key == "pytorchddp" and ctx.spec.estimator == "huggingface":
+            continue  # plain PyTorch DDP over mpirun there; gloo runs on CPUs
+        if isinstance(block, Mapping) and block.get("enabled") is True:
             yield Problem(
                 f"distribution.{key}",
                 f"needs GPUs, but {ctx.instance_name} has none.",
@@ -72,16 +88,51 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
             )
 
 
-def torch_distributed_full_version(ctx: Context) -> Iterator[Problem]:
-    """The SDK checks torch_distributed against full versions only: "2.0" is refused."""
-    spec = ctx.spec
-    if "torch_distributed" not in ctx.distribution or spec.estimator != "pytorch":
+_LAUNCHERS = ("pytorchxla", "pytorchddp", "torch_distributed", "parameter_server", "mpi")
+
+
+def _launches(distribution: Mapping[str, object]) -> bool:
+    """Some strategy in the distribution starts processes on the hosts."""
+    for key in _LAUNCHERS:
+        block = distribution.get(key)
+        if isinstance(block, Mapping) and block.get("enabled") is True:
+            return True
+    smd = distribution.get("smdistributed")
+    return isinstance(smd, Mapping) and any(
+        isinstance(b, Mapping) and b.get("enabled") is not False for b in smd.values()
+    )
+
+
+def _devices(ctx: Context) -> tuple[int, str]:
+    """Devices per instance a launcher would use, and their name: GPUs, or NeuronCores."""
+    instance = ctx.instance
+    if instance is not None and instance.accelerator_kind == "neuron":
+        return instance.neuron_cores or 0, "NeuronCore"
+    return ctx.gpus_per_instance or 0, "GPU"
+
+
+def no_launcher(ctx: Context) -> Iterator[Problem]:
+    """Several GPUs (or NeuronCores) and no launcher: one process per host, the rest idle."""
+    if ctx.compiler or ctx.model_parallel is not None or _launches(ctx.distribution):
         return
-    full = ctx.pytorch_version
-    if spec.framework_version is not None and full is not None and full != spec.framework_version:
-        yield Problem(
-            "framework_version",
-            f"{spec.framework_version!r} is a short alias of PyTorch {full}; the SageMaker SDK "
-            "checks torch_distributed against full versions only and refuses the alias.",
-            f"write framework_version={full!r}.",
-        )
+    if ctx.spec.instance_groups:
+        return  # groups without a launcher run one script per host by design (data loaders)
+    per_instance, noun = _devices(ctx)
+    total = per_instance * ctx.instance_count
+    if total <= 1:
+        return
+    idle = total - ctx.instance_count
+    if idle:
+        effect = f"unless the script spreads itself over them, {count(idle, noun)} sit idle"
+        if ctx.instance_count > 1:
+            effect += f", and the {ctx.instance_count} instances train independent copies"
+    else:
+        effect = f"the {ctx.instance_count} instances train independent copies"
+    yield warning(
+        "distribution",
+        f"is not set, but the job has {count(total, noun)} ({ctx.instance_count} x "
+        f"{ctx.instance_name}, {count(per_instance, noun)} each): SageMaker starts one training "
+        f"process per instance, so {effect}.",
+        "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process per "
+        f"{noun} and one job across the instances), or use a single {noun}.",
+    )

@@ -16,6 +16,8 @@ def instance_type_known(ctx: Context) -> Iterator[Problem]:
     name = ctx.instance_name
     if ctx.instance is not None or ctx.local or (ctx.parameterised and not name):
         return
+    if ctx.spec.instance_groups is not None:
+        return  # each group's type is checked where it is written (instance_groups rules)
     try:
         instance_catalog.get(name)
     except instance_catalog.UnknownInstanceType as exc:

@@ -235,21 +235,3 @@ def vpc_pair(ctx: Context) -> Iterator[Problem]:
             "runs outside your VPC (unless the SageMaker SDK config supplies both).",
             f"give {missing} too.",
         )
-
-
-def instance_groups_unsupported(ctx: Context) -> Iterator[Problem]:
-    """The SDK refuses instance_groups beside instance_type and instance_count at fit().
-
-    A job here always has an instance type (the checks are made against it), so a heterogeneous
-    cluster cannot be launched through safe_estimators yet: say so now, not at fit().
-    """
-    if ctx.spec.instance_groups is None:
-        return
-    yield Problem(
-        "instance_groups",
-        "heterogeneous clusters are not supported by safe_estimators yet: the SageMaker SDK "
-        "refuses instance_groups together with instance_type and instance_count (\"instance_count "
-        "and instance_type cannot be set when instance_groups is set\"), and every job here has "
-        "an instance type.",
-        "use instance_type and instance_count, or build this job with the SageMaker SDK directly.",
-    )

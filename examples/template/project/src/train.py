@@ -64,8 +64,9 @@ def main() -> None:
         model=model, args=training_args, train_dataset=train_dataset, tokenizer=tokenizer
     )
     trainer.train()
-    trainer.save_model(args.output_dir)
-    tokenizer.save_pretrained(args.output_dir)
+    trainer.save_model(args.output_dir)  # the Trainer saves from one process
+    if trainer.is_world_process_zero():  # under torchrun every GPU runs this script
+        tokenizer.save_pretrained(args.output_dir)
 
 
 def _mp_fn(index: int) -> None:

@@ -1,0 +1,91 @@
+"""MPI (``distribution={"mpi": {"enabled": True, ...}}``), the launcher of Horovod-style jobs.
+
+Facts: the SDK sends ``sagemaker_mpi_num_of_processes_per_host`` only when
+``processes_per_host`` is set (``Framework._distribution_configuration``); without it the
+training toolkit's MPI runner starts one process per GPU. Injecting that same number makes the
+count the job will use explicit, so plans and explanations show it and the rules check it.
+Under torchrun the PyTorch and Hugging Face estimators send no MPI settings at all (their
+``torch_distributed`` branch), so ``mpi`` beside it is ignored. Trainium refuses MPI (see
+``torchrun.trainium_only_torchrun``). SMP v1 jobs get their MPI block from ``model_parallel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from safe_estimators._distributions import torchrun
+from safe_estimators._distributions.instance_groups import group_note
+from safe_estimators._problems import Problem, count, warning
+from safe_estimators._resolved import Injection
+
+if TYPE_CHECKING:
+    from safe_estimators._rules.context import Context
+
+PATH = "distribution.mpi.processes_per_host"
+
+
+def enabled(distribution: Mapping[str, Any]) -> bool:
+    """MPI is on: the SDK reads ``mpi.enabled`` (default False)."""
+    block = distribution.get("mpi")
+    return isinstance(block, Mapping) and block.get("enabled") is True
+
+
+def injects_processes(ctx: Context) -> bool:
+    """The process count is derived from the GPU count (MPI on, no count given, GPUs known)."""
+    block = ctx.distribution.get("mpi")
+    return (
+        enabled(ctx.distribution)
+        and isinstance(block, Mapping)
+        and block.get("processes_per_host") is None
+        and not torchrun.enabled(ctx.distribution)
+        and bool(ctx.gpus_per_instance)
+    )
+
+
+def mpi_rules(ctx: Context) -> Iterator[Problem]:
+    """Idle GPUs with too few processes, and MPI settings that torchrun drops."""
+    block = ctx.distribution.get("mpi")
+    if not isinstance(block, Mapping):
+        return
+    if torchrun.enabled(ctx.distribution) and "smdistributed" not in ctx.distribution:
+        yield warning(
+            "distribution.mpi",
+            "is ignored: with torch_distributed enabled the SageMaker SDK launches torchrun and "
+            "sends none of the MPI settings.",
+            "remove mpi (torchrun starts one process per GPU), or remove torch_distributed to "
+            "launch with mpirun.",
+        )
+        return
+    processes = block.get("processes_per_host")
+    gpus = ctx.gpus_per_instance
+    if not enabled(ctx.distribution) or type(processes) is not int or not gpus:
+        return
+    if 0 < processes < gpus:
+        idle = gpus - processes
+        yield warning(
+            PATH,
+            f"is {processes}, but {ctx.instance_name}{group_note(ctx.group)} has "
+            f"{count(gpus, 'GPU')}: {count(idle, 'GPU')} per instance "
+            f"({idle * ctx.instance_count} in total) would sit idle.",
+            f"set it to {gpus} (one process per GPU), or pick an instance type with "
+            f"{count(processes, 'GPU')}.",
+        )
+
+
+def resolve_mpi(ctx: Context, kwargs: dict[str, Any], record: list[Injection]) -> None:
+    """Inject ``processes_per_host`` = GPUs per instance, the count the toolkit would start."""
+    if not injects_processes(ctx):
+        return
+    gpus = ctx.gpus_per_instance
+    kwargs["distribution"]["mpi"] = {**kwargs["distribution"]["mpi"], "processes_per_host": gpus}
+    record.append(
+        Injection(
+            PATH,
+            gpus,
+            f"{ctx.instance_name}{group_note(ctx.group)} has {count(gpus, 'GPU')}"
+            f"{ctx.gpu_assumption}: "
+            "one MPI process per GPU, the count the training toolkit starts without it, now "
+            "explicit and checked.",
+        )
+    )
