@@ -211,6 +211,20 @@ def _config_value(session: Any, path_name: str) -> Any:
     return get_config_value(getattr(config, path_name), getattr(session, "sagemaker_config", None))
 
 
+def submitting_session(region: str, check_request: Any) -> Any:
+    """A real sagemaker.Session for ``submit``: ``check_request`` sees CreateTrainingJob first.
+
+    The hook runs on botocore's ``provide-client-params`` event, so the request it raises on is
+    never sent.
+    """
+    import boto3
+    import sagemaker
+
+    boto_session = boto3.Session(region_name=region)
+    boto_session.events.register("provide-client-params.sagemaker.CreateTrainingJob", check_request)
+    return sagemaker.Session(boto_session=boto_session)
+
+
 def configured_role(session: Any) -> Any:
     """The execution role the SageMaker SDK config sets (TrainingJob.RoleArn), if any."""
     return _config_value(session, "TRAINING_JOB_ROLE_ARN_PATH")

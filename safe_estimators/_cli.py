@@ -308,25 +308,20 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> str:
-    import boto3
-    import sagemaker
-
-    from safe_estimators._build import build_estimator, configured_role
+    from safe_estimators._build import build_estimator, configured_role, submitting_session
     from safe_estimators._files import job_arguments
     from safe_estimators._plan import request_problems
     from safe_estimators._resolve import resolve_arguments
 
     arguments, source, prior = job_arguments(path, {}, project_root=project_root)
     job = resolve_arguments(arguments, source, prior)
-    boto_session = boto3.Session(region_name=region)
 
     def check(params: dict[str, Any], model: Any = None, **_: Any) -> None:
         problems = request_problems(params, model)
         if problems:
             raise ConfigError(problems, source=source)
 
-    boto_session.events.register("provide-client-params.sagemaker.CreateTrainingJob", check)
-    session = sagemaker.Session(boto_session=boto_session)
+    session = submitting_session(region, check)
     if not job.kwargs.get("role") and not configured_role(session):
         raise ConfigError(
             [
