@@ -53,10 +53,16 @@ try:
         from safe_estimators._cli import main
         code = main([command, target])
 finally:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    # Linux keeps ru_maxrss across fork and execve, so a child of a large pytest process would
+    # report its parent's size; VmHWM is the peak of this process image alone.
+    try:
+        with open("/proc/self/status") as status:
+            peak = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     sys.stdout.flush()
     seconds = time.monotonic() - start
-    sys.stderr.write(f"\nHOSTILE maxrss_kb={{usage.ru_maxrss}} seconds={{seconds:.2f}}\n")
+    sys.stderr.write(f"\nHOSTILE maxrss_kb={{peak}} seconds={{seconds:.2f}}\n")
 sys.exit(code)
 """
 
