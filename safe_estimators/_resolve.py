@@ -37,7 +37,6 @@ from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
 from safe_estimators._rules.compiler import profiling_asked
-from safe_estimators._rules.context import version_at_least
 from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
@@ -180,8 +179,8 @@ def script_context(ctx: Context) -> ScriptContext:
 def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
     """The launcher (a ScriptContext.launcher value) and its processes per instance.
 
-    Read from the raw ``distribution`` and ``model_parallel=`` as the SDK reads them; it stands in
-    for the resolved launcher until the launcher modules provide one.
+    Read from the raw ``distribution`` as the SDK reads it; the model parallel library generation
+    is the one the rules use (``Context.model_parallel_library``).
     """
     spec = ctx.spec
     dist = spec.distribution if isinstance(spec.distribution, Mapping) else {}
@@ -196,17 +195,16 @@ def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
     smd = dist.get("smdistributed")
     smd = smd if isinstance(smd, Mapping) else {}
     smp_block = smd.get("modelparallel")
-    # The SDK picks the SMP v2 image when torch_distributed is present beside modelparallel.
-    if isinstance(smp_block, Mapping) and smp_block.get("enabled") is not False:
-        if "torch_distributed" in dist:
-            return "smp-v2", devices
-        return "smp-v1", _mpi_per_host(ctx, devices)
-    if spec.model_parallel is not None:
-        version = _container_pytorch(ctx)
-        if version is None:
-            return None, None
-        if version_at_least(version, "2.0.1"):
-            return "smp-v2", devices
+    # The library generation the rules judge by (container version, SMP image, v2 options).
+    generation = ctx.model_parallel_library
+    refused = isinstance(smp_block, Mapping) and smp_block.get("enabled") is not False
+    if generation is None and refused:
+        # Options the parser refused: the SDK picks the SMP v2 image when torch_distributed is
+        # present beside modelparallel.
+        generation = 2 if "torch_distributed" in dist else 1
+    if generation == 2:
+        return "smp-v2", devices
+    if generation == 1:
         return "smp-v1", _mpi_per_host(ctx, devices)
     if on("dataparallel", smd.get("dataparallel")):
         return "smddp", devices

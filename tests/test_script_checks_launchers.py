@@ -62,13 +62,17 @@ def smp_v2(parameters: dict[str, Any]) -> dict[str, Any]:
           "framework_version": "2.4.1"}, "smp-v2", 8),
         ({"model_parallel": {"pipeline_parallel_degree": 2}, "framework_version": "1.13.1",
           "py_version": "py39"}, "smp-v1", 8),
+        # AWS's SMP image as image_uri (no framework version): v2, as the rules judge it.
+        ({"model_parallel": {"tensor_parallel_degree": 8}, "framework_version": None,
+          "py_version": None, "image_uri": "658645717510.dkr.ecr.us-west-2.amazonaws.com/"
+          "smdistributed-modelparallel:2.2.0-gpu-py310-cu121"}, "smp-v2", 8),
         ({"distribution": TORCHRUN, "instance_type": "ml.trn1.32xlarge",
           "framework_version": "2.0.0", "py_version": "py310"}, "torchrun", 32),
         ({"distribution": {"torch_distributed": {"enabled": False}}}, None, None),
         ({}, None, None),
     ],
     ids=["torchrun", "pytorchddp", "smddp", "mpi", "mpi-default", "smp-v2-distribution",
-         "smp-v2-argument", "smp-v1", "trainium", "torchrun-off", "single"],
+         "smp-v2-argument", "smp-v1", "smp-v2-image", "trainium", "torchrun-off", "single"],
 )
 def test_the_launcher_follows_the_distribution(
     arguments: dict[str, Any], launcher: str | None, processes: int | None
