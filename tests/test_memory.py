@@ -595,3 +595,30 @@ def test_offloaded_activations_keep_only_the_loading_horizon_on_the_gpu():
     )
     layout = memory_layout(gpus_per_instance=8, instance_count=1, model_parallel=mp)
     assert layout.offload_horizon == 4
+
+
+def test_a_pipeline_parameter_instance_count_is_estimated_at_its_default(sagemaker_session, role):
+    from sagemaker.workflow.parameters import ParameterInteger
+
+    count = ParameterInteger(name="InstanceCount", default_value=2)
+    est = build(
+        sagemaker_session, role, instance_count=count, framework_version="2.2.0",
+        py_version="py310", distribution={"torch_distributed": {"enabled": True}},
+        model={"parameters": "1B", "precision": "bf16"}, check_script=False,
+    )  # fmt: skip
+    assert safe_estimators.explain(est).memory.layout == "data-parallel over 16 accelerators"
+
+
+def test_with_instance_groups_the_launch_groups_accelerators_are_counted(sagemaker_session, role):
+    groups = [
+        {"instance_group_name": "data", "instance_type": "ml.c5.xlarge", "instance_count": 1},
+        {"instance_group_name": "train", "instance_type": "ml.p4d.24xlarge", "instance_count": 4},
+    ]
+    est = build(
+        sagemaker_session, role, instance_type=None, instance_groups=groups,
+        framework_version="2.2.0", py_version="py310", check_script=False,
+        distribution={"smdistributed": {"dataparallel": {"enabled": True}},
+                      "instance_groups": ["train"]},
+        model={"parameters": "1B", "precision": "bf16"},
+    )  # fmt: skip
+    assert safe_estimators.explain(est).memory.layout == "data-parallel over 32 accelerators"

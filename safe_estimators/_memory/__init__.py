@@ -42,11 +42,11 @@ def job_of(ctx: Any) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
     return job_estimate(
         spec.model,
         instance=ctx.instance,
-        instance_count=spec.instance_count,
+        instance_count=ctx.instance_count,  # the launch group's, or a pipeline parameter's default
         hyperparameters=spec.hyperparameters,
         distribution=spec.distribution,
         model_parallel=spec.model_parallel if ctx.model_parallel is None else ctx.model_parallel,
-        library=getattr(ctx, "model_parallel_library", None),
+        library=ctx.model_parallel_library,
     )
 
 
