@@ -390,7 +390,7 @@ def _fits(path: str, as_json: bool) -> int:
              "memory": p.estimate.to_dict()}
             for p in found
         ]  # fmt: skip
-        print(json.dumps(rows, indent=2, allow_nan=False))
+        _emit_json(rows)
         return EXIT_OK
     if not found:
         print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 instances)")
@@ -458,7 +458,7 @@ def _catalog(args: argparse.Namespace) -> int:
     if args.json:
         import attrs
 
-        print(json.dumps([attrs.asdict(t) for t in rows], indent=2, allow_nan=False))
+        _emit_json([attrs.asdict(t) for t in rows])
         return EXIT_OK
     header = (
         "instance type", "GPUs", "accelerator", "devices", "memory/device", "vCPUs", "EFA",
@@ -489,7 +489,7 @@ def _yes_no(value: bool | None) -> str:
 def _schema(args: argparse.Namespace) -> int:
     from safe_estimators._schema import spec_schema
 
-    print(json.dumps(spec_schema(), indent=2, allow_nan=False))
+    _emit_json(spec_schema())
     return EXIT_OK
 
 
