@@ -49,7 +49,10 @@ INSTANCE_TYPES = {
     "compiler-multi-gpu": ["ml.p3.8xlarge", "ml.p3.16xlarge", "ml.g5.12xlarge", "ml.g4dn.12xlarge"],
     "compiler-multi-node": ["ml.p4d.24xlarge", "ml.p3.16xlarge", "ml.p3dn.24xlarge"],
     "model-parallel-fp16": ["ml.p3.16xlarge", "ml.p4d.24xlarge", "ml.p3dn.24xlarge"],
+    "model-parallel-v2": ["ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge"],
 }
+# Examples whose instance count can vary without breaking a degree that names the world size.
+VARIABLE_COUNT = ("compiler-multi-node", "model-parallel-fp16")
 
 
 # --- the spec files -------------------------------------------------------------------------
@@ -59,27 +62,32 @@ def _toml_value(value: Any) -> str:
     return json.dumps(value)  # strings, numbers and booleans are spelt alike in TOML and JSON
 
 
-def _to_toml(data: dict[str, Any]) -> str:
-    """A TOML document for spec data (scalars and one or two levels of tables)."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    for key, table in data.items():
-        if not isinstance(table, dict):
-            continue
-        scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
-        if scalars:
-            lines += ["", f"[{key}]", *(f"{k} = {_toml_value(v)}" for k, v in scalars.items())]
-        for sub, inner in table.items():
-            if isinstance(inner, dict):
-                lines += ["", f"[{key}.{sub}]"]
-                lines += [f"{k} = {_toml_value(v)}" for k, v in inner.items()]
-    return "\n".join(lines) + "\n"
+def _to_toml(data: dict[str, Any], prefix: str = "") -> str:
+    """A TOML document for spec data: scalars and lists of scalars inline, tables and lists of
+    tables as headers, to any depth."""
+    lines = []
+    for key, value in data.items():
+        if not isinstance(value, dict) and not _is_table_list(value):
+            lines.append(f"{key} = {_toml_value(value)}")
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            lines += ["", f"[{name}]", _to_toml(value, f"{name}.").rstrip("\n")]
+        elif _is_table_list(value):
+            for item in value:
+                lines += ["", f"[[{name}]]", _to_toml(item, f"{name}.").rstrip("\n")]
+    return "\n".join(line for line in lines) + "\n"
+
+
+def _is_table_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
 def _vary(example: str, data: dict[str, Any], rng: random.Random, index: int) -> dict[str, Any]:
     out = json.loads(json.dumps(data))
-    out["source_dir"] = str(EXAMPLES / example)
-    out["instance_type"] = rng.choice(INSTANCE_TYPES[example])
-    if example in ("compiler-multi-node", "model-parallel-fp16"):
+    if example in INSTANCE_TYPES:  # the others (groups, a memory fit) stay on their own types
+        out["instance_type"] = rng.choice(INSTANCE_TYPES[example])
+    if example in VARIABLE_COUNT:
         out["instance_count"] = rng.randint(1, 4)
     out["base_job_name"] = f"bench-{example}-{index}"
     hyperparameters = out.setdefault("hyperparameters", {})
@@ -95,11 +103,15 @@ def _vary(example: str, data: dict[str, Any], rng: random.Random, index: int) ->
 def write_specs(folder: Path, count: int, seed: int = 0) -> list[Path]:
     """``count`` valid spec files: the examples with varied values, in all three formats."""
     rng = random.Random(seed)
+    # One project (a folder with .git) holds the copies and the examples' code they point at:
+    # paths that leave the spec's project are refused, as they would be for a user.
+    (folder / ".git").mkdir()
+    shutil.copytree(EXAMPLES, folder / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     sources = []
-    for spec in sorted(EXAMPLES.glob("*/job.*")):
+    for spec in sorted((folder / "examples").glob("*/job.*")):
         data, problems = read_spec_data(spec)
         assert data is not None, problems
-        sources.append((spec.parent.name, data))
+        sources.append((spec.parent.name, relative_to_file(spec.parent, data)))
     paths = []
     for index in range(count):
         example, data = sources[index % len(sources)]

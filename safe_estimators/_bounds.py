@@ -8,6 +8,7 @@ interpreter's recursion limit.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import stat
@@ -18,7 +19,15 @@ import attrs
 
 from safe_estimators._problems import MAX_PROBLEMS
 
-__all__ = ["MAX_PROBLEMS", "is_inside", "printable", "quote", "shape_problems", "walk_tree"]
+__all__ = [
+    "MAX_PROBLEMS",
+    "is_inside",
+    "printable",
+    "quote",
+    "real_path",
+    "shape_problems",
+    "walk_tree",
+]
 
 # Everything CreateTrainingJob accepts (100 hyperparameters of 2,500 characters, 100 environment
 # entries of 512, 50 tags, ...) fits in about 400 kB; a spec file larger than this is not a job.
@@ -205,54 +214,126 @@ def _join(where: str, key: object) -> str:
     return f"{where}.{text}" if where else text
 
 
+# Linux names every open file's real path under /proc/self/fd: three system calls, where
+# os.path.realpath (pure Python) makes one lstat per component; a validation resolves a handful
+# of paths, and a CI run thousands.
+_PROC_FD = "/proc/self/fd"
+_HAS_PROC_FD = os.path.isdir(_PROC_FD) and hasattr(os, "O_PATH")
+
+
+def real_path(path: str | os.PathLike[str]) -> str:
+    """``os.path.realpath(path)``: absolute, links resolved (a missing path as realpath does)."""
+    if _HAS_PROC_FD:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            pass  # missing, a dangling link, a NUL byte: realpath's own rules apply
+        else:
+            try:
+                resolved = os.readlink(f"{_PROC_FD}/{fd}")
+            except OSError:
+                resolved = ""
+            finally:
+                os.close(fd)
+            if resolved.startswith(os.sep) and not resolved.endswith(" (deleted)"):
+                return resolved
+    return os.path.realpath(path)
+
+
+def is_inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    """``path`` is ``root`` or below it (both already real paths)."""
+    path, root = os.fspath(path), os.fspath(root)
+    return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
+
+
+def too_wide_to_package(folder: str | os.PathLike[str]) -> str | None:
+    """Why ``folder`` must not be a source_dir (the disk root, a home folder), or None."""
+    real = real_path(folder)
+    if real == os.sep:
+        return "is the root of the file system"
+    if real == _real_home(os.path.expanduser("~")) or os.path.dirname(real) == "/home":
+        return "is a home folder"
+    if real == "/root":
+        return "is a home folder"
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _real_home(home: str) -> str:
+    # Keyed by $HOME as given: resolving it walks every component, on every check otherwise.
+    return real_path(home)
+
+
+def project_folder(folder: str | os.PathLike[str]) -> Path:
+    """The project a spec file or source_dir belongs to: the nearest folder above it holding
+    ``.git`` (the repository anyone changing the spec can change anyway), else the folder."""
+    start = candidate = real_path(folder)
+    while candidate != os.sep:
+        if os.path.exists(os.path.join(candidate, ".git")):
+            return Path(candidate)
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            break
+        candidate = parent
+    return Path(start)
+
+
 @attrs.frozen
 class Tree:
     """What a bounded walk of a folder found: files (real paths), and why it stopped or skipped."""
 
-    files: tuple[Path, ...]
-    outside_links: tuple[tuple[Path, Path], ...]  # (link, where it points), leaving the root
+    files: tuple[str, ...]
+    outside_links: tuple[tuple[str, str], ...]  # (link, where it points), leaving the root
     truncated: str | None  # why the walk stopped early, or None
     too_deep: bool = False  # it stopped at MAX_TREE_DEPTH
 
 
-def walk_tree(root: Path) -> Tree:
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def walk_tree(root: str | os.PathLike[str]) -> Tree:
     """Every file under ``root``, iteratively, bounded in depth and entries.
 
     Links are followed only while they stay inside ``root`` (each real folder once); a link
     that leaves it is reported, not followed: SageMaker's SDK packages source_dir with
     ``tarfile.open(..., dereference=True)``, so it would upload what the link points to.
     """
-    real_root = Path(os.path.realpath(root))
-    files: list[Path] = []
-    outside: list[tuple[Path, Path]] = []
+    # Strings and the directory entries' own types, not pathlib and a stat per entry: every
+    # validation walks source_dir, and CI validates folders of specs sharing one.
+    real_root = real_path(root)
+    files: list[str] = []
+    outside: list[tuple[str, str]] = []
     seen_dirs = {real_root}
-    stack: list[tuple[Path, int]] = [(real_root, 0)]
+    stack: list[tuple[str, int]] = [(real_root, 0)]
     entries = 0
     while stack:
         folder, depth = stack.pop()
         try:
             with os.scandir(folder) as it:
-                listed = list(it)
+                listed = sorted(it, key=_name)
         except OSError:
             continue
-        for entry in sorted(listed, key=lambda e: e.name):
+        for entry in listed:
             entries += 1
             if entries > MAX_TREE_ENTRIES:
                 return Tree(tuple(files), tuple(outside), f"more than {MAX_TREE_ENTRIES:,} entries")
-            path = Path(entry.path)
+            path = entry.path
             try:
                 if entry.is_symlink():
-                    target = Path(os.path.realpath(path))
+                    target = real_path(path)
                     if not is_inside(target, real_root):
                         outside.append((path, target))
                         continue
                     mode = os.stat(target).st_mode
+                    is_dir, is_file = stat.S_ISDIR(mode), stat.S_ISREG(mode)
                 else:
                     target = path
-                    mode = entry.stat(follow_symlinks=False).st_mode
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_file = not is_dir and entry.is_file(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(mode):
+            if is_dir:
                 if target in seen_dirs:
                     continue
                 if depth + 1 >= MAX_TREE_DEPTH:
@@ -264,32 +345,6 @@ def walk_tree(root: Path) -> Tree:
                     )
                 seen_dirs.add(target)
                 stack.append((path, depth + 1))
-            elif stat.S_ISREG(mode):
+            elif is_file:
                 files.append(path)
     return Tree(tuple(files), tuple(outside), None)
-
-
-def is_inside(path: Path, root: Path) -> bool:
-    """``path`` is ``root`` or below it (both already real paths)."""
-    return path == root or root in path.parents
-
-
-def too_wide_to_package(folder: Path) -> str | None:
-    """Why ``folder`` must not be a source_dir (the disk root, a home folder), or None."""
-    real = Path(os.path.realpath(folder))
-    if real == Path(real.anchor):
-        return "is the root of the file system"
-    homes = {Path(os.path.realpath(Path.home()))}
-    if real in homes or real.parent == Path("/home") or real == Path("/root"):
-        return "is a home folder"
-    return None
-
-
-def project_folder(folder: Path) -> Path:
-    """The project a spec file or source_dir belongs to: the nearest folder above it holding
-    ``.git`` (the repository anyone changing the spec can change anyway), else the folder."""
-    start = Path(os.path.realpath(folder))
-    for candidate in (start, *start.parents):
-        if candidate != Path(candidate.anchor) and (candidate / ".git").exists():
-            return candidate
-    return start

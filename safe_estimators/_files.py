@@ -15,6 +15,7 @@ from safe_estimators._bounds import (
     MAX_SPEC_BYTES,
     is_inside,
     project_folder,
+    real_path,
     quote,
     shape_problems,
     too_wide_to_package,
@@ -236,7 +237,7 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     and upload whatever they point to (the SDK follows links), so they are refused."""
     if data.get("git_config"):
         return []  # the paths are inside the repository that git_config clones
-    real_root = Path(os.path.realpath(root))
+    real_root = Path(real_path(root))
     given = data.get("source_dir")
     source_dir = given if isinstance(given, str) and "://" not in given else None
     checks: list[tuple[str, str, Path, Path]] = []
@@ -245,7 +246,7 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     entry_point = data.get("entry_point")
     if isinstance(entry_point, str) and "://" not in entry_point:
         if source_dir is not None:
-            inside = Path(os.path.realpath(folder / source_dir))
+            inside = Path(real_path(folder / source_dir))
             checks.append(("entry_point", entry_point, folder / source_dir / entry_point, inside))
         elif given is None:
             checks.append(("entry_point", entry_point, folder / entry_point, real_root))
@@ -262,7 +263,7 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     for name, written, target, inside in checks:
         if wide and name == "source_dir":
             continue
-        real = Path(os.path.realpath(target))
+        real = Path(real_path(target))
         if not is_inside(real, inside):
             where = "source_dir" if inside != real_root else f"the project ({quote(str(inside))})"
             problems.append(

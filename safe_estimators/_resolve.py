@@ -10,7 +10,6 @@ import functools
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -266,13 +265,15 @@ def _script_path(spec: JobSpec) -> str | None:
     return path if os.path.isfile(path) else None
 
 
-def _source_fingerprint(script: str, source_dir: str | None) -> tuple[tuple[str, int, int], ...]:
+def _source_fingerprint(ctx: Context, script: str) -> tuple[tuple[str, int, int], ...]:
     """Name, size and modification time of every Python file the checks may read."""
-    root = source_dir or os.path.dirname(script) or "."
     found = [(script, *_size_and_mtime(script))]
-    # Bounded and iterative (os.walk recurses once per level); links out of the tree not taken.
-    paths = [str(p) for p in walk_tree(Path(root)).files if p.suffix == ".py"]
-    found += [(path, *_size_and_mtime(path)) for path in paths]
+    if ctx.spec.source_dir is not None:
+        tree = ctx.source_tree  # the walk the upload rule made; None for a folder too wide
+    else:  # the script's own folder: what it imports from beside it
+        tree = walk_tree(os.path.dirname(script) or ".")
+    if tree is not None:
+        found += [(path, *_size_and_mtime(path)) for path in tree.files if path.endswith(".py")]
     return tuple(sorted(found))
 
 
@@ -303,7 +304,7 @@ def check_entry_point(ctx: Context) -> list[Finding]:
     if script is None:
         return []
     spec = ctx.spec
-    fingerprint = _source_fingerprint(script, spec.source_dir)
+    fingerprint = _source_fingerprint(ctx, script)
     return list(
         _cached_script_checks(spec.entry_point, spec.source_dir, script_context(ctx), fingerprint)
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -9,6 +11,7 @@ import attrs
 from packaging.version import InvalidVersion
 
 import instance_catalog
+from safe_estimators._bounds import Tree, too_wide_to_package, walk_tree
 from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._distributions.mpi import injects_processes
 from safe_estimators._facts import tables
@@ -25,7 +28,11 @@ LOCAL_TYPES = ("local", "local_gpu")
 
 @attrs.frozen
 class Context:
-    """A spec with the facts the rules need: its catalog entry and its parsed parts."""
+    """A spec with the facts the rules need: its catalog entry and its parsed parts.
+
+    Derived facts that several rules read (the container's PyTorch version, the launchers, the
+    walk of source_dir) are computed once per check: the spec is frozen, so they cannot change.
+    """
 
     spec: JobSpec
     instance: instance_catalog.InstanceType | None
@@ -92,7 +99,7 @@ class Context:
         each = "" if gpus is None else f" ({gpus} GPU{'s' if gpus != 1 else ''} each)"
         return f"{self.instance_count} x {self.instance_name}{each}"
 
-    @property
+    @functools.cached_property
     def pytorch_version(self) -> str | None:
         """The full PyTorch version of the container, aliases resolved as the SDK does."""
         spec = self.spec
@@ -115,7 +122,7 @@ class Context:
             return None
         return spec.framework_version if spec.estimator == "pytorch" else spec.pytorch_version
 
-    @property
+    @functools.cached_property
     def model_parallel_library(self) -> int | None:
         """1 or 2: the model parallel library generation the job runs; None without one."""
         if self.model_parallel is None:
@@ -128,7 +135,19 @@ class Context:
         """A compiler job that needs the PyTorch/XLA launcher: more than one GPU in total."""
         return self.compiler and (self.total_gpus or 0) > 1
 
-    @property
+    @functools.cached_property
+    def source_tree(self) -> Tree | None:
+        """A local source_dir walked once per check (the upload rule and the script checks read
+        it); None when there is no local folder, or when it is too wide to walk (the disk root,
+        a home folder: the upload rule refuses those)."""
+        source_dir = self.spec.source_dir
+        if not isinstance(source_dir, str) or "://" in source_dir or not os.path.isdir(source_dir):
+            return None
+        if too_wide_to_package(source_dir):
+            return None
+        return walk_tree(source_dir)
+
+    @functools.cached_property
     def launchers(self) -> tuple[str, ...]:
         """What the job launches with, as the keys of ``_facts.reserved``'s tables.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from safe_estimators._bounds import (
     MAX_PROBLEMS,
@@ -13,7 +12,6 @@ from safe_estimators._bounds import (
     project_folder,
     quote,
     too_wide_to_package,
-    walk_tree,
 )
 from safe_estimators._facts import tables
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
@@ -79,7 +77,7 @@ def source_dir_contents(ctx: Context) -> Iterator[Problem]:
     source_dir = ctx.spec.source_dir
     if not isinstance(source_dir, str) or "://" in source_dir or not os.path.isdir(source_dir):
         return
-    wide = too_wide_to_package(Path(source_dir))
+    wide = too_wide_to_package(source_dir)
     if wide:
         yield Problem(
             "source_dir",
@@ -87,13 +85,16 @@ def source_dir_contents(ctx: Context) -> Iterator[Problem]:
             "point source_dir at the folder that holds the training code.",
         )
         return
-    tree = walk_tree(Path(source_dir))
-    project = project_folder(Path(source_dir))
+    tree = ctx.source_tree
+    if tree is None:
+        return
+    # The project is looked up only for a link that leaves source_dir: it costs a stat per level.
+    project = project_folder(source_dir) if tree.outside_links else None
     for link, target in tree.outside_links[:MAX_PROBLEMS]:
-        outside_project = not is_inside(target, project)
+        outside_project = project is None or not is_inside(target, project)
         yield Problem(
             "source_dir",
-            f"{quote(str(link))} links to a file outside "
+            f"{quote(link)} links to a file outside "
             f"{'the project' if outside_project else 'source_dir'}; the SDK follows links "
             "when it packages source_dir, so it would upload that file.",
             "copy what the job needs into source_dir and remove the link.",
