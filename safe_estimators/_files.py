@@ -15,8 +15,8 @@ from safe_estimators._bounds import (
     MAX_SPEC_BYTES,
     is_inside,
     project_folder,
-    real_path,
     quote,
+    real_path,
     shape_problems,
     too_wide_to_package,
 )
