@@ -15,6 +15,7 @@ message that quotes a value (which must never print a suspected secret):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -216,6 +217,18 @@ def secret_name(key: object, *, numeric: bool = False) -> bool:
     """
     if not isinstance(key, str):
         return False
+    if len(key) > _MEMO_MAX:
+        return _secret_name(key, numeric)
+    return _memo_secret_name(key, numeric)
+
+
+# Every check reads every hyperparameter and environment name and value, and jobs repeat them
+# (a sweep, a folder of specs): short ones are remembered. Long texts are rare and would make
+# the memo hold megabytes.
+_MEMO_MAX = 256
+
+
+def _secret_name(key: str, numeric: bool) -> bool:
     words = name_words(key.lstrip("-"))
     if not words or words[-1] in BENIGN_LAST_WORDS or "_".join(words[-2:]) in BENIGN_LAST_WORDS:
         return False
@@ -245,7 +258,16 @@ def redacted(value: object) -> str:
     return f"{shown!r}… ({len(text)} characters)" if shown else f"({len(text)} characters)"
 
 
+_memo_secret_name = functools.lru_cache(maxsize=4096)(_secret_name)
+
+
 def _value_kind(text: str, aws_context: bool) -> str | None:
+    if len(text) > _MEMO_MAX:
+        return _find_value_kind(text, aws_context)
+    return _memo_value_kind(text, aws_context)
+
+
+def _find_value_kind(text: str, aws_context: bool) -> str | None:
     if SECRET_REFERENCE.match(text):
         return None
     for kind, pattern in SECRET_VALUES:
@@ -254,6 +276,9 @@ def _value_kind(text: str, aws_context: bool) -> str | None:
     if (aws_context or _AWS_ID.search(text)) and AWS_SECRET_SHAPE.search(text):
         return "an AWS secret access key"
     return None
+
+
+_memo_value_kind = functools.lru_cache(maxsize=4096)(_find_value_kind)
 
 
 def redacted_if_secret(text: str) -> str | None:
