@@ -237,39 +237,44 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     and upload whatever they point to (the SDK follows links), so they are refused."""
     if data.get("git_config"):
         return []  # the paths are inside the repository that git_config clones
-    real_root = Path(real_path(root))
+    # Plain strings: this runs for every file a CI job validates.
+    base = os.fspath(folder)
+    real_root = real_path(root)
     given = data.get("source_dir")
     source_dir = given if isinstance(given, str) and "://" not in given else None
-    checks: list[tuple[str, str, Path, Path]] = []
+    checks: list[tuple[str, str, str, str]] = []
     if source_dir is not None:
-        checks.append(("source_dir", source_dir, folder / source_dir, real_root))
+        checks.append(("source_dir", source_dir, os.path.join(base, source_dir), real_root))
     entry_point = data.get("entry_point")
     if isinstance(entry_point, str) and "://" not in entry_point:
         if source_dir is not None:
-            inside = Path(real_path(folder / source_dir))
-            checks.append(("entry_point", entry_point, folder / source_dir / entry_point, inside))
+            inside = real_path(os.path.join(base, source_dir))
+            target = os.path.join(base, source_dir, entry_point)
+            checks.append(("entry_point", entry_point, target, inside))
         elif given is None:
-            checks.append(("entry_point", entry_point, folder / entry_point, real_root))
+            checks.append(("entry_point", entry_point, os.path.join(base, entry_point), real_root))
     model = data.get("model")
     if isinstance(model, dict) and isinstance(model.get("config"), str) and model["config"]:
-        checks.append(("model.config", model["config"], folder / model["config"], real_root))
+        config = model["config"]
+        checks.append(("model.config", config, os.path.join(base, config), real_root))
     dependencies = data.get("dependencies")
     if isinstance(dependencies, list):
         for i, dependency in enumerate(dependencies):
             if isinstance(dependency, str) and "://" not in dependency:
-                checks.append((f"dependencies.{i}", dependency, folder / dependency, real_root))
+                target = os.path.join(base, dependency)
+                checks.append((f"dependencies.{i}", dependency, target, real_root))
     problems = []
-    wide = too_wide_to_package(folder / source_dir) if source_dir is not None else None
+    wide = too_wide_to_package(os.path.join(base, source_dir)) if source_dir is not None else None
     for name, written, target, inside in checks:
         if wide and name == "source_dir":
             continue
-        real = Path(real_path(target))
+        real = real_path(target)
         if not is_inside(real, inside):
-            where = "source_dir" if inside != real_root else f"the project ({quote(str(inside))})"
+            where = "source_dir" if inside != real_root else f"the project ({quote(inside)})"
             problems.append(
                 Problem(
                     name,
-                    f"{quote(written)} resolves to {quote(str(real))}, outside {where}; plan and "
+                    f"{quote(written)} resolves to {quote(real)}, outside {where}; plan and "
                     "submit would package and upload it.",
                     "move the file into the project, or name a wider project explicitly "
                     "(load_spec(..., project_root=...), or --project-root on the command line).",

@@ -31,6 +31,12 @@ _INT_11_ONLY = re.compile(r"[-+]?(?:0b[01_]+|0[0-7_]+|[0-9][0-9_]*(?::[0-5]?[0-9
 _FLOAT_11_ONLY = re.compile(r".*[:_].*")
 
 
+# Resolved scalars, keyed by (tag, text, implicit, style); bounded in entries and in text size.
+_SCALARS: dict[tuple[Any, ...], tuple[str, Any]] = {}
+_MEMO_ENTRIES = 4096
+_MEMO_MAX = 256
+
+
 class _Refused(Exception):
     """A bound was exceeded: stop reading (the problem is already recorded)."""
 
@@ -152,44 +158,69 @@ class _Reader:
             raise _Refused
 
     def scalar(self, event: Any, line: int) -> Any:
+        value = event.value
+        key = (event.tag, value, event.implicit, event.style)
+        # Keys and common values repeat in every spec: each distinct short scalar is resolved
+        # and constructed once per process (the result is an immutable str, number or bool).
+        outcome = _SCALARS.get(key)
+        if outcome is None:
+            outcome = self.resolve_scalar(event)
+            if len(value) <= _MEMO_MAX:
+                if len(_SCALARS) >= _MEMO_ENTRIES:
+                    _SCALARS.clear()
+                _SCALARS[key] = outcome
+        kind, result = outcome
+        if kind == "merge":
+            at_key = bool(self.stack) and self.stack[-1].is_map and self.stack[-1].key is _NO_KEY
+            if at_key:
+                return _MERGE
+            kind, result = "tag", _TAG + "merge"
+        if kind == "value":
+            return result
+        if kind == "tag":
+            self.refuse(
+                self.where(),
+                line,
+                f"the YAML tag {result!r} is not supported in spec files.",
+                "remove the tag; write a plain string, number or true/false.",
+            )
+        elif kind == "surprise":
+            self.refuse(
+                self.where(),
+                line,
+                f"{value!r} {result}",
+                'quote it ("' + value + '") if you mean the text, or write '
+                "the value explicitly (true/false, a plain decimal number).",
+            )
+        else:  # e.g. an integer over Python's 4,300-digit limit
+            self.refuse(
+                self.where(),
+                line,
+                f"cannot be read as {result}.",
+                "write a smaller number, or quote it.",
+            )
+        return None
+
+    def resolve_scalar(self, event: Any) -> tuple[str, Any]:
+        """What a scalar event is: ("value", the value), or why it is refused."""
         tag = event.tag
         value = event.value
         plain = event.implicit[0]
         if tag is None or tag == "!":
             tag = self.loader.resolve(self.yaml.ScalarNode, value, event.implicit)
-        at_key = bool(self.stack) and self.stack[-1].is_map and self.stack[-1].key is _NO_KEY
-        if tag == _TAG + "merge" and plain and at_key:
-            return _MERGE
+        if tag == _TAG + "merge" and plain:
+            return "merge", None
         if tag not in _SCALAR_TAGS:
-            self.refuse(
-                self.where(),
-                line,
-                f"the YAML tag {tag!r} is not supported in spec files.",
-                "remove the tag; write a plain string, number or true/false.",
-            )
-            return None
+            return "tag", tag
         if plain:
             surprise = _yaml11_surprise(tag, value)
             if surprise:
-                self.refuse(
-                    self.where(),
-                    line,
-                    f"{value!r} {surprise}",
-                    'quote it ("' + value + '") if you mean the text, or write '
-                    "the value explicitly (true/false, a plain decimal number).",
-                )
-                return None
+                return "surprise", surprise
         node = self.yaml.ScalarNode(tag, value, style=event.style)
         try:
-            return self.loader.yaml_constructors[tag](self.loader, node)
-        except Exception as exc:  # e.g. an integer over Python's 4,300-digit limit
-            self.refuse(
-                self.where(),
-                line,
-                f"cannot be read as {tag[len(_TAG) :]}: {type(exc).__name__}.",
-                "write a smaller number, or quote it.",
-            )
-            return None
+            return "value", self.loader.yaml_constructors[tag](self.loader, node)
+        except Exception as exc:
+            return "error", f"{tag[len(_TAG) :]}: {type(exc).__name__}"
 
     def alias(self, event: Any, line: int) -> None:
         name = event.anchor

@@ -296,6 +296,16 @@ def secret_kind(key: str, value: object, *, aws_context: bool = False) -> str | 
     """Say what kind of secret ``key=value`` looks like, or None when it looks harmless."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
+    short = not isinstance(value, str) or len(value) <= _MEMO_MAX
+    if short and type(key) is str and len(key) <= _MEMO_MAX and type(value) in _PLAIN:
+        return _memo_secret_kind(key, value, aws_context)
+    return _secret_kind(key, value, aws_context)
+
+
+_PLAIN = (str, int, float)
+
+
+def _secret_kind(key: str, value: str | int | float, aws_context: bool) -> str | None:
     if not isinstance(value, str):
         numeric = secret_name(key, numeric=True) and str(value) not in _NOT_SECRETS
         return "a password (by its name)" if numeric else None
@@ -305,6 +315,10 @@ def secret_kind(key: str, value: object, *, aws_context: bool = False) -> str | 
     if secret_name(key) and value.strip().lower() not in _NOT_SECRETS:
         return None if SECRET_REFERENCE.match(value) else "a secret (by its name)"
     return None
+
+
+# typed: 1, 1.0 and "1" are judged apart (only a string can hold a token).
+_memo_secret_kind = functools.lru_cache(maxsize=4096, typed=True)(_secret_kind)
 
 
 def find_secrets(path: str, value: Any) -> Iterator[tuple[str, str, str]]:
@@ -319,6 +333,11 @@ def find_secrets(path: str, value: Any) -> Iterator[tuple[str, str, str]]:
     seen: set[int] = set()
     while stack:
         where, key, item, aws = stack.pop()
+        if type(item) in _PLAIN:  # most values: no pipeline default, no children
+            kind = secret_kind(key, item, aws_context=aws)
+            if kind:
+                yield where, kind, redacted(item)
+            continue
         default = getattr(item, "default_value", None) if hasattr(item, "to_string") else None
         if default is not None:
             item = default
