@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import re
 import sys
@@ -34,18 +33,22 @@ EXIT_CODES = """exit codes:
 # entered by the first and undone by the last (the state saved by the first is what comes back).
 _quiet_lock = threading.Lock()
 _quiet_calls = 0
-_quiet_saved: tuple[int, list[Any], bool] = (0, [], False)
+_quiet_saved: tuple[int | None, list[Any], bool] = (None, [], False)
 _V2_WARNING = "SAGEMAKER_SUPPRESS_V2_WARNING"
 
 
 @contextlib.contextmanager
-def _quiet(verbose: bool) -> Iterator[None]:
+def _quiet(verbose: bool, sdk: bool = True) -> Iterator[None]:
     """Keep the output to what the user asked for: no SDK banners, INFO lines or deprecations.
 
     Undone on the way out, so calling ``main()`` in a notebook, a test or several threads
-    leaves logging, warning filters and the environment as they were.
+    leaves logging, warning filters and the environment as they were. ``sdk``: the command may
+    load the SageMaker SDK (whose loggers talk); without it, and with logging not loaded by
+    anyone yet, nothing can log and the logging module is not loaded just to silence it.
     """
     if verbose:
+        import logging
+
         handler = logging.StreamHandler(sys.stderr)
         root, level = logging.getLogger(), logging.getLogger().level
         root.addHandler(handler)
@@ -60,10 +63,14 @@ def _quiet(verbose: bool) -> Iterator[None]:
     with _quiet_lock:
         if _quiet_calls == 0:
             filters = list(warnings.filters)
-            _quiet_saved = (logging.root.manager.disable, filters, _V2_WARNING in os.environ)
+            _quiet_saved = (None, filters, _V2_WARNING in os.environ)
             os.environ.setdefault(_V2_WARNING, "1")
-            logging.disable(logging.WARNING)
             warnings.simplefilter("ignore")
+        if _quiet_saved[0] is None and (sdk or "logging" in sys.modules):
+            import logging
+
+            _quiet_saved = (logging.root.manager.disable, *_quiet_saved[1:])
+            logging.disable(logging.WARNING)
         _quiet_calls += 1
     try:
         yield
@@ -72,7 +79,10 @@ def _quiet(verbose: bool) -> Iterator[None]:
             _quiet_calls -= 1
             if _quiet_calls == 0:
                 disabled, filters, had_variable = _quiet_saved
-                logging.disable(disabled)
+                if disabled is not None:
+                    import logging
+
+                    logging.disable(disabled)
                 warnings.filters[:] = filters  # type: ignore[index]
                 warnings._filters_mutated()  # type: ignore[attr-defined]
                 if not had_variable:
@@ -594,6 +604,10 @@ def _usage(parser: argparse.ArgumentParser, message: str, as_json: bool) -> int:
     return EXIT_USAGE
 
 
+# The commands that load the SageMaker SDK; the others never load logging just to quiet it.
+_SDK_COMMANDS = (_plan, _submit)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see ``EXIT_CODES``)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -606,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     try:
-        with _quiet(args.verbose):
+        with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS):
             result: Any = args.run(args)
     except _UsageError as exc:
         return _usage(parser, str(exc), args.json)

@@ -23,24 +23,20 @@ from safe_estimators._bounds import (
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._spec import JobSpec, spec_arguments
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 SUFFIXES = (".yaml", ".yml", ".json", ".toml")
 
 
 def _parse(path: Path, text: str) -> tuple[Any, list[Problem]]:
     suffix = path.suffix.lower()
     if suffix in (".json", ".toml"):
-        data = (
-            json.loads(text, object_pairs_hook=_unique_keys)
-            if suffix == ".json"
-            else (
-                tomllib.loads(text)  # TOML itself refuses duplicate keys
-            )
-        )
+        if suffix == ".json":
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        else:  # loaded here: only TOML files pay for the parser
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # pragma: no cover - Python 3.10
+                import tomli as tomllib
+            data = tomllib.loads(text)  # TOML itself refuses duplicate keys
         found = shape_problems(data)
         return (None, [Problem(p.path, p.message, p.hint) for p in found]) if found else (data, [])
     from safe_estimators._yaml import load_yaml

@@ -7,7 +7,6 @@ step hands to the SDK unchanged.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,6 @@ from safe_estimators._distributions.instance_groups import (
 )
 from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_launchers
 from safe_estimators._distributions.model_parallel import (
-    ParallelLayout,
     attach_launcher,
     check_model_parallel,
     parse_model_parallel,
@@ -31,7 +29,7 @@ from safe_estimators._distributions.model_parallel import (
     split_distribution,
 )
 from safe_estimators._facts import tables
-from safe_estimators._memory import MemoryEstimate, check_memory, job_of
+from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
@@ -47,9 +45,9 @@ from safe_estimators._spec import (
 )
 
 if TYPE_CHECKING:  # imported where used: a spec without a local script never loads the checks
+    from safe_estimators._distributions.model_parallel import ParallelLayout
+    from safe_estimators._memory import MemoryEstimate
     from safe_estimators._script_checks import Finding, ScriptContext
-
-logger = logging.getLogger("safe_estimators")
 
 # Spec fields handed to the estimator as they are (when set).
 _PASSED_THROUGH = (
@@ -487,11 +485,13 @@ def _resolved_job(
     spec = ctx.spec
     kwargs, injections, layout = _kwargs(ctx)
     warnings = tuple(p for p in problems if p.severity == "warning")
-    for problem in warnings:
-        logger.warning("%s", problem)
     script_warnings = tuple(f for f in findings if f.severity == "warning")
-    for finding in script_warnings:
-        logger.warning("%s", finding)
+    if warnings or script_warnings:
+        import logging  # only a job with warnings needs it; validate never logs
+
+        logger = logging.getLogger("safe_estimators")
+        for item in (*warnings, *script_warnings):
+            logger.warning("%s", item)
     return ResolvedJob(
         spec,
         kwargs,

@@ -15,15 +15,17 @@ Nothing here imports ``sagemaker``.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from safe_estimators._memory.accounting import MemoryEstimate, estimate
-from safe_estimators._memory.complete import complete_shape
-from safe_estimators._memory.fixes import Job
-from safe_estimators._memory.layout import MemoryLayout, memory_layout
-from safe_estimators._memory.rule import job_estimate, memory_problems
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._problems import Problem
+
+if TYPE_CHECKING:
+    from safe_estimators._memory.accounting import MemoryEstimate, estimate
+    from safe_estimators._memory.complete import complete_shape
+    from safe_estimators._memory.fixes import Job
+    from safe_estimators._memory.layout import MemoryLayout, memory_layout
 
 __all__ = [
     "MemoryEstimate",
@@ -35,10 +37,29 @@ __all__ = [
     "memory_layout",
 ]
 
+# Loaded on first use: ModelShape is part of every spec, the estimate only of jobs with model=.
+_LAZY = {
+    "MemoryEstimate": "accounting",
+    "estimate": "accounting",
+    "complete_shape": "complete",
+    "MemoryLayout": "layout",
+    "memory_layout": "layout",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def job_of(ctx: Any) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
     """The memory estimate of a checked job's context (``_rules.Context``)."""
     spec = ctx.spec
+    if spec.model is None:
+        return None, None, []
+    from safe_estimators._memory.rule import job_estimate
+
     return job_estimate(
         spec.model,
         instance=ctx.instance,
@@ -53,4 +74,8 @@ def job_of(ctx: Any) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
 def check_memory(ctx: Any) -> tuple[MemoryEstimate | None, list[Problem]]:
     """The estimate of a job and the rule's problems (none without ``model``)."""
     job, result, problems = job_of(ctx)
+    if job is None:
+        return result, problems
+    from safe_estimators._memory.rule import memory_problems
+
     return result, problems + memory_problems(job, result)

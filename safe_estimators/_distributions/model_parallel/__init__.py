@@ -24,18 +24,32 @@ supported instance types, what each v1 option means on v2) are tables in ``facts
 of the package and the tests use.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from safe_estimators._distributions.model_parallel.dispatch import (
     check_model_parallel,
     library_generation,
     resolve_model_parallel,
 )
-from safe_estimators._distributions.model_parallel.layout import ParallelLayout
 from safe_estimators._distributions.model_parallel.options import ModelParallel
 from safe_estimators._distributions.model_parallel.parse import (
     attach_launcher,
     parse_model_parallel,
     split_distribution,
 )
+
+if TYPE_CHECKING:
+    from safe_estimators._distributions.model_parallel.layout import ParallelLayout
+
+
+def __getattr__(name: str) -> Any:
+    # The layout is what a resolved job explains: loaded with the first one.
+    if name == "ParallelLayout":
+        from safe_estimators._distributions.model_parallel.layout import ParallelLayout
+
+        return ParallelLayout
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ModelParallel",

@@ -8,16 +8,17 @@ options decide: the v2 launcher or a v2-only option means v2.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from safe_estimators._distributions.model_parallel import facts, facts_v2
-from safe_estimators._distributions.model_parallel.layout import ParallelLayout
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
-from safe_estimators._distributions.model_parallel.resolve import resolve_v1
-from safe_estimators._distributions.model_parallel.resolve_v2 import resolve_v2
-from safe_estimators._distributions.model_parallel.rules import JobV1, check_v1
-from safe_estimators._distributions.model_parallel.rules_v2 import JobV2, check_v2
 from safe_estimators._problems import Problem
-from safe_estimators._resolved import Injection
+
+# The rules and resolvers load with the first model parallel job: every spec reads the
+# options, few use them.
+if TYPE_CHECKING:
+    from safe_estimators._distributions.model_parallel.layout import ParallelLayout
+    from safe_estimators._resolved import Injection
 
 
 def library_generation(
@@ -62,6 +63,9 @@ def check_model_parallel(
     skips the checks that depend on the library version. Does not check the Training Compiler
     or ``instance_groups``; the caller does.
     """
+    from safe_estimators._distributions.model_parallel.rules import JobV1, check_v1
+    from safe_estimators._distributions.model_parallel.rules_v2 import JobV2, check_v2
+
     written = framework_version or pytorch_version
     if library_generation(mp, pytorch_version or written, image_uri) == 1:
         return check_v1(
@@ -108,6 +112,9 @@ def resolve_model_parallel(
     result passes the SDK's own checks (sagemaker 2.257): MPI plus ``smdistributed`` for the
     library v1, ``torch_distributed`` plus ``smdistributed`` for the library v2.
     """
+    from safe_estimators._distributions.model_parallel.resolve import resolve_v1
+    from safe_estimators._distributions.model_parallel.resolve_v2 import resolve_v2
+
     written = framework_version or pytorch_version
     if library_generation(mp, pytorch_version or written, image_uri) == 2:
         return resolve_v2(mp, gpus_per_instance=gpus_per_instance, instance_count=instance_count)
