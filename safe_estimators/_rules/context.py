@@ -41,14 +41,14 @@ class Context:
     # The instance group the launcher runs on, in a heterogeneous cluster (instance_groups).
     group: Any = None
 
-    @property
+    @functools.cached_property
     def instance_name(self) -> str:
         """The instance type checked: the name, or a pipeline parameter's default."""
         if self.group is not None:
             return str(self.group.instance_type)
         return instance_type_name(self.spec.instance_type)
 
-    @property
+    @functools.cached_property
     def instance_count(self) -> int:
         """The instances the launcher runs on (those of its group, with instance_groups)."""
         if self.group is not None:
@@ -130,7 +130,7 @@ class Context:
         version = self.pytorch_version or self.written_pytorch_version
         return library_generation(self.model_parallel, version, self.spec.image_uri)
 
-    @property
+    @functools.cached_property
     def wants_xla_distribution(self) -> bool:
         """A compiler job that needs the PyTorch/XLA launcher: more than one GPU in total."""
         return self.compiler and (self.total_gpus or 0) > 1

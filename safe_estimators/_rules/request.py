@@ -151,10 +151,12 @@ def option_value(ctx: Context, name: str) -> Any:
 
 def request_members(ctx: Context) -> Iterator[Problem]:
     """Options that map onto one CreateTrainingJob member meet that member's constraints."""
-    for name, member in MEMBERS.items():
-        value = option_value(ctx, name)
-        if value is None:
-            continue
+    spec = ctx.spec
+    # Only the options given: a job sets a handful of the forty.
+    given = [(n, getattr(spec, n)) for n in _TYPED_MEMBERS if getattr(spec, n) is not None]
+    given += [(n, spec.extra[n]) for n in MEMBERS if n in spec.extra and spec.extra[n] is not None]
+    for name, value in sorted(given, key=lambda item: _ORDER[item[0]]):
+        member = MEMBERS[name]
         sent = member.send(_default(value), ctx)
         if sent is None:
             continue
@@ -162,6 +164,10 @@ def request_members(ctx: Context) -> Iterator[Problem]:
             if isinstance(sent, str) and sent != value and repr(sent) in message:
                 message = message.replace(repr(sent), f"{value!r} (with the SDK's timestamp)")
             yield Problem(join_path(name, sub), message, member.hint)
+
+
+_TYPED_MEMBERS = tuple(name for name in MEMBERS if name in SPEC_FIELDS)
+_ORDER = {name: index for index, name in enumerate(MEMBERS)}  # problems in the table's order
 
 
 def _default(value: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 
@@ -154,6 +155,9 @@ def _map_limits(
 
 def _encoded(value: object) -> str | None:
     # The SDK JSON-encodes every hyperparameter value (a string "x" is sent as "\"x\"").
+    kind = type(value)
+    if kind is int or (kind is float and math.isfinite(value)):  # type: ignore[arg-type]
+        return repr(value)  # what json.dumps writes for them, without its machinery
     try:
         return json.dumps(value)
     except (TypeError, ValueError):
