@@ -50,6 +50,8 @@ MAX_DEPTH = 64
 # of over 4,300 digits).
 MAX_INT_DIGITS = 2_500
 
+_MAX_INT_BITS = int(MAX_INT_DIGITS * 3.33)  # log2(10) bits per digit, rounded down
+
 # Values quoted in messages: enough to recognise the value, never a whole file in a CI log.
 MAX_QUOTED = 80
 
@@ -151,7 +153,7 @@ def shape_problems(data: object, path: str = "") -> list[ShapeProblem]:
         elif isinstance(value, list | tuple):
             children = enumerate(value)
         elif isinstance(value, int):
-            if value.bit_length() > MAX_INT_DIGITS * 3.33:
+            if value.bit_length() > _MAX_INT_BITS:
                 found.append(
                     ShapeProblem(
                         where() or "<spec>",
@@ -211,7 +213,19 @@ def shape_problems(data: object, path: str = "") -> list[ShapeProblem]:
                 on_path.discard(frame[1])
                 continue
             frame[2] = step[0]
-            if not visit(step[1]):
+            value = step[1]
+            kind = type(value)
+            # Most values are short scalars: counted here, without a call.
+            if nodes < MAX_NODES and (
+                kind is str
+                or value is None
+                or kind is bool
+                or (kind is int and value.bit_length() <= _MAX_INT_BITS)  # type: ignore[attr-defined]
+                or (kind is float and math.isfinite(value))  # type: ignore[arg-type]
+            ):
+                nodes += 1
+                continue
+            if not visit(value):
                 return found
     except Exception as exc:  # a user mapping whose items() or keys raise
         found.append(

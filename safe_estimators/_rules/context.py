@@ -136,16 +136,27 @@ class Context:
         return self.compiler and (self.total_gpus or 0) > 1
 
     @functools.cached_property
-    def source_tree(self) -> Tree | None:
-        """A local source_dir walked once per check (the upload rule and the script checks read
-        it); None when there is no local folder, or when it is too wide to walk (the disk root,
-        a home folder: the upload rule refuses those)."""
+    def source_folder(self) -> str | None:
+        """source_dir when it is a folder on this machine (not S3, git or a pipeline variable)."""
         source_dir = self.spec.source_dir
         if not isinstance(source_dir, str) or "://" in source_dir or not os.path.isdir(source_dir):
             return None
-        if too_wide_to_package(source_dir):
+        return source_dir
+
+    @functools.cached_property
+    def source_too_wide(self) -> str | None:
+        """Why the local source_dir must not be packaged (the disk root, a home folder)."""
+        folder = self.source_folder
+        return too_wide_to_package(folder) if folder is not None else None
+
+    @functools.cached_property
+    def source_tree(self) -> Tree | None:
+        """A local source_dir walked once per check (the upload rule and the script checks read
+        it); None without a local folder, or for one too wide to walk (the upload rule refuses
+        those)."""
+        if self.source_folder is None or self.source_too_wide:
             return None
-        return walk_tree(source_dir)
+        return walk_tree(self.source_folder)
 
     @functools.cached_property
     def launchers(self) -> tuple[str, ...]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterator, Mapping
 
 from safe_estimators._bounds import (
@@ -12,7 +11,6 @@ from safe_estimators._bounds import (
     is_inside,
     project_folder,
     quote,
-    too_wide_to_package,
 )
 from safe_estimators._facts import tables
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
@@ -75,10 +73,10 @@ def no_secrets(ctx: Context) -> Iterator[Problem]:
 
 def source_dir_contents(ctx: Context) -> Iterator[Problem]:
     """The SDK uploads all of source_dir, following links: not the disk, not files elsewhere."""
-    source_dir = ctx.spec.source_dir
-    if not isinstance(source_dir, str) or "://" in source_dir or not os.path.isdir(source_dir):
+    source_dir = ctx.source_folder
+    if source_dir is None:
         return
-    wide = too_wide_to_package(source_dir)
+    wide = ctx.source_too_wide
     if wide:
         yield Problem(
             "source_dir",

@@ -334,7 +334,8 @@ def find_secrets(path: str, value: Any) -> Iterator[tuple[str, str, str]]:
     while stack:
         where, key, item, aws = stack.pop()
         if type(item) in _PLAIN:  # most values: no pipeline default, no children
-            kind = secret_kind(key, item, aws_context=aws)
+            short = len(key) <= _MEMO_MAX and (type(item) is not str or len(item) <= _MEMO_MAX)
+            kind = (_memo_secret_kind if short else _secret_kind)(key, item, aws)
             if kind:
                 yield where, kind, redacted(item)
             continue

@@ -10,6 +10,7 @@ runs them all. The facts they read are tables in ``facts``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 
 import attrs
@@ -63,8 +64,8 @@ class JobV1:
     def where(self, name: str) -> str:
         return self.mp._origins.get(name) or join_path(self.path, name)
 
-    @property
-    def layout(self) -> ParallelLayout:
+    @functools.cached_property
+    def layout(self) -> ParallelLayout:  # every rule reads it; the job is frozen
         return layout_of(self.mp, self.gpus, self.instance_count)
 
     @property

@@ -7,6 +7,7 @@ pure function of a ``JobV2`` returning problems; the facts are tables in ``facts
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import attrs
@@ -65,8 +66,8 @@ class JobV2:
         )
         return "distribution.smdistributed.modelparallel" if raw else self.path
 
-    @property
-    def layout(self) -> ParallelLayout:
+    @functools.cached_property
+    def layout(self) -> ParallelLayout:  # every rule reads it; the job is frozen
         return layout_v2_of(self.mp, self.gpus, self.instance_count)
 
     def cluster(self) -> str:
