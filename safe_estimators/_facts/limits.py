@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gzip
 import importlib.util
 import json
 import os
@@ -88,6 +87,8 @@ def _model_file() -> Path:
 @functools.cache
 def _model() -> dict[str, Any]:
     """Every shape of botocore's SageMaker model."""
+    import gzip  # only when the cache cannot serve: nothing else on the validate path needs it
+
     with gzip.open(_model_file(), "rt", encoding="utf-8") as file:
         shapes: dict[str, Any] = json.load(file)["shapes"]
     return shapes
