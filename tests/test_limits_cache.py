@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -268,8 +269,6 @@ def _valid_file(folder: Path) -> tuple[bytes, dict[str, Any]]:
 
 
 def _with_checksum(body: bytes, header: dict[str, Any]) -> bytes:
-    import zlib
-
     return json.dumps({**header, "crc32": zlib.crc32(body)}).encode() + b"\n" + body
 
 
