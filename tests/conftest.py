@@ -5,7 +5,10 @@ pytest-socket (configured in pyproject.toml) refuses every socket except 127.0.0
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,11 @@ os.environ.update(
         "SAGEMAKER_SUPPRESS_V2_WARNING": "1",
     }
 )
+# The limits cache (safe_estimators._facts.limits) goes to a folder of this run, never the real
+# home; child processes inherit it.
+_CACHE = tempfile.mkdtemp(prefix="safe-estimators-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+os.environ["SAFE_ESTIMATORS_CACHE_DIR"] = _CACHE
 for _var in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
     os.environ.pop(_var, None)
 

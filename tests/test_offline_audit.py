@@ -64,6 +64,7 @@ ALLOWED = [
         ROOT / "instance_catalog",
         ROOT / "tests" / "sdk-config.yaml",
         Path.home() / ".aws",
+        os.environ["SAFE_ESTIMATORS_CACHE_DIR"],  # the limits cache, in a folder of the test run
         "/dev/null",
         "/proc",
         "/sys",

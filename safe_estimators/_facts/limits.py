@@ -2,15 +2,26 @@
 
 The model is the API's own contract; reading it (instead of copying numbers) keeps the checks right
 when AWS changes a limit and botocore is upgraded.
+
+The whole model is a 2.6 MB JSON document (tens of milliseconds to decompress and parse, a large
+share of a ``validate`` process), of which the checks read a hundred-odd shapes: those reachable
+from ``ROOTS``. That subset is derived from botocore's file and cached in the user's cache folder,
+keyed by the file's path, size and modification time and by the subset's format, so an upgraded
+botocore or a changed set of roots is derived again. Any trouble with the cache (unwritable,
+corrupt, stale, written by someone else) falls back to botocore's file: the cache changes how fast
+the limits load, never what they are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import gzip
 import importlib.util
 import json
+import os
 import re
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +40,10 @@ class MapLimit:
     value_pattern: re.Pattern[str]
 
 
-def _map_limit(shapes: dict[str, Any], name: str) -> MapLimit:
-    shape = shapes[name]
-    key = shapes[shape["key"]["shape"]]
-    value = shapes[shape["value"]["shape"]]
+def _map_limit(name: str) -> MapLimit:
+    shape = _shape(name)
+    key = _shape(shape["key"]["shape"])
+    value = _shape(shape["value"]["shape"])
     return MapLimit(
         name,
         shape["max"],
@@ -43,42 +54,208 @@ def _map_limit(shapes: dict[str, Any], name: str) -> MapLimit:
     )
 
 
-@functools.cache
-def _shapes() -> dict[str, Any]:
-    # botocore's own file, read directly: importing botocore.loaders (and urllib3 with it) would
-    # cost more than reading the model, and validation must stay fast.
+# --- the model and the cached subset of it -----------------------------------------------------
+
+REQUEST_SHAPE = "CreateTrainingJobRequest"
+
+# The shapes this package looks up by name; everything it reads is reachable from them. Adding a
+# lookup of another shape means adding it here (the cache key includes this list).
+ROOTS = (
+    REQUEST_SHAPE,
+    "TrainingInstanceType",
+    "HyperParameters",
+    "TrainingEnvironmentMap",
+    "ResourceConfig",
+    "InstanceGroup",
+)
+
+# Bump when the derivation of the subset or the cache file's layout changes.
+_FORMAT = 1
+
+
+def _model_file() -> Path:
+    # botocore's own file, found without importing botocore (and urllib3 with it), which would
+    # cost more than reading the model.
     spec = importlib.util.find_spec("botocore")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("botocore is not installed")
     service = Path(next(iter(spec.submodule_search_locations))) / "data" / "sagemaker"
     newest = max(p for p in service.iterdir() if (p / "service-2.json.gz").is_file())
-    with gzip.open(newest / "service-2.json.gz", "rt", encoding="utf-8") as file:
+    return newest / "service-2.json.gz"
+
+
+@functools.cache
+def _model() -> dict[str, Any]:
+    """Every shape of botocore's SageMaker model."""
+    import gzip  # only when the cache cannot serve: nothing else on the validate path needs it
+
+    with gzip.open(_model_file(), "rt", encoding="utf-8") as file:
         shapes: dict[str, Any] = json.load(file)["shapes"]
     return shapes
+
+
+def _references(shape: dict[str, Any]) -> Iterator[str]:
+    """The names of the shapes one shape refers to (list members, map keys and values, members)."""
+    for part in ("member", "key", "value"):
+        if part in shape:
+            yield shape[part]["shape"]
+    for member in shape.get("members", {}).values():
+        yield member["shape"]
+
+
+def _without_documentation(shape: dict[str, Any]) -> dict[str, Any]:
+    # The documentation is most of the model's bytes and no check reads it.
+    kept = {k: v for k, v in shape.items() if k != "documentation"}
+    if "members" in kept:
+        kept["members"] = {
+            name: {k: v for k, v in member.items() if k != "documentation"}
+            for name, member in kept["members"].items()
+        }
+    return kept
+
+
+def derive_subset(shapes: dict[str, Any], roots: tuple[str, ...] = ROOTS) -> dict[str, Any]:
+    """The shapes reachable from ``roots`` in a service model's ``shapes``, without documentation.
+
+    A root the model lacks is left out (looking it up then fails as it would in the whole model).
+    """
+    subset: dict[str, Any] = {}
+    pending = [root for root in roots if root in shapes]
+    while pending:
+        name = pending.pop()
+        if name not in subset:
+            subset[name] = _without_documentation(shapes[name])
+            pending.extend(_references(shapes[name]))
+    return dict(sorted(subset.items()))
+
+
+def cache_folder() -> Path | None:
+    """Where the derived limits are cached: ``$SAFE_ESTIMATORS_CACHE_DIR``, else the
+    ``safe-estimators`` folder in ``$XDG_CACHE_HOME`` or ``~/.cache`` (None: no home folder).
+    """
+    explicit = os.environ.get("SAFE_ESTIMATORS_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec says to ignore a relative path
+        return Path(xdg) / "safe-estimators"
+    try:
+        return Path.home() / ".cache" / "safe-estimators"
+    except RuntimeError:  # no HOME and no password entry
+        return None
+
+
+def _cache_key(model: Path) -> dict[str, Any]:
+    status = model.stat()
+    return {
+        "format": _FORMAT,
+        "roots": list(ROOTS),
+        "model": str(model),
+        "size": status.st_size,
+        "mtime_ns": status.st_mtime_ns,
+    }
+
+
+def _cache_file(folder: Path, model: Path) -> Path:
+    # One file per botocore installation: an upgrade replaces it instead of adding another.
+    return folder / f"sagemaker-shapes-{zlib.crc32(str(model).encode()):08x}.json"
+
+
+def _well_formed(subset: object) -> bool:
+    """Every root is present, and so is every shape the subset refers to, each with a type."""
+    # No assert statements: python -O would remove the checks.
+    if not isinstance(subset, dict) or not all(isinstance(subset.get(r), dict) for r in ROOTS):
+        return False
+    try:
+        return all(
+            isinstance(shape.get("type"), str)
+            and all(isinstance(subset.get(name), dict) for name in _references(shape))
+            for shape in subset.values()
+        )
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
+def _read_cache(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The subset cached at ``path`` for ``key``, or None (missing, stale, corrupt)."""
+    # A header line (the key and the body's checksum), then the subset as one JSON object.
+    try:
+        header_text, _, body = path.read_bytes().partition(b"\n")
+        header = json.loads(header_text)
+        if not isinstance(header, dict) or header.get("key") != key:
+            return None
+        if header.get("crc32") != zlib.crc32(body):
+            return None
+        subset = json.loads(body)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return subset if _well_formed(subset) else None
+
+
+def _write_cache(path: Path, key: dict[str, Any], subset: dict[str, Any]) -> None:
+    """Write the cache file atomically; give up silently if the folder is not writable."""
+    # The model's order of keys is kept: messages list a structure's members in that order.
+    body = json.dumps(subset, separators=(",", ":")).encode()
+    header = json.dumps({"key": key, "crc32": zlib.crc32(body)}, sort_keys=True).encode()
+    # A name no other writer uses; os.replace then swaps whole files, so a reader sees the old
+    # file or the new one and concurrent writers (of the same content) cannot interleave.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "xb") as file:
+            file.write(header + b"\n" + body)
+        os.replace(temporary, path)
+    except (OSError, ValueError):  # ValueError: a NUL in the folder's name
+        with contextlib.suppress(OSError, ValueError):
+            temporary.unlink(missing_ok=True)
+
+
+@functools.cache
+def _subset() -> dict[str, Any]:
+    """The shapes reachable from ``ROOTS``: from the cache when it is current, else derived."""
+    model = _model_file()
+    try:
+        key = _cache_key(model)
+    except OSError:
+        return _model()
+    folder = cache_folder()
+    path = None if folder is None else _cache_file(folder, model)
+    if path is not None:
+        cached = _read_cache(path, key)
+        if cached is not None:
+            return cached
+    subset = derive_subset(_model())
+    if path is not None and _well_formed(subset):
+        _write_cache(path, key, subset)
+    return subset
+
+
+def _shape(name: str) -> dict[str, Any]:
+    """One shape of the model; a shape outside the subset is read from the whole model."""
+    found: dict[str, Any] | None = _subset().get(name)
+    return found if found is not None else _model()[name]
 
 
 @functools.cache
 def environment_limit() -> MapLimit:
     """Limits of CreateTrainingJob ``Environment``."""
-    return _map_limit(_shapes(), "TrainingEnvironmentMap")
+    return _map_limit("TrainingEnvironmentMap")
 
 
 @functools.cache
 def hyperparameters_limit() -> MapLimit:
     """Limits of CreateTrainingJob ``HyperParameters``."""
-    return _map_limit(_shapes(), "HyperParameters")
+    return _map_limit("HyperParameters")
 
 
 def training_instance_types() -> tuple[str, ...]:
     """The values of the ``TrainingInstanceType`` enum."""
-    return tuple(_shapes()["TrainingInstanceType"]["enum"])
+    return tuple(_shape("TrainingInstanceType")["enum"])
 
 
 # --- member constraints -----------------------------------------------------------------------
 # botocore validates types, required members and minimums client-side; the service enforces
 # maximums, patterns and enums too. Both are in the model, so both are checked here.
-
-REQUEST_SHAPE = "CreateTrainingJobRequest"
 
 # The model's patterns are Java regular expressions. Python's ``re`` lacks Unicode classes; inside
 # a character class these stand-ins are as wide or wider, so a translated pattern never refuses a
@@ -88,7 +265,7 @@ _UNICODE_CLASSES = {r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Alnum}": r"\w", r"\p{
 
 @functools.cache
 def _pattern(shape_name: str) -> re.Pattern[str] | None:
-    text = _shapes()[shape_name].get("pattern")
+    text = _shape(shape_name).get("pattern")
     if text is None:
         return None
     for java, python in _UNICODE_CLASSES.items():
@@ -103,7 +280,7 @@ def member_shape(dotted: str, root: str = REQUEST_SHAPE) -> str:
     """The shape name of a request member: ``member_shape("ResourceConfig.VolumeSizeInGB")``."""
     shape = root
     for name in dotted.split("."):
-        shape = _shapes()[shape]["members"][name]["shape"]
+        shape = _shape(shape)["members"][name]["shape"]
     return shape
 
 
@@ -150,7 +327,7 @@ def shape_problems(
     """
     if opaque is not None and opaque(value):
         return []
-    shape = _shapes()[shape_name]
+    shape = _shape(shape_name)
     kind = shape["type"]
     if not _typed(value, kind):
         return [
@@ -244,7 +421,6 @@ class ListLimit:
 @functools.cache
 def instance_groups_limit() -> ListLimit:
     """Limits of ``ResourceConfig.InstanceGroups`` (heterogeneous clusters) and group names."""
-    shapes = _shapes()
-    groups = shapes[shapes["ResourceConfig"]["members"]["InstanceGroups"]["shape"]]
-    name = shapes[shapes["InstanceGroup"]["members"]["InstanceGroupName"]["shape"]]
+    groups = _shape(_shape("ResourceConfig")["members"]["InstanceGroups"]["shape"])
+    name = _shape(_shape("InstanceGroup")["members"]["InstanceGroupName"]["shape"])
     return ListLimit(groups["max"], name.get("min", 1), name["max"])
