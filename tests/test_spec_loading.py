@@ -101,3 +101,23 @@ def test_paths_leaving_the_project_need_an_explicit_project_root(
     # Inside a git repository, the repository is the project.
     (tmp_path / ".git").mkdir()
     assert main(["validate", str(spec)]) == 0
+
+
+def test_a_scalar_read_before_is_judged_again_where_it_stands(tmp_path: Path) -> None:
+    # Scalars are resolved once per process; where they stand (a merge key or a value, which
+    # line, which option) must still be read from each file.
+    text = HEAD + "hyperparameters:\n  <<: {lr: 0.1}\n  a: 'off'\n  b: off\n  c: off\n"
+    first = _read(tmp_path, text)
+    again = _read(tmp_path, text)
+    assert first == again
+    data, problems = first
+    assert data is None
+    assert [(p.path, p.message.split(":")[0]) for p in problems] == [
+        ("hyperparameters.b", "line 7"),
+        ("hyperparameters.c", "line 8"),
+    ]
+    # The merge key's text as a plain value is a tag the spec files do not support.
+    data, problems = _read(tmp_path, HEAD + "hyperparameters:\n  <<: {lr: 0.1}\n  m: <<\n")
+    assert data is None
+    assert [p.path for p in problems] == ["hyperparameters.m"]
+    assert "merge" in problems[0].message
