@@ -25,6 +25,7 @@ import attrs
 from safe_estimators._distributions.model_parallel import ModelParallel
 from safe_estimators._distributions.model_parallel.facts import ALIASES as MODEL_PARALLEL_ALIASES
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
+from safe_estimators._memory.shape import SCHEMA_KEY
 from safe_estimators._rules import LOCAL_TYPES
 from safe_estimators._spec import (
     SPEC_FIELDS,
@@ -183,12 +184,20 @@ def _doc(cls: type) -> str:
 
 
 def _class_schema(cls: type, defs: Schema) -> Schema:
-    """An object schema with one property per public attrs field of ``cls``."""
+    """An object schema with one property per public attrs field of ``cls``.
+
+    A field's ``metadata[SCHEMA_KEY]`` adds what its validator or converter decides beyond the
+    annotation (a minimum, the names it accepts, the strings it converts), over the annotation's.
+    """
     hints = typing.get_type_hints(cls)
     properties: Schema = {}
     for field in attrs.fields(cls):
         if not field.name.startswith("_"):
-            properties[field.name] = {**_type_schema(hints[field.name], defs), **_default(field)}
+            properties[field.name] = {
+                **_type_schema(hints[field.name], defs),
+                **field.metadata.get(SCHEMA_KEY, {}),
+                **_default(field),
+            }
     for old, new in _ALIASES.get(cls, {}).items():
         properties[old] = {**properties[new], "description": f"The older name of {new}."}
     return {

@@ -8,11 +8,14 @@ from typing import Any
 import attrs
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import instance_catalog
 from safe_estimators._distributions.model_parallel import ModelParallel
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
 from safe_estimators._files import read_spec_data
+from safe_estimators._memory.shape import ModelShape
 from safe_estimators._schema import spec_schema
 from safe_estimators._spec import SPEC_FIELDS, JobSpec, TrainingCompiler
 
@@ -100,6 +103,8 @@ def test_the_schema_accepts_what_the_loader_accepts(validator):
         {"model_parallel": {"partitions": 2, "memory_weight": 1}},
         {"model_parallel": {"hybrid_shard_degree": 16, "sm_activation_offloading": True}},
         {"volume_size": 100, "tags": [{"Key": "team", "Value": "nlp"}]},
+        {"model": {"parameters": "7B", "trainable_parameters": 4.2e6, "precision": "bf16"}},
+        {"model": {"parameters": 6.7e9, "layers": 32, "optimizer": "sgd", "config": None}},
     ):
         assert _errors(validator, {**data, **variant}) == [], variant
 
@@ -146,3 +151,86 @@ def test_a_new_field_appears_without_touching_the_schema_module(monkeypatch):
     monkeypatch.setattr(module, "SPEC_FIELDS", SPEC_FIELDS | {"spot_fallback_instance_type"})
     properties = module.spec_schema()["properties"]
     assert properties["spot_fallback_instance_type"] == {"type": ["string", "null"]}
+
+
+# --- model: the schema takes every spelling the loader takes ---------------------------------
+
+_MODEL_BASE = {"estimator": "pytorch", "entry_point": "train.py",
+               "instance_type": "ml.p4d.24xlarge"}  # fmt: skip
+
+# Parameter counts as people write them in a YAML file, each accepted by the loader.
+ACCEPTED_COUNTS = [
+    "6738415616", "6.7e9", "6.7E9", "7e9", "7B", "7b", "6.7B", '"6.7B"', "125M", "1.5T", "350k",
+    '"1_000_000"', '" 7 B "', "'13G'", "7.0", "1",
+]  # fmt: skip
+# And spellings both must refuse.
+REFUSED_COUNTS = ["0", "-1", "6.5", "seven", '""', "7X", "-7B", "7 B B", "true", "[7]", "{b: 7}",
+                  ".inf", ".nan", "1e", "B7"]  # fmt: skip
+
+
+def _model_file(tmp_path: Path, model: str) -> dict[str, Any]:
+    spec = tmp_path / "job.yaml"
+    spec.write_text(
+        "estimator: pytorch\nentry_point: train.py\ninstance_type: ml.p4d.24xlarge\n"
+        f"model:\n  {model}\n"
+    )
+    return _data(spec)
+
+
+def _loader_accepts(data: dict[str, Any]) -> bool:
+    from safe_estimators._spec import structure_spec
+
+    spec, problems = structure_spec(data)
+    return spec is not None and not [p for p in problems if p.severity == "error"]
+
+
+@pytest.mark.parametrize("field", ["parameters", "trainable_parameters"])
+@pytest.mark.parametrize("written", ACCEPTED_COUNTS)
+def test_every_parameter_count_the_loader_accepts_validates(field, written, validator, tmp_path):
+    data = _model_file(tmp_path, f"{field}: {written}")
+    assert _loader_accepts(data), data
+    assert _errors(validator, data) == []
+
+
+@pytest.mark.parametrize("field", ["parameters", "trainable_parameters"])
+@pytest.mark.parametrize("written", REFUSED_COUNTS)
+def test_a_parameter_count_both_refuse(field, written, validator, tmp_path):
+    data = _model_file(tmp_path, f"{field}: {written}")
+    assert not _loader_accepts(data), data
+    assert _errors(validator, data), data
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["layers: 0", "hidden_size: -4096", "micro_batch_size: 0", "precision: fp8",
+     "precision: FP16", "optimizer: lion", 'config: ""'],
+)  # fmt: skip
+def test_other_model_fields_both_refuse(model, validator, tmp_path):
+    data = _model_file(tmp_path, model)
+    assert not _loader_accepts(data), data
+    assert _errors(validator, data), data
+
+
+_MODEL_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 10**13), st.floats(allow_nan=True),
+    st.sampled_from([6.7e9, 7.0, "7B", "6.7e9", "125m", "1_000", " 2 T ", "0B", "fp16", "bf16",
+                     "fp32", "adamw", "adam", "sgd", "config.json", "", "x"]),
+    st.from_regex(r"\A\s?[0-9][0-9_]{0,3}(\.[0-9]{1,2})?([eE][+-]?[0-9])?\s?[kKmMbBgGtTx]?\Z"),
+    st.text(max_size=6), st.lists(st.integers(), max_size=2),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=st.dictionaries(
+        st.sampled_from([a.name for a in attrs.fields(ModelShape)]), _MODEL_VALUES, max_size=3
+    )
+)
+def test_whatever_model_the_loader_accepts_the_schema_accepts(model):
+    """The other way round only where JSON Schema can say it (not 7.0 for an int, not "0.4")."""
+    data = {**_MODEL_BASE, "model": model}
+    if _loader_accepts(data):
+        assert _MODEL_VALIDATOR.is_valid(data), model
+
+
+_MODEL_VALIDATOR = jsonschema.Draft202012Validator(spec_schema())

@@ -21,7 +21,20 @@ OPTIMIZERS: tuple[str, ...] = ("adamw", "adam", "sgd")
 PATH = "model"
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
-_COUNT = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.I)
+# A written count ("7B", "6.7e9", "125m"). Both cases spelt out instead of re.I: the spec files'
+# JSON Schema uses the same pattern, and JSON Schema patterns take no flags.
+COUNT_PATTERN = r"^\s*([0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*$"
+_COUNT = re.compile(COUNT_PATTERN)
+
+# What a spec file may hold for a field, beyond its annotation (``_schema`` merges it in): the
+# validators refuse counts below 1 and names outside the tables, and a parameter count may be
+# written as a string. The schema cannot tell 7.0 from 7 (JSON has one number type), nor
+# compare a string's value with 1 ("0.4" passes it; the loader refuses it).
+SCHEMA_KEY = "json_schema"
+_POSITIVE_SCHEMA = {SCHEMA_KEY: {"minimum": 1}}
+_COUNT_SCHEMA = {
+    SCHEMA_KEY: {"type": ["integer", "string", "null"], "minimum": 1, "pattern": COUNT_PATTERN}
+}
 
 
 def _problem(name: str, message: str, hint: str) -> ConfigError:
@@ -112,7 +125,7 @@ def _path(instance: object, attribute: attrs.Attribute[Any], value: object) -> N
 
 
 def _count() -> Any:
-    return attrs.field(default=None, validator=_positive)
+    return attrs.field(default=None, validator=_positive, metadata=_POSITIVE_SCHEMA)
 
 
 @attrs.frozen(kw_only=True)
@@ -145,10 +158,16 @@ class ModelShape:
     """
 
     parameters: int | None = attrs.field(
-        default=None, converter=_convert_parameters, validator=_check_parameters
+        default=None,
+        converter=_convert_parameters,
+        validator=_check_parameters,
+        metadata=_COUNT_SCHEMA,
     )
     trainable_parameters: int | None = attrs.field(
-        default=None, converter=_convert_parameters, validator=_check_parameters
+        default=None,
+        converter=_convert_parameters,
+        validator=_check_parameters,
+        metadata=_COUNT_SCHEMA,
     )
     layers: int | None = _count()
     hidden_size: int | None = _count()
@@ -158,11 +177,21 @@ class ModelShape:
     sequence_length: int | None = _count()
     micro_batch_size: int | None = _count()
     # Typed str, not Literal: the validator's message (with did-you-mean) is the better one.
-    precision: str | None = attrs.field(default=None, validator=_choice(PRECISIONS))
-    optimizer: str | None = attrs.field(default=None, validator=_choice(OPTIMIZERS))
+    precision: str | None = attrs.field(
+        default=None,
+        validator=_choice(PRECISIONS),
+        metadata={SCHEMA_KEY: {"enum": [*PRECISIONS, None]}},
+    )
+    optimizer: str | None = attrs.field(
+        default=None,
+        validator=_choice(OPTIMIZERS),
+        metadata={SCHEMA_KEY: {"enum": [*OPTIMIZERS, None]}},
+    )
     activation_checkpointing: bool | None = attrs.field(default=None, validator=_flag)
     fused_attention: bool | None = attrs.field(default=None, validator=_flag)
-    config: str | None = attrs.field(default=None, validator=_path)
+    config: str | None = attrs.field(
+        default=None, validator=_path, metadata={SCHEMA_KEY: {"minLength": 1}}
+    )
 
 
 FIELDS: tuple[str, ...] = tuple(a.name for a in attrs.fields(ModelShape))
