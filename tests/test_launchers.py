@@ -257,6 +257,133 @@ def test_bad_smddp_options_are_problems_where_written(sagemaker_session, role):
     assert "distribution.smdistributed.dataparallel.custom_mpi_options" in error.paths
 
 
+# --- the Hugging Face estimator drops launcher settings beside torchrun and pytorchddp --------
+
+_SDK_KEYS = ("sagemaker_torch_distributed_enabled", "sagemaker_distributed_dataparallel_enabled",
+             "sagemaker_pytorch_ddp_enabled", "sagemaker_mpi_enabled")  # fmt: skip
+
+
+def _launch_flags(est) -> dict[str, str]:
+    return {k: v for k, v in est.hyperparameters().items() if k in _SDK_KEYS}
+
+
+def test_the_sdk_drops_smddp_beside_torchrun_in_hugging_face_only(sagemaker_session, role):
+    """The fact the rule stands on, from the bare SDK (huggingface/estimator.py)."""
+    import sagemaker.huggingface
+    import sagemaker.pytorch
+
+    common = {"entry_point": SCRIPT, "role": role, "instance_type": "ml.p4d.24xlarge",
+              "instance_count": 2, "py_version": "py310", "sagemaker_session": sagemaker_session,
+              "distribution": {**TORCHRUN, **SMDDP}}  # fmt: skip
+    bare_hf = sagemaker.huggingface.HuggingFace(
+        transformers_version="4.28.1", pytorch_version="2.0.0", **common
+    )
+    assert _launch_flags(bare_hf) == {"sagemaker_torch_distributed_enabled": "true"}
+    bare_pt = sagemaker.pytorch.PyTorch(framework_version="2.0.0", **common)
+    assert _launch_flags(bare_pt) == {
+        "sagemaker_torch_distributed_enabled": "true",
+        "sagemaker_distributed_dataparallel_enabled": "true",
+    }
+
+
+def test_hugging_face_torchrun_with_smddp_is_refused_with_what_works(sagemaker_session, role):
+    full = {"transformers_version": "4.28.1", "pytorch_version": "2.0.0"}  # torchrun: no aliases
+    error = refusal(hf, sagemaker_session, role, instance_count=2, **full,
+                    distribution={**TORCHRUN, **SMDDP})  # fmt: skip
+    problem = problem_at(error, "distribution.smdistributed")
+    assert "dropped" in problem.message
+    assert "sagemaker_distributed_dataparallel_enabled" in problem.message
+    assert "plain torchrun" in problem.message
+    assert "remove torch_distributed" in problem.hint
+    assert "PyTorch estimator" in problem.hint and "framework_version='2.0.0'" in problem.hint
+    # Each fix it names builds, and SageMaker receives what the fix promises.
+    smddp = hf(sagemaker_session, role, instance_count=2, **full, distribution=SMDDP)
+    assert _launch_flags(smddp) == {"sagemaker_distributed_dataparallel_enabled": "true"}
+    both = pt(sagemaker_session, role, instance_count=2, framework_version="2.0.0",
+              py_version="py310", distribution={**TORCHRUN, **SMDDP})  # fmt: skip
+    assert _launch_flags(both) == {
+        "sagemaker_torch_distributed_enabled": "true",
+        "sagemaker_distributed_dataparallel_enabled": "true",
+    }
+    plain = hf(sagemaker_session, role, instance_count=2, **full, distribution=TORCHRUN)
+    assert _launch_flags(plain) == {"sagemaker_torch_distributed_enabled": "true"}
+
+
+def test_hugging_face_on_p5_names_the_pytorch_estimator_not_mpirun(sagemaker_session, role):
+    # Without torchrun the SDK refuses smdistributed on P5; with it, Hugging Face drops SMDDP.
+    for distribution in ({**TORCHRUN, **SMDDP}, SMDDP):
+        error = refusal(hf, sagemaker_session, role, instance_type="ml.p5.48xlarge",
+                        distribution=distribution)  # fmt: skip
+        problem = problem_at(error, "distribution.smdistributed")
+        assert "PyTorch estimator" in problem.hint, problem
+        assert "remove torch_distributed" not in problem.hint
+    est = pt(sagemaker_session, role, instance_type="ml.p5.48xlarge", framework_version="2.0.0",
+             py_version="py310", distribution={**TORCHRUN, **SMDDP})  # fmt: skip
+    assert _launch_flags(est)["sagemaker_distributed_dataparallel_enabled"] == "true"
+
+
+def test_hugging_face_pytorchddp_with_smddp_is_refused(sagemaker_session, role):
+    error = refusal(hf, sagemaker_session, role,
+                    distribution={"pytorchddp": {"enabled": True}, **SMDDP})  # fmt: skip
+    problem = problem_at(error, "distribution.smdistributed")
+    assert "sagemaker_pytorch_ddp_enabled" in problem.message
+    assert "remove pytorchddp" in problem.hint
+
+
+@pytest.mark.parametrize("pytorchddp", [True, False])
+def test_hugging_face_pytorchddp_hides_torchrun(sagemaker_session, role, pytorchddp):
+    import sagemaker.huggingface
+
+    distribution = {"pytorchddp": {"enabled": pytorchddp}, **TORCHRUN}
+    bare = sagemaker.huggingface.HuggingFace(
+        entry_point=SCRIPT, role=role, instance_type="ml.p4d.24xlarge", instance_count=1,
+        transformers_version="4.28.1", pytorch_version="2.0.0", py_version="py310",
+        sagemaker_session=sagemaker_session, distribution=distribution,
+    )  # fmt: skip
+    assert "sagemaker_torch_distributed_enabled" not in bare.hyperparameters()
+    full = {"transformers_version": "4.28.1", "pytorch_version": "2.0.0"}
+    error = refusal(hf, sagemaker_session, role, **full, distribution=distribution)
+    problem = problem_at(error, "distribution.torch_distributed")
+    assert "torchrun" in problem.message and "pytorchddp" in problem.hint
+    est = hf(sagemaker_session, role, **full, distribution=TORCHRUN)
+    assert _launch_flags(est) == {"sagemaker_torch_distributed_enabled": "true"}
+
+
+def test_hugging_face_pytorchddp_with_mpi_warns_that_mpi_is_dropped(sagemaker_session, role):
+    mpi = {"enabled": True, "custom_mpi_options": "-x NCCL_DEBUG=INFO"}
+    est = hf(sagemaker_session, role, instance_type="ml.g5.12xlarge",
+             distribution={"pytorchddp": {"enabled": True}, "mpi": mpi})  # fmt: skip
+    assert "is ignored" in warnings_of(est)["distribution.mpi"]
+    assert _launch_flags(est) == {"sagemaker_pytorch_ddp_enabled": "true"}
+    assert "distribution.mpi.processes_per_host" not in safe_estimators.explain(est).injected
+
+
+# Hugging Face with SMDDP as AWS and Hugging Face document it: smdistributed.dataparallel alone.
+# Sources: amazon-sagemaker-examples advanced_functionality/sentiment_parallel_batch (4.28.1,
+# PyTorch 2.0.0, 2 x ml.p3.16xlarge), huggingface.co/docs/sagemaker/train "Data parallelism"
+# (4.4.2, PyTorch 1.6.0, 2 x ml.p3dn.24xlarge), AWS "data-parallel-config" (custom_mpi_options).
+DOCUMENTED_HF_SMDDP = [
+    ("4.28.1", "2.0.0", "py310", "ml.p3.16xlarge", {}),
+    ("4.4.2", "1.6.0", "py36", "ml.p3dn.24xlarge", {}),
+    ("4.26.0", "1.13.1", "py39", "ml.p4d.24xlarge",
+     {"custom_mpi_options": "-verbose -x NCCL_DEBUG=VERSION"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", DOCUMENTED_HF_SMDDP, ids=lambda c: f"{c[0]}-{c[3]}")
+def test_documented_hugging_face_smddp_jobs_build_and_send_smddp(sagemaker_session, role, case):
+    transformers, pytorch, py, instance_type, options = case
+    est = hf(
+        sagemaker_session, role, instance_type=instance_type, instance_count=2,
+        transformers_version=transformers, pytorch_version=pytorch, py_version=py,
+        distribution={"smdistributed": {"dataparallel": {"enabled": True, **options}}},
+    )  # fmt: skip
+    hyperparameters = est.hyperparameters()
+    assert hyperparameters["sagemaker_distributed_dataparallel_enabled"] == "true"
+    sent = json.loads(hyperparameters["sagemaker_distributed_dataparallel_custom_mpi_options"])
+    assert sent == options.get("custom_mpi_options", "")
+
+
 # --- MPI ------------------------------------------------------------------------------------
 
 

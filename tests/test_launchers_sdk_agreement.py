@@ -465,6 +465,94 @@ def test_what_we_build_the_sdk_accepts(job, session, role):
     if "instance_type" in arguments:
         replay["instance_count"] = est.instance_count
     assert bare_sdk(replay, session) is None
+    assert_enabled_launchers_reach_the_job(est, job["distribution"], "pytorch")
+
+
+# The hyperparameter that tells the container to start each launcher, by estimator.
+LAUNCH_FLAGS = {
+    "torch_distributed": "sagemaker_torch_distributed_enabled",
+    "smdistributed": "sagemaker_distributed_dataparallel_enabled",
+    "mpi": "sagemaker_mpi_enabled",
+}
+PYTORCHDDP_FLAG = {
+    "pytorch": "sagemaker_distributed_dataparallel_enabled",  # rewritten into SMDDP
+    "huggingface": "sagemaker_pytorch_ddp_enabled",
+}
+
+
+def assert_enabled_launchers_reach_the_job(est, distribution, estimator: str) -> None:
+    """Every launcher the user enabled is in what SageMaker receives, or we warned it is not."""
+    hyperparameters = est.hyperparameters()
+    warned = {w.path for w in safe_estimators.explain(est).warnings}
+    for key, block in distribution.items():
+        if key == "smdistributed":
+            block = block.get("dataparallel")
+        if key == "instance_groups" or not (isinstance(block, dict) and block.get("enabled")):
+            continue
+        flag = PYTORCHDDP_FLAG[estimator] if key == "pytorchddp" else LAUNCH_FLAGS[key]
+        assert hyperparameters.get(flag) == "true" or f"distribution.{key}" in warned, (
+            key,
+            distribution,
+            hyperparameters,
+        )
+
+
+def bare_huggingface(arguments: dict[str, Any], session: Any) -> Exception | None:
+    """The Hugging Face job through the SDK alone; what it raised, or None."""
+    import sagemaker.huggingface
+
+    kwargs = {k: v for k, v in arguments.items() if k != "check_script"}
+    try:
+        estimator = sagemaker.huggingface.HuggingFace(sagemaker_session=session, **kwargs)
+        estimator.hyperparameters()
+        estimator.training_image_uri()
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        return exc
+    return None
+
+
+HF_VERSIONS = (
+    ("4.17.0", "1.10.2", "py38"),
+    ("4.26.0", "1.13.1", "py39"),
+    ("4.28.1", "2.0.0", "py310"),
+    ("4.36.0", "2.1.0", "py310"),
+    ("4.46.1", "2.3.0", "py311"),
+)
+
+
+@st.composite
+def huggingface_launcher_jobs(draw: st.DrawFn) -> dict[str, Any]:
+    transformers, pytorch, py = draw(st.sampled_from(HF_VERSIONS))
+    return {
+        "transformers_version": transformers,
+        "pytorch_version": pytorch,
+        "py_version": py,
+        "distribution": draw(_DISTRIBUTIONS),
+        "entry_point": SCRIPT,
+        "instance_type": draw(st.sampled_from([t for t in INSTANCE_TYPES if "trn" not in t])),
+        "instance_count": draw(st.integers(min_value=1, max_value=2)),
+    }
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(job=huggingface_launcher_jobs())
+def test_what_we_build_with_hugging_face_runs_every_launcher_enabled(job, session, role):
+    """The Hugging Face estimator drops launchers silently (SDK huggingface/estimator.py): what
+    we build, the SDK accepts, and each launcher the user enabled reaches the job."""
+    arguments = {"role": role, "check_script": False, **job}
+    try:
+        est = safe_estimators.huggingface(sagemaker_session=session, **arguments)
+    except ConfigError as error:
+        assert "<sagemaker>" not in error.paths, error
+        return
+    est.training_image_uri()
+    replay = {**arguments, "distribution": est.distribution or None}
+    assert bare_huggingface(replay, session) is None
+    assert_enabled_launchers_reach_the_job(est, job["distribution"], "huggingface")
 
 
 def _names(distribution: dict[str, Any]) -> dict[str, Any]:

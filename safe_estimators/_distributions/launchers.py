@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from safe_estimators._distributions.dropped import dropped_launchers
 from safe_estimators._distributions.instance_groups import instance_groups_rules
 from safe_estimators._distributions.mpi import mpi_rules, resolve_mpi
 from safe_estimators._distributions.smddp import dataparallel_shape, resolve_smddp, smddp_rules
@@ -23,6 +24,7 @@ LAUNCHER_RULES: tuple[Rule, ...] = (
     trainium_only_torchrun,
     dataparallel_shape,
     smddp_rules,
+    dropped_launchers,
     mpi_rules,
 )
 

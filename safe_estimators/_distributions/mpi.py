@@ -5,8 +5,10 @@ Facts: the SDK sends ``sagemaker_mpi_num_of_processes_per_host`` only when
 training toolkit's MPI runner starts one process per GPU. Injecting that same number makes the
 count the job will use explicit, so plans and explanations show it and the rules check it.
 Under torchrun the PyTorch and Hugging Face estimators send no MPI settings at all (their
-``torch_distributed`` branch), so ``mpi`` beside it is ignored. Trainium refuses MPI (see
-``torchrun.trainium_only_torchrun``). SMP v1 jobs get their MPI block from ``model_parallel``.
+``torch_distributed`` branch; the PyTorch one does beside smdistributed), nor does the Hugging
+Face estimator beside an enabled ``pytorchddp``, so ``mpi`` there is ignored. Trainium refuses
+MPI (see ``torchrun.trainium_only_torchrun``). SMP v1 jobs get their MPI block from
+``model_parallel``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._distributions import torchrun
+from safe_estimators._distributions.dropped import huggingface_launcher
 from safe_estimators._distributions.instance_groups import group_note
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._resolved import Injection
@@ -39,6 +42,7 @@ def injects_processes(ctx: Context) -> bool:
         and isinstance(block, Mapping)
         and block.get("processes_per_host") is None
         and not torchrun.enabled(ctx.distribution)
+        and not (ctx.spec.estimator == "huggingface" and huggingface_launcher(ctx.distribution))
         and bool(ctx.gpus_per_instance)
     )
 
@@ -48,13 +52,23 @@ def mpi_rules(ctx: Context) -> Iterator[Problem]:
     block = ctx.distribution.get("mpi")
     if not isinstance(block, Mapping):
         return
-    if torchrun.enabled(ctx.distribution) and "smdistributed" not in ctx.distribution:
+    launcher = _dropped_by(ctx)
+    if launcher == "torch_distributed":
         yield warning(
             "distribution.mpi",
             "is ignored: with torch_distributed enabled the SageMaker SDK launches torchrun and "
             "sends none of the MPI settings.",
             "remove mpi (torchrun starts one process per GPU), or remove torch_distributed to "
             "launch with mpirun.",
+        )
+        return
+    if launcher == "pytorchddp":
+        yield warning(
+            "distribution.mpi",
+            "is ignored: with pytorchddp enabled the SageMaker SDK's Hugging Face estimator "
+            "sends only sagemaker_pytorch_ddp_enabled (PyTorch DDP over mpirun, one process per "
+            "GPU) and none of the MPI settings.",
+            "remove mpi, or remove pytorchddp to launch with these MPI settings.",
         )
         return
     processes = block.get("processes_per_host")
@@ -71,6 +85,18 @@ def mpi_rules(ctx: Context) -> Iterator[Problem]:
             f"set it to {gpus} (one process per GPU), or pick an instance type with "
             f"{count(processes, 'GPU')}.",
         )
+
+
+def _dropped_by(ctx: Context) -> str | None:
+    """The launcher whose branch sends no MPI setting, when one is enabled.
+
+    The PyTorch estimator's torchrun branch sends them beside smdistributed; the Hugging Face
+    estimator's torchrun and pytorchddp branches never do (see ``dropped.py``).
+    """
+    d = ctx.distribution
+    if ctx.spec.estimator == "huggingface" and ctx.model_parallel is None:
+        return huggingface_launcher(d)
+    return "torch_distributed" if torchrun.enabled(d) and "smdistributed" not in d else None
 
 
 def resolve_mpi(ctx: Context, kwargs: dict[str, Any], record: list[Injection]) -> None:

@@ -174,7 +174,7 @@ def _instance_type(ctx: Context, path: str) -> Iterator[Problem]:
         )
         return
     if p5_class(instance.family):
-        if torchrun.enabled(ctx.distribution):
+        if torchrun.enabled(ctx.distribution) and ctx.spec.estimator == "pytorch":  # HF: dropped
             yield warning(
                 path,
                 f"AWS's SMDDP support list ({supported}) does not name {name}; SMDDP's optimised "
@@ -222,8 +222,21 @@ def _versions(ctx: Context, path: str) -> Iterator[Problem]:
 def _p5_without_torchrun(ctx: Context) -> Iterator[Problem]:
     if not _uses_smdistributed(ctx) or torchrun.enabled(ctx.distribution):
         return
+    if ctx.spec.estimator == "huggingface" and _enabled(ctx.distribution.get("pytorchddp")):
+        return  # that branch never reaches the SDK's p5 test; dropped.py reports the drop
     key = "smdistributed" if "smdistributed" in ctx.distribution else "pytorchddp"
     fix = "add 'torch_distributed': {'enabled': True} to the distribution."
+    if ctx.spec.estimator == "huggingface":
+        # Its torchrun branch sends no SMDDP setting (dropped.py): torchrun alone, or the
+        # PyTorch estimator, which sends both.
+        version = ctx.pytorch_version or ctx.spec.pytorch_version
+        fix = (
+            "the Hugging Face estimator drops SMDDP under torchrun, so build with the PyTorch "
+            f"estimator (estimator: pytorch{f', framework_version={version!r}' if version else ''}"
+            "; transformers in requirements.txt) with 'torch_distributed': {'enabled': True} "
+            "beside smdistributed; or replace smdistributed with torch_distributed (the nccl "
+            "backend)."
+        )
     if ctx.instance is not None and p5_class(ctx.instance.family):
         yield Problem(
             f"distribution.{key}",
