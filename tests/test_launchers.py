@@ -451,6 +451,85 @@ def test_trainium_without_torchrun_warns_in_neuroncores(sagemaker_session, role)
     assert "distribution" not in warnings_of(est)
 
 
+# Jobs that get the no-launcher warning, where torchrun as-is is refused by our own rules (and
+# two where it is not): each fix the warning names must silence it without a new error.
+NO_LAUNCHER_JOBS = [
+    ("pytorch-1.12.1-g5", {"framework_version": "1.12.1", "py_version": "py38",
+                           "instance_type": "ml.g5.12xlarge"}),
+    ("pytorch-2.4.0-p4d", {"framework_version": "2.4.0", "py_version": "py311",
+                           "instance_type": "ml.p4d.24xlarge", "instance_count": 2}),
+    ("pytorch-alias-2.2", {"framework_version": "2.2", "py_version": "py310",
+                           "instance_type": "ml.p3.8xlarge"}),
+    ("pytorch-1.10.0-trn1", {"framework_version": "1.10.0", "py_version": "py38",
+                             "instance_type": "ml.trn1.32xlarge"}),
+    ("pytorch-shell-script", {"framework_version": "2.2.0", "py_version": "py310",
+                              "instance_type": "ml.p4d.24xlarge", "entry_point": "train.sh"}),
+    ("huggingface-4.17-p3", {"estimator": "huggingface", "transformers_version": "4.17.0",
+                             "pytorch_version": "1.10.2", "py_version": "py38",
+                             "instance_type": "ml.p3.8xlarge", "instance_count": 2}),
+    ("pytorch-2.3.0-p4d", {"framework_version": "2.3.0", "py_version": "py311",
+                           "instance_type": "ml.p4d.24xlarge"}),
+    ("huggingface-4.28-g5", {"estimator": "huggingface", "transformers_version": "4.28.1",
+                             "pytorch_version": "2.0.0", "py_version": "py310",
+                             "instance_type": "ml.g5.12xlarge"}),
+]  # fmt: skip
+
+
+def _no_launcher_job(job: dict, tmp_path: Path) -> dict:
+    arguments = {"estimator": "pytorch", "entry_point": SCRIPT, "check_script": False, **job}
+    if arguments["entry_point"] == "train.sh":
+        (tmp_path / "train.sh").write_text("python train.py\n")
+        arguments["entry_point"] = str(tmp_path / "train.sh")
+    return arguments
+
+
+@pytest.mark.parametrize(
+    "job", [j for _, j in NO_LAUNCHER_JOBS], ids=[i for i, _ in NO_LAUNCHER_JOBS]
+)
+def test_the_no_launcher_fix_works_for_that_job(job, tmp_path):
+    from safe_estimators._resolve import check_arguments
+    from safe_estimators._rules.distribution import launcher_fixes
+
+    arguments = _no_launcher_job(job, tmp_path)
+    ctx, problems, _ = check_arguments(arguments)
+    warning = next(p for p in problems if p.path == "distribution")
+    errors = {p.path for p in problems if p.severity == "error"}
+    fixes = launcher_fixes(ctx)
+    assert fixes
+    for fix in fixes:
+        for key, value in fix.items():  # the text names what the test applies
+            assert f"{key}={value!r}" in warning.hint, (fix, warning.hint)
+        _, after, _ = check_arguments({**arguments, **fix})
+        assert "distribution" not in {p.path for p in after}, (fix, after)
+        new = {p.path for p in after if p.severity == "error"} - errors
+        assert not new, (fix, [p for p in after if p.path in new])
+
+
+def test_no_launcher_fixes_build_through_the_sdk(sagemaker_session, role):
+    est = pt(sagemaker_session, role, instance_type="ml.g5.12xlarge", framework_version="1.12.1",
+             py_version="py38")  # fmt: skip
+    assert "framework_version='1.13.1'" in warnings_of(est)["distribution"]
+    upgraded = pt(sagemaker_session, role, instance_type="ml.g5.12xlarge",
+                  framework_version="1.13.1", py_version="py39", distribution=TORCHRUN)  # fmt: skip
+    assert upgraded.hyperparameters()["sagemaker_torch_distributed_enabled"] == "true"
+    assert "distribution" not in warnings_of(upgraded)
+    mpi = pt(sagemaker_session, role, instance_type="ml.g5.12xlarge", framework_version="1.12.1",
+             py_version="py38", distribution={"mpi": {"enabled": True}})  # fmt: skip
+    assert mpi.hyperparameters()["sagemaker_mpi_num_of_processes_per_host"] == "4"
+    assert "distribution" not in warnings_of(mpi)
+
+
+def test_a_shell_script_on_trainium_is_told_to_use_a_python_entry_point(tmp_path):
+    from safe_estimators._resolve import check_arguments
+
+    arguments = _no_launcher_job({"framework_version": "1.11.0", "py_version": "py38",
+                                  "instance_type": "ml.trn1.32xlarge", "entry_point": "train.sh"},
+                                 tmp_path)  # fmt: skip
+    _, problems, _ = check_arguments(arguments)
+    warning = next(p for p in problems if p.path == "distribution")
+    assert ".py training script" in warning.hint and "mpi" not in warning.hint
+
+
 # --- heterogeneous clusters -----------------------------------------------------------------
 
 GROUPS = [

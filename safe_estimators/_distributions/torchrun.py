@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 import instance_catalog
 from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
-from safe_estimators._facts.versions import framework_container, parse_version
+from safe_estimators._facts.versions import (
+    Container,
+    framework_container,
+    huggingface_container,
+    parse_version,
+)
 from safe_estimators._problems import Problem, warning
 
 if TYPE_CHECKING:
@@ -101,6 +106,69 @@ def _nearby(version: str, versions: list[str]) -> list[str]:
     below = [v for v in ordered if parse_version(v) < wanted][-1:]
     above = [v for v in ordered if parse_version(v) > wanted][:1]
     return below + above or ordered[-2:]
+
+
+def version_fix(ctx: Context) -> dict[str, str] | None:
+    """The nearest versions torchrun takes for this job, as spec changes; None if none.
+
+    The full version for a short alias, else the closest accepted version above the one written
+    (below when none is), with a container and a py_version it is built for. A Hugging Face job
+    changes transformers, PyTorch and Python together: its container pairs them.
+    """
+    version = _framework_version(ctx)
+    kind = sdk_kind(ctx.instance_name) if ctx.instance_name else None
+    if version is None or kind is None:
+        return None
+    if ctx.spec.estimator == "huggingface":
+        return _huggingface_version_fix(ctx, version) if kind == "gpu" else None
+    full = ctx.pytorch_version
+    accepted = gpu_versions() if kind == "gpu" else trainium_versions()
+    target = (
+        full if full is not None and full in accepted else _closest(version, _runnable(ctx, kind))
+    )
+    if target is None:
+        return None
+    table = (
+        tables.IMAGE_CONFIGS[("pytorch", False)] if kind == "gpu" else tables.NEURON_IMAGE_CONFIG
+    )
+    return {"framework_version": target, **_py_version(ctx, framework_container(table, target))}
+
+
+def _closest(version: str, versions: list[str]) -> str | None:
+    close = _nearby(version, versions)
+    try:
+        above = [v for v in close if parse_version(v) > parse_version(version)]
+    except Exception:
+        above = []
+    chosen = above or close[-1:]
+    return chosen[0] if chosen else None
+
+
+def _py_version(ctx: Context, container: Container) -> dict[str, str]:
+    if not container.py_versions or ctx.spec.py_version in container.py_versions:
+        return {}
+    return {"py_version": container.py_versions[-1]}
+
+
+def _huggingface_version_fix(ctx: Context, version: str) -> dict[str, str] | None:
+    table = tables.IMAGE_CONFIGS[("huggingface", False)]
+    written = ctx.spec.transformers_version or ""
+    outer, _ = huggingface_container(table, written, version)
+    pairs: dict[str, str] = {}  # PyTorch version -> the first transformers version built on it
+    for transformers in outer.known:
+        bases = huggingface_container(table, transformers, "")[1]
+        for base in bases.known if bases else ():
+            if base in gpu_versions():
+                pairs.setdefault(base, transformers)
+    target = _closest(version, list(pairs))
+    if target is None:
+        return None
+    container = huggingface_container(table, pairs[target], target)[1]
+    return {
+        "transformers_version": pairs[target],
+        "pytorch_version": target,
+        **(_py_version(ctx, container) if container else {}),
+    }
 
 
 def torchrun_rules(ctx: Context) -> Iterator[Problem]:

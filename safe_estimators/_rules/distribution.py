@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import Any
 
+import attrs
+
+from safe_estimators._distributions import torchrun
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, did_you_mean, join_path, warning
 from safe_estimators._rules.context import Context
@@ -133,6 +137,75 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
         f"is not set, but the job has {count(total, noun)} ({ctx.instance_count} x "
         f"{ctx.instance_name}, {count(per_instance, noun)} each): SageMaker starts one training "
         f"process per instance, so {effect}.",
-        "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process per "
-        f"{noun} and one job across the instances), or use a single {noun}.",
+        _launcher_hint(ctx, noun),
     )
+
+
+TORCHRUN: dict[str, Any] = {"torch_distributed": {"enabled": True}}
+MPI: dict[str, Any] = {"mpi": {"enabled": True}}
+
+
+def _torchrun_refusals(ctx: Context, changes: Mapping[str, Any]) -> list[Problem]:
+    """The errors our torchrun rules would give this job with ``changes`` and torchrun added."""
+    spec = attrs.evolve(ctx.spec, **changes) if changes else ctx.spec
+    trial = attrs.evolve(ctx, spec=spec, distribution=TORCHRUN)
+    found = [*torchrun.torchrun_rules(trial), *torchrun.trainium_only_torchrun(trial)]
+    return [p for p in found if p.severity == "error"]
+
+
+def launcher_fixes(ctx: Context) -> list[dict[str, Any]]:
+    """Spec changes that give this job a launcher our own rules accept, best first.
+
+    torchrun as the job is; else torchrun with the nearest framework version it takes; and MPI
+    on GPUs, which any framework version and entry point run (Trainium takes torchrun only).
+    Empty when nothing but a new entry point would do.
+    """
+    if not _torchrun_refusals(ctx, {}):
+        return [{"distribution": TORCHRUN}]
+    fixes: list[dict[str, Any]] = []
+    versions = torchrun.version_fix(ctx)
+    if versions and not _torchrun_refusals(ctx, versions):
+        fixes.append({**versions, "distribution": TORCHRUN})
+    if ctx.instance is not None and ctx.instance.accelerator_kind == "gpu":
+        fixes.append({"distribution": MPI})
+    return fixes
+
+
+def _launcher_hint(ctx: Context, noun: str) -> str:
+    fixes = launcher_fixes(ctx)
+    if fixes == [{"distribution": TORCHRUN}]:
+        return (
+            "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process "
+            f"per {noun} and one job across the instances), or use a single {noun}."
+        )
+    why = _why_not_torchrun(ctx, _torchrun_refusals(ctx, {})[0].path)
+    ways = []
+    for fix in fixes:
+        if fix["distribution"] is MPI:
+            ways.append(
+                "add distribution={'mpi': {'enabled': True}} (mpirun: one process per GPU; the "
+                "script joins its process group from MPI's environment, as Horovod does)"
+            )
+        else:
+            versions = ", ".join(f"{k}={v!r}" for k, v in fix.items() if k != "distribution")
+            ways.append(
+                f"set {versions} (the nearest that torchrun takes) and add "
+                "distribution={'torch_distributed': {'enabled': True}}"
+            )
+    if not ways:
+        return why + (
+            "point entry_point at the .py training script, then add "
+            "distribution={'torch_distributed': {'enabled': True}}."
+        )
+    return why + "; or ".join(ways) + f"; or use a single {noun}."
+
+
+def _why_not_torchrun(ctx: Context, path: str) -> str:
+    if path == "entry_point":
+        return f"torchrun starts .py scripts only, and entry_point is {ctx.spec.entry_point!r}: "
+    written = getattr(ctx.spec, path, None)
+    if path in ("framework_version", "pytorch_version"):
+        return (
+            f"the SageMaker SDK refuses torchrun with {path}={written!r} on {ctx.instance_name}: "
+        )
+    return f"torchrun would be refused here ({path}): "
