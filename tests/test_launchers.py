@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sagemaker.instance_group import InstanceGroup
 from sagemaker.workflow.parameters import ParameterString
 
@@ -492,17 +494,9 @@ def test_the_no_launcher_fix_works_for_that_job(job, tmp_path):
 
     arguments = _no_launcher_job(job, tmp_path)
     ctx, problems, _ = check_arguments(arguments)
-    warning = next(p for p in problems if p.path == "distribution")
-    errors = {p.path for p in problems if p.severity == "error"}
-    fixes = launcher_fixes(ctx)
-    assert fixes
-    for fix in fixes:
-        for key, value in fix.items():  # the text names what the test applies
-            assert f"{key}={value!r}" in warning.hint, (fix, warning.hint)
-        _, after, _ = check_arguments({**arguments, **fix})
-        assert "distribution" not in {p.path for p in after}, (fix, after)
-        new = {p.path for p in after if p.severity == "error"} - errors
-        assert not new, (fix, [p for p in after if p.path in new])
+    assert "distribution" in {p.path for p in problems}
+    assert launcher_fixes(ctx)
+    _assert_fixes_work(arguments)
 
 
 def test_no_launcher_fixes_build_through_the_sdk(sagemaker_session, role):
@@ -528,6 +522,64 @@ def test_a_shell_script_on_trainium_is_told_to_use_a_python_entry_point(tmp_path
     _, problems, _ = check_arguments(arguments)
     warning = next(p for p in problems if p.path == "distribution")
     assert ".py training script" in warning.hint and "mpi" not in warning.hint
+
+
+def _assert_fixes_work(arguments: dict) -> None:
+    from safe_estimators._resolve import check_arguments
+    from safe_estimators._rules.distribution import launcher_fixes
+
+    ctx, problems, _ = check_arguments(arguments)
+    warning = next((p for p in problems if p.path == "distribution"), None)
+    if ctx is None or warning is None:
+        return
+    errors = {p.path for p in problems if p.severity == "error"}
+    for fix in launcher_fixes(ctx):
+        for key, value in fix.items():  # the text names what is applied
+            assert f"{key}={value!r}" in warning.hint, (fix, warning.hint)
+        _, after, _ = check_arguments({**arguments, **fix})
+        assert "distribution" not in {p.path for p in after}, (fix, after)
+        new = [p for p in after if p.severity == "error" and p.path not in errors]
+        assert not new, (arguments, fix, new)
+
+
+def test_a_pipeline_parameter_with_a_cpu_choice_is_told_to_narrow_it():
+    from safe_estimators._resolve import check_arguments
+
+    parameter = ParameterString("Type", default_value="ml.p4d.24xlarge",
+                                enum_values=["ml.p4d.24xlarge", "ml.c5.xlarge"])  # fmt: skip
+    arguments = {"estimator": "pytorch", "entry_point": SCRIPT, "check_script": False,
+                 "framework_version": "2.3.0", "py_version": "py311",
+                 "instance_type": parameter}  # fmt: skip
+    _, problems, _ = check_arguments(arguments)
+    hint = next(p for p in problems if p.path == "distribution").hint
+    assert "enum_values" in hint and "mpi" not in hint  # MPI would need one GPU count too
+    _assert_fixes_work(arguments)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    version=st.sampled_from(["1.10.0", "1.11.0", "1.12.1", "1.13.1", "2.0.1", "2.2", "2.3.0",
+                             "2.4.0", "2.5.1"]),
+    instance_type=st.sampled_from(["ml.g5.12xlarge", "ml.p3.8xlarge", "ml.p4d.24xlarge",
+                                   "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.trn1.2xlarge"]),
+    instance_count=st.integers(1, 2),
+    shell=st.booleans(),
+)  # fmt: skip
+def test_every_no_launcher_fix_silences_the_warning_without_a_new_error(
+    version, instance_type, instance_count, shell, tmp_path_factory
+):
+    from safe_estimators._facts.versions import framework_container
+
+    table = "pytorch-neuron" if "trn" in instance_type else "pytorch"
+    py_versions = framework_container(table, version).py_versions or ("py310",)
+    entry = SCRIPT
+    if shell:
+        entry = str(tmp_path_factory.mktemp("job") / "train.sh")
+        Path(entry).write_text("python train.py\n")
+    _assert_fixes_work({"estimator": "pytorch", "entry_point": entry, "check_script": False,
+                        "framework_version": version, "py_version": py_versions[-1],
+                        "instance_type": instance_type,
+                        "instance_count": instance_count})  # fmt: skip
 
 
 # --- heterogeneous clusters -----------------------------------------------------------------

@@ -8,9 +8,11 @@ from typing import Any
 import attrs
 
 from safe_estimators._distributions import torchrun
+from safe_estimators._distributions.launchers import LAUNCHER_RULES
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, did_you_mean, join_path, warning
 from safe_estimators._rules.context import Context
+from safe_estimators._rules.instance import pipeline_parameter_instance_type
 
 
 def distribution_shape(ctx: Context) -> Iterator[Problem]:
@@ -145,12 +147,25 @@ TORCHRUN: dict[str, Any] = {"torch_distributed": {"enabled": True}}
 MPI: dict[str, Any] = {"mpi": {"enabled": True}}
 
 
-def _torchrun_refusals(ctx: Context, changes: Mapping[str, Any]) -> list[Problem]:
-    """The errors our torchrun rules would give this job with ``changes`` and torchrun added."""
+def _trial_errors(
+    ctx: Context, changes: Mapping[str, Any], distribution: Mapping[str, Any]
+) -> list[Problem]:
+    """The errors the launcher rules give this job with ``changes`` and ``distribution``."""
     spec = attrs.evolve(ctx.spec, **changes) if changes else ctx.spec
-    trial = attrs.evolve(ctx, spec=spec, distribution=TORCHRUN)
-    found = [*torchrun.torchrun_rules(trial), *torchrun.trainium_only_torchrun(trial)]
-    return [p for p in found if p.severity == "error"]
+    trial = attrs.evolve(ctx, spec=spec, distribution=distribution)
+    rules = (*LAUNCHER_RULES, pipeline_parameter_instance_type, mpi_processes)
+    return [p for rule in rules for p in rule(trial) if p.severity == "error"]
+
+
+def _refused(
+    ctx: Context, changes: Mapping[str, Any], distribution: Mapping[str, Any]
+) -> list[Problem]:
+    """What ``changes`` and ``distribution`` would make our launcher rules refuse, new errors
+    only (the job's own stay the business of the rules that report them)."""
+    before = {(p.path, p.message) for p in _trial_errors(ctx, {}, ctx.distribution)}
+    return [
+        p for p in _trial_errors(ctx, changes, distribution) if (p.path, p.message) not in before
+    ]
 
 
 def launcher_fixes(ctx: Context) -> list[dict[str, Any]]:
@@ -158,15 +173,15 @@ def launcher_fixes(ctx: Context) -> list[dict[str, Any]]:
 
     torchrun as the job is; else torchrun with the nearest framework version it takes; and MPI
     on GPUs, which any framework version and entry point run (Trainium takes torchrun only).
-    Empty when nothing but a new entry point would do.
+    Each is tried against the launcher rules. Empty when none passes them.
     """
-    if not _torchrun_refusals(ctx, {}):
+    if not _refused(ctx, {}, TORCHRUN):
         return [{"distribution": TORCHRUN}]
     fixes: list[dict[str, Any]] = []
     versions = torchrun.version_fix(ctx)
-    if versions and not _torchrun_refusals(ctx, versions):
+    if versions and not _refused(ctx, versions, TORCHRUN):
         fixes.append({**versions, "distribution": TORCHRUN})
-    if ctx.instance is not None and ctx.instance.accelerator_kind == "gpu":
+    if not _refused(ctx, {}, MPI):
         fixes.append({"distribution": MPI})
     return fixes
 
@@ -178,7 +193,8 @@ def _launcher_hint(ctx: Context, noun: str) -> str:
             "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process "
             f"per {noun} and one job across the instances), or use a single {noun}."
         )
-    why = _why_not_torchrun(ctx, _torchrun_refusals(ctx, {})[0].path)
+    refusal = _refused(ctx, {}, TORCHRUN)[0]
+    why = _why_not_torchrun(ctx, refusal.path)
     ways = []
     for fix in fixes:
         if fix["distribution"] is MPI:
@@ -193,10 +209,12 @@ def _launcher_hint(ctx: Context, noun: str) -> str:
                 "distribution={'torch_distributed': {'enabled': True}}"
             )
     if not ways:
-        return why + (
-            "point entry_point at the .py training script, then add "
-            "distribution={'torch_distributed': {'enabled': True}}."
+        first = (
+            "point entry_point at the .py training script"
+            if refusal.path == "entry_point"
+            else refusal.hint.rstrip(".")
         )
+        return f"{why}{first}, then add distribution={{'torch_distributed': {{'enabled': True}}}}."
     return why + "; or ".join(ways) + f"; or use a single {noun}."
 
 
