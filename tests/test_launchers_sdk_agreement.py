@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sagemaker.huggingface
 import sagemaker.pytorch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -331,7 +332,9 @@ def _arguments(case: dict[str, Any], role: str) -> dict[str, Any]:
     return arguments
 
 
-def bare_sdk(arguments: dict[str, Any], session: Any) -> Exception | None:
+def bare_sdk(
+    arguments: dict[str, Any], session: Any, estimator_class: Any = sagemaker.pytorch.PyTorch
+) -> Exception | None:
     """Build the same job with the SDK alone; return what it raised, or None."""
     kwargs = {k: v for k, v in arguments.items() if k != "check_script"}
     distribution = kwargs.get("distribution")
@@ -346,7 +349,7 @@ def bare_sdk(arguments: dict[str, Any], session: Any) -> Exception | None:
     else:
         kwargs.setdefault("instance_count", 1)
     try:
-        estimator = sagemaker.pytorch.PyTorch(sagemaker_session=session, **kwargs)
+        estimator = estimator_class(sagemaker_session=session, **kwargs)
         estimator.hyperparameters()
         estimator.training_image_uri()
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -444,18 +447,29 @@ def launcher_jobs(draw: st.DrawFn) -> dict[str, Any]:
     return job
 
 
-@settings(
+def built_or_refused(factory: Any, session: Any, arguments: dict[str, Any]) -> Any:
+    """What we build, or None when our rules refuse it (at our paths, never the SDK's)."""
+    try:
+        return factory(sagemaker_session=session, **arguments)
+    except ConfigError as error:
+        assert "<sagemaker>" not in error.paths, error
+        return None
+
+
+# The differential tests build real estimators: a few dozen jobs each.
+differential = settings(
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+
+@differential
 @given(job=launcher_jobs())
 def test_what_we_build_the_sdk_accepts(job, session, role):
     arguments = {"role": role, "check_script": False, **job}
-    try:
-        est = safe_estimators.pytorch(sagemaker_session=session, **arguments)
-    except ConfigError as error:
-        assert "<sagemaker>" not in error.paths, error
+    est = built_or_refused(safe_estimators.pytorch, session, arguments)
+    if est is None:
         return
     est.hyperparameters()
     est.training_image_uri()
@@ -497,20 +511,6 @@ def assert_enabled_launchers_reach_the_job(est, distribution, estimator: str) ->
         )
 
 
-def bare_huggingface(arguments: dict[str, Any], session: Any) -> Exception | None:
-    """The Hugging Face job through the SDK alone; what it raised, or None."""
-    import sagemaker.huggingface
-
-    kwargs = {k: v for k, v in arguments.items() if k != "check_script"}
-    try:
-        estimator = sagemaker.huggingface.HuggingFace(sagemaker_session=session, **kwargs)
-        estimator.hyperparameters()
-        estimator.training_image_uri()
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        return exc
-    return None
-
-
 HF_VERSIONS = (
     ("4.17.0", "1.10.2", "py38"),
     ("4.26.0", "1.13.1", "py39"),
@@ -534,24 +534,18 @@ def huggingface_launcher_jobs(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@differential
 @given(job=huggingface_launcher_jobs())
 def test_what_we_build_with_hugging_face_runs_every_launcher_enabled(job, session, role):
     """The Hugging Face estimator drops launchers silently (SDK huggingface/estimator.py): what
     we build, the SDK accepts, and each launcher the user enabled reaches the job."""
     arguments = {"role": role, "check_script": False, **job}
-    try:
-        est = safe_estimators.huggingface(sagemaker_session=session, **arguments)
-    except ConfigError as error:
-        assert "<sagemaker>" not in error.paths, error
+    est = built_or_refused(safe_estimators.huggingface, session, arguments)
+    if est is None:
         return
     est.training_image_uri()
     replay = {**arguments, "distribution": est.distribution or None}
-    assert bare_huggingface(replay, session) is None
+    assert bare_sdk(replay, session, sagemaker.huggingface.HuggingFace) is None
     assert_enabled_launchers_reach_the_job(est, job["distribution"], "huggingface")
 
 
