@@ -114,3 +114,16 @@ def machine() -> str:
         f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
         f"load average {load:.1f} at start (figures are noisy above {os.cpu_count()})"
     )
+
+
+def checkout(revision: str, folder: Path) -> Path:
+    """The packages of ``revision``, extracted into ``folder`` (with their bytecode)."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", revision, "safe_estimators", "instance_catalog"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    folder.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], check=True)
+    return folder

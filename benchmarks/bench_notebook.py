@@ -21,7 +21,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _measure import BIN, EXAMPLES, ROOT, compile_bytecode, go_offline, machine, process_costs
+from _measure import (
+    BIN,
+    EXAMPLES,
+    checkout,
+    compile_bytecode,
+    go_offline,
+    machine,
+    process_costs,
+)
 
 NOTEBOOK = EXAMPLES / "notebook.ipynb"
 EMPTY = {
@@ -30,19 +38,6 @@ EMPTY = {
     "nbformat": 4,
     "nbformat_minor": 5,
 }
-
-
-def _checkout(revision: str, folder: Path) -> Path:
-    """The packages of ``revision``, extracted into ``folder`` (with their bytecode)."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", revision, "safe_estimators", "instance_catalog"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    folder.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], check=True)
-    return folder
 
 
 def _imported_from(env: dict[str, str]) -> str:
@@ -76,7 +71,7 @@ def main() -> None:
         }
         envs = {"this checkout": env, "empty notebook (the floor)": env}
         if args.against:
-            code = _checkout(args.against, folder / "against")
+            code = checkout(args.against, folder / "against")
             other = {**env, "PYTHONPATH": str(code)}
             where = _imported_from(other)
             if not where.startswith(str(code)):
