@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 from typing import Any
 
+from safe_estimators._cache import cache_folder, write_atomically
 from safe_estimators._distributions.instance_groups import describe, total_instances
 from safe_estimators._distributions.torchrun import concrete_instance_type_needed
 from safe_estimators._problems import ConfigError, Problem
@@ -76,11 +79,108 @@ def _avoid_repeated_sdk_work() -> None:
         _validate_config_once(sdk_config.validate_sagemaker_config)
 
 
+# jsonschema.validate(config, schema) first checks the schema itself against its metaschema
+# (check_schema: about half a second for the SDK's large schema, in every process that plans),
+# then the config against the schema. The schema is a constant of the installed SDK, so its check
+# is remembered per schema content in the cache folder; the config is validated every time, as
+# jsonschema.validate does. Both functions are reproduced only while their code is the code
+# reproduced here (the names they use); otherwise the SDK's own function runs.
+_SDK_VALIDATE_NAMES = ("jsonschema", "validate", "SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA")
+_JSONSCHEMA_VALIDATE_NAMES = (
+    "validator_for",
+    "check_schema",
+    "exceptions",
+    "best_match",
+    "iter_errors",
+)
+
+
+def _schema_checked_once(original: Any) -> Any:
+    """The SDK's ``validate_sagemaker_config`` with the SDK schema's own check done once per
+    schema content on this machine (``original`` itself when it is not the code expected)."""
+    import jsonschema
+    import sagemaker.config.config as sdk_config
+
+    sdk_code = getattr(original, "__code__", None)
+    validate_code = getattr(jsonschema.validate, "__code__", None)
+    if (
+        sdk_code is None
+        or validate_code is None
+        or sdk_code.co_names != _SDK_VALIDATE_NAMES
+        or validate_code.co_names != _JSONSCHEMA_VALIDATE_NAMES
+    ):
+        return original
+
+    def validate_sagemaker_config(sagemaker_config: Any = None) -> None:
+        schema = sdk_config.SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA
+        cls = jsonschema.validators.validator_for(schema)
+        record = _schema_record(schema, cls)
+        if not _checked_before(record):
+            cls.check_schema(schema)  # raises for a schema that is not valid: nothing recorded
+            _record_checked(record)
+        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(sagemaker_config))
+        if error is not None:
+            raise error
+
+    validate_sagemaker_config.__doc__ = original.__doc__
+    validate_sagemaker_config.__wrapped__ = original  # type: ignore[attr-defined]
+    return validate_sagemaker_config
+
+
+_CHECKED_SCHEMAS: set[bytes] = set()  # the schema records seen valid in this process
+
+
+def _schema_record(schema: Any, cls: Any) -> bytes | None:
+    """What identifies the check of ``schema`` by ``cls``: the validator, jsonschema's version
+    and the schema's content (None when it cannot be written down)."""
+    import hashlib
+    import importlib.metadata
+
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return f"{cls.__name__}\n{importlib.metadata.version('jsonschema')}\n{digest}\n".encode()
+
+
+def _record_file(record: bytes) -> Path | None:
+    import hashlib
+
+    folder = cache_folder()
+    name = f"sdk-config-schema-{hashlib.sha256(record).hexdigest()[:16]}.checked"
+    return None if folder is None else folder / name
+
+
+def _checked_before(record: bytes | None) -> bool:
+    if record is None:
+        return False
+    if record in _CHECKED_SCHEMAS:
+        return True
+    path = _record_file(record)
+    try:
+        found = path is not None and path.read_bytes() == record
+    except OSError:
+        return False
+    if found:
+        _CHECKED_SCHEMAS.add(record)
+    return found
+
+
+def _record_checked(record: bytes | None) -> None:
+    if record is None:
+        return
+    _CHECKED_SCHEMAS.add(record)
+    path = _record_file(record)
+    if path is not None:
+        write_atomically(path, record)
+
+
 def _validate_config_once(original: Any) -> None:
     import importlib
     import sys
 
-    once = _validating_once(original)
+    once = _validating_once(_schema_checked_once(original))
     # Each caller bound the function to its own name when it was imported: import them, then
     # rebind. LocalSession's module, when imported later, takes it from sagemaker.config.
     modules: list[Any] = [importlib.import_module(name) for name in _CALLERS]

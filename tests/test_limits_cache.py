@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from safe_estimators import _cache
 from safe_estimators._facts import limits
 from safe_estimators._files import read_spec_data, relative_to_file
 from safe_estimators._resolve import check_arguments
@@ -337,7 +338,7 @@ def test_a_read_only_cache_folder_falls_back_silently(folder, monkeypatch):
     def refuse(*args: object, **kwargs: object) -> None:
         raise PermissionError("read-only file system")
 
-    monkeypatch.setattr(limits.os, "replace", refuse)
+    monkeypatch.setattr(_cache.os, "replace", refuse)
     shutil.rmtree(folder)
     assert _limits() == expected
     assert list(folder.iterdir()) == []  # the temporary file is removed
@@ -379,6 +380,7 @@ _PROBE = """
 import sys
 opened = []
 sys.addaudithook(lambda event, args: event == "open" and opened.append(str(args[0])))
+from safe_estimators import _cache
 from safe_estimators._facts import limits
 limits.hyperparameters_limit(), limits.member_shape("ResourceConfig.VolumeSizeInGB")
 print(sum(name.endswith("service-2.json.gz") for name in opened))

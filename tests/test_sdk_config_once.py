@@ -20,24 +20,58 @@ import yaml
 from sagemaker.config.config_schema import SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA
 
 import safe_estimators
+from safe_estimators import _build
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 JOB = EXAMPLES / "compiler-multi-gpu" / "job.yaml"
 
 
+SDK_VALIDATOR = jsonschema.validators.validator_for(SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA)
+
+
 @pytest.fixture
 def schema_checks(monkeypatch) -> list[Any]:
-    """The configs the SDK validates against its schema from now on (validation still runs)."""
+    """The configs validated against the SDK's schema from now on (validation still runs)."""
     checked: list[Any] = []
-    original = jsonschema.validate
+    original = SDK_VALIDATOR.iter_errors
 
-    def counting(instance: Any, schema: Any, *args: Any, **kwargs: Any) -> None:
-        if schema is SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA:
+    def counting(self: Any, instance: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.schema is SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA:
             checked.append(instance)
-        original(instance, schema, *args, **kwargs)
+        return original(self, instance, *args, **kwargs)
 
-    monkeypatch.setattr(jsonschema, "validate", counting)
+    monkeypatch.setattr(SDK_VALIDATOR, "iter_errors", counting)
     return checked
+
+
+@pytest.fixture
+def schema_self_checks(monkeypatch, tmp_path) -> list[Any]:
+    """Checks of the SDK's schema itself from now on, with an empty cache folder and nothing
+    remembered in this process."""
+    checks: list[Any] = []
+    original = SDK_VALIDATOR.check_schema
+
+    def counting(schema: Any, *args: Any, **kwargs: Any) -> None:
+        if schema is SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA:
+            checks.append(schema)
+        original(schema, *args, **kwargs)
+
+    monkeypatch.setattr(SDK_VALIDATOR, "check_schema", staticmethod(counting))
+    monkeypatch.setenv("SAFE_ESTIMATORS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(_build, "_CHECKED_SCHEMAS", set())
+    return checks
+
+
+def _sdk_validation() -> Any:
+    """The SDK's validate_sagemaker_config with the schema's own check remembered."""
+    import sagemaker.config.config as sdk_config
+
+    original = sdk_config.validate_sagemaker_config
+    while hasattr(original, "__wrapped__"):  # the SDK's own, under what a build installed
+        original = original.__wrapped__
+    fast = _build._schema_checked_once(original)
+    assert fast is not original, "the SDK's function is no longer the code reproduced"
+    return fast
 
 
 def _use_config(monkeypatch, path: Path, config: dict[str, Any]) -> None:
@@ -137,3 +171,69 @@ def test_a_number_is_not_taken_for_the_boolean_validated_before(monkeypatch, tmp
     _use_config(monkeypatch, tmp_path / "config.yaml", config)
     with pytest.raises(jsonschema.ValidationError, match="is not of type 'boolean'"):
         safe_estimators.plan(JOB)
+
+
+def test_the_sdk_schema_is_checked_once_per_machine(schema_self_checks, tmp_path):
+    validate = _sdk_validation()
+    validate(_org_config("a"))
+    assert len(schema_self_checks) == 1
+    validate(_org_config("b"))  # new content, same schema: this process remembers
+    assert len(schema_self_checks) == 1
+    _build._CHECKED_SCHEMAS.clear()  # as a new process: the record in the cache folder
+    validate(_org_config("c"))
+    assert len(schema_self_checks) == 1
+    [record] = (tmp_path / "cache").glob("sdk-config-schema-*.checked")
+    record.write_bytes(b"Draft7Validator\n0.0\nsomething else\n")  # not this schema's
+    _build._CHECKED_SCHEMAS.clear()
+    validate(_org_config("d"))
+    assert len(schema_self_checks) == 2
+
+
+def test_without_a_cache_folder_the_schema_is_checked_once_per_process(
+    schema_self_checks, monkeypatch
+):
+    monkeypatch.setattr(_build, "cache_folder", lambda: None)
+    validate = _sdk_validation()
+    for team in ("a", "b"):
+        validate(_org_config(team))
+    assert len(schema_self_checks) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"EnableNetworkIsolation": "yes"},
+        {"EnableNetworkIsolation": 1},
+        {"Tags": [{"Key": "k"}]},
+        {"NoSuchOption": True},
+    ],
+)
+def test_a_config_is_refused_with_the_sdks_own_error(schema_self_checks, change):
+    import sagemaker.config.config as sdk_config
+
+    config = _org_config("x")
+    config["SageMaker"]["TrainingJob"].update(change)
+    with pytest.raises(jsonschema.ValidationError) as ours:
+        _sdk_validation()(config)
+    with pytest.raises(jsonschema.ValidationError) as sdks:  # jsonschema.validate, as the SDK does
+        jsonschema.validate(config, sdk_config.SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA)
+    assert (ours.value.message, list(ours.value.absolute_path)) == (
+        sdks.value.message,
+        list(sdks.value.absolute_path),
+    )
+
+
+def test_a_plan_uses_the_remembered_schema_check():
+    import sagemaker.config.config as sdk_config
+
+    safe_estimators.plan(JOB)
+    once = sdk_config.validate_sagemaker_config  # once per content, over ...
+    assert once.__wrapped__.__module__ == "safe_estimators._build"  # ... the remembered check
+    assert once.__wrapped__.__wrapped__.__module__ == "sagemaker.config.config"
+
+
+def test_an_sdk_validation_of_other_code_runs_as_it_is():
+    def stricter(sagemaker_config=None):  # e.g. a future SDK with format checks
+        jsonschema.validate(sagemaker_config, {}, format_checker=jsonschema.FormatChecker())
+
+    assert _build._schema_checked_once(stricter) is stricter

@@ -14,11 +14,9 @@ the limits load, never what they are.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import json
-import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -26,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
+from safe_estimators._cache import cache_folder, write_atomically
 
 
 @attrs.frozen
@@ -129,22 +129,6 @@ def derive_subset(shapes: dict[str, Any], roots: tuple[str, ...] = ROOTS) -> dic
     return dict(sorted(subset.items()))
 
 
-def cache_folder() -> Path | None:
-    """Where the derived limits are cached: ``$SAFE_ESTIMATORS_CACHE_DIR``, else the
-    ``safe-estimators`` folder in ``$XDG_CACHE_HOME`` or ``~/.cache`` (None: no home folder).
-    """
-    explicit = os.environ.get("SAFE_ESTIMATORS_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg):  # the XDG spec says to ignore a relative path
-        return Path(xdg) / "safe-estimators"
-    try:
-        return Path.home() / ".cache" / "safe-estimators"
-    except RuntimeError:  # no HOME and no password entry
-        return None
-
-
 def _cache_key(model: Path) -> dict[str, Any]:
     status = model.stat()
     return {
@@ -197,17 +181,7 @@ def _write_cache(path: Path, key: dict[str, Any], subset: dict[str, Any]) -> Non
     # The model's order of keys is kept: messages list a structure's members in that order.
     body = json.dumps(subset, separators=(",", ":")).encode()
     header = json.dumps({"key": key, "crc32": zlib.crc32(body)}, sort_keys=True).encode()
-    # A name no other writer uses; os.replace then swaps whole files, so a reader sees the old
-    # file or the new one and concurrent writers (of the same content) cannot interleave.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "xb") as file:
-            file.write(header + b"\n" + body)
-        os.replace(temporary, path)
-    except (OSError, ValueError):  # ValueError: a NUL in the folder's name
-        with contextlib.suppress(OSError, ValueError):
-            temporary.unlink(missing_ok=True)
+    write_atomically(path, header + b"\n" + body)
 
 
 @functools.cache
