@@ -61,6 +61,25 @@ def test_validating_a_spec_with_a_local_script_checks_it_without_the_builder():
     assert [m for m in [*HEAVY, "sagemaker"] if m in loaded] == []
 
 
+# What a plain YAML job (no model=, no model parallelism) does not need, and so never loads.
+FOR_OTHER_JOBS = [
+    "logging",  # only commands that load the SDK, and resolved jobs with warnings, log
+    "tomllib",  # TOML spec files
+    "safe_estimators._memory.rule",  # model=
+    "safe_estimators._memory.accounting",
+    "safe_estimators._distributions.model_parallel.rules",  # model parallelism
+    "safe_estimators._distributions.model_parallel.rules_v2",
+    "safe_estimators._distributions.model_parallel.resolve",
+]
+
+
+def test_validating_a_plain_yaml_job_loads_only_what_it_uses():
+    code = "from safe_estimators._cli import main\nassert main(['validate', sys.argv[1]]) == 0"
+    job = EXAMPLES / "compiler-multi-gpu/job.yaml"
+    loaded = _loaded_after("import sys\n" + code, str(job))
+    assert [m for m in FOR_OTHER_JOBS if m in loaded] == []
+
+
 @pytest.mark.parametrize("name", safe_estimators.__all__)
 def test_every_public_name_is_the_object_of_its_module(name):
     import importlib
