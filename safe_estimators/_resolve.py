@@ -176,22 +176,16 @@ def script_context(ctx: Context) -> ScriptContext:
 def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
     """The launcher (a ScriptContext.launcher value) and its processes per instance.
 
-    Read from the raw ``distribution`` as the SDK reads it; the model parallel library generation
-    is the one the rules use (``Context.model_parallel_library``).
+    The one the SDK sends (``Context.launchers``, its per-estimator dispatch); the model
+    parallel library generation is the one the rules use (``Context.model_parallel_library``).
     """
     spec = ctx.spec
     dist = spec.distribution if isinstance(spec.distribution, Mapping) else {}
     instance = ctx.instance
     # One process per GPU, or per NeuronCore on Trainium (torchrun's nproc_per_node).
     devices = (instance.gpu_count or instance.neuron_cores or None) if instance else None
-
-    def on(key: str, block: object = None) -> bool:
-        block = dist.get(key) if block is None else block
-        return isinstance(block, Mapping) and block.get("enabled") is True
-
     smd = dist.get("smdistributed")
-    smd = smd if isinstance(smd, Mapping) else {}
-    smp_block = smd.get("modelparallel")
+    smp_block = smd.get("modelparallel") if isinstance(smd, Mapping) else None
     # The library generation the rules judge by (container version, SMP image, v2 options).
     generation = ctx.model_parallel_library
     refused = isinstance(smp_block, Mapping) and smp_block.get("enabled") is not False
@@ -203,17 +197,18 @@ def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
         return "smp-v2", devices
     if generation == 1:
         return "smp-v1", _mpi_per_host(ctx, devices)
-    if on("dataparallel", smd.get("dataparallel")):
+    sent = ctx.launchers
+    if "smdistributed.dataparallel" in sent:  # the PyTorch estimator's pytorchddp included
         return "smddp", devices
-    if on("pytorchddp"):
-        # The PyTorch estimator runs pytorchddp as SMDDP (see _distributions/smddp.py).
-        return ("smddp" if spec.estimator == "pytorch" else "pytorchddp"), devices
-    if on("torch_distributed"):
+    if "pytorchddp" in sent:  # Hugging Face: PyTorch DDP over mpirun
+        return "pytorchddp", devices
+    if "torch_distributed" in sent:
         return "torchrun", devices
-    if on("mpi"):
+    mpi = dist.get("mpi")
+    if "mpi" in sent and isinstance(mpi, Mapping) and mpi.get("enabled") is True:
         # Without a count the toolkit starts one process per GPU (what _distributions/mpi.py
         # injects); a CPU job runs one.
-        count = dist["mpi"].get("processes_per_host", devices or 1)
+        count = mpi.get("processes_per_host", devices or 1)
         return "mpi", count if type(count) is int else None
     return None, None
 

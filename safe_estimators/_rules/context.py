@@ -12,6 +12,7 @@ from packaging.version import InvalidVersion
 
 import instance_catalog
 from safe_estimators._bounds import Tree, too_wide_to_package, walk_tree
+from safe_estimators._distributions.dropped import huggingface_launcher
 from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._distributions.mpi import injects_processes
 from safe_estimators._facts import tables
@@ -162,10 +163,12 @@ class Context:
     def launchers(self) -> tuple[str, ...]:
         """What the job launches with, as the keys of ``_facts.reserved``'s tables.
 
-        Follows the SDK's choice of hyperparameters: the PyTorch estimator runs ``pytorchddp``
-        as ``smdistributed.dataparallel``; an enabled ``pytorchddp`` (Hugging Face) or
-        ``torch_distributed`` replaces the other launchers' entries (except ``smdistributed``
-        beside torchrun in the PyTorch estimator).
+        The one model of each estimator's dispatch (the SDK-added hyperparameters and the
+        launcher the script checks assume both read it): the PyTorch estimator runs
+        ``pytorchddp`` as ``smdistributed.dataparallel``; the Hugging Face estimator's enabled
+        ``pytorchddp`` or ``torch_distributed`` is sent alone (``dropped.huggingface_launcher``);
+        the PyTorch estimator's ``torch_distributed`` is sent alone unless ``smdistributed`` is
+        beside it.
         """
         found: list[str] = ["compiler"] if self.compiler else []
         distribution = dict(self.distribution)
@@ -176,11 +179,13 @@ class Context:
             if self.model_parallel_library == 2:  # smdistributed over torchrun
                 return (*found, "torch_distributed", "smdistributed.modelparallel")
             return (*found, "mpi", "mpi.processes_per_host", "smdistributed.modelparallel")
-        if _enabled(distribution.get("pytorchddp")):
-            return (*found, "pytorchddp")
-        if "pytorchddp" not in distribution and _enabled(distribution.get("torch_distributed")):
+        if not pytorch:
+            branch = huggingface_launcher(distribution)
+            if branch is not None:  # the Hugging Face estimator sends that launcher alone
+                return (*found, branch)
+        elif _enabled(distribution.get("torch_distributed")):
             found.append("torch_distributed")
-            if not (pytorch and "smdistributed" in distribution):
+            if "smdistributed" not in distribution:  # beside it, the other blocks are sent too
                 return tuple(found)
         xla_keys = ("pytorchxla", *tables.XLA_MISSPELLINGS) if self.compiler else ("pytorchxla",)
         if self.wants_xla_distribution or any(key in distribution for key in xla_keys):
