@@ -169,6 +169,15 @@ LAUNCHERS = {
         model_parallel={"pipeline_parallel_degree": 2, "microbatches": 4},
     ),
     "pytorchxla": dict(instance_type="ml.p3.8xlarge", training_compiler=True),
+    "parameter_server": dict(
+        instance_type="ml.p3.2xlarge",
+        instance_count=2,
+        distribution={"parameter_server": {"enabled": True}},
+    ),
+    "parameter_server-disabled-with-mpi": dict(
+        instance_type="ml.p3.16xlarge",
+        distribution={"parameter_server": {"enabled": False}, "mpi": {"enabled": True}},
+    ),
     "compiler-single-gpu": dict(instance_type="ml.p3.2xlarge", training_compiler=True),
     "torch_distributed": dict(
         instance_type="ml.p4d.24xlarge",

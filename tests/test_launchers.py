@@ -686,3 +686,33 @@ def test_group_rules(sagemaker_session, role):
     assert {"instance_type", "instance_count"} <= set(error.paths)
     error = refusal(pt, sagemaker_session, role, distribution={**SMDDP, "instance_groups": ["gpu"]})
     assert "distribution.instance_groups" in error.paths
+
+
+# --- parameter_server: sent by the SDK, read by no PyTorch container --------------------------
+
+
+@pytest.mark.parametrize("factory", [pt, hf])
+def test_parameter_server_is_sent_but_ignored(factory, sagemaker_session, role):
+    est = factory(
+        sagemaker_session,
+        role,
+        instance_count=2,
+        distribution={"parameter_server": {"enabled": True}},
+    )
+    # What SageMaker receives: the flag, which only the TensorFlow and MXNet toolkits read.
+    assert est.hyperparameters()["sagemaker_parameter_server_enabled"] == "true"
+    found = warnings_of(est)
+    assert "is ignored" in found["distribution.parameter_server"]
+    assert "(2 here)" in found["distribution.parameter_server"]
+    # And the GPUs it leaves idle are named, with a launcher our rules accept for this job.
+    assert "14 GPUs sit idle" in found["distribution"]
+
+
+def test_a_disabled_parameter_server_says_nothing(sagemaker_session, role):
+    est = pt(
+        sagemaker_session,
+        role,
+        instance_type="ml.g5.xlarge",
+        distribution={"parameter_server": {"enabled": False}},
+    )
+    assert "distribution.parameter_server" not in warnings_of(est)

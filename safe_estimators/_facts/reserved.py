@@ -35,6 +35,8 @@ LAUNCHER_HYPERPARAMETERS: dict[str, tuple[str, ...]] = {
     # Hugging Face's pytorchddp (the PyTorch estimator runs it as smdistributed.dataparallel).
     "pytorchddp": ("sagemaker_pytorch_ddp_enabled", "sagemaker_instance_type"),
     "instance_groups": ("sagemaker_distribution_instance_groups",),
+    # Sent whenever the block is present (enabled or not), read by no PyTorch container.
+    "parameter_server": ("sagemaker_parameter_server_enabled",),
 }
 
 

@@ -25,6 +25,7 @@ from safe_estimators._rules.distribution import (
     distribution_shape,
     mpi_processes,
     no_launcher,
+    parameter_server_ignored,
 )
 from safe_estimators._rules.instance import (
     framework_versions,
@@ -62,6 +63,7 @@ RULES: tuple[Rule, ...] = (
     mpi_processes,
     distribution_needs_gpus,
     no_launcher,
+    parameter_server_ignored,
     spot_training,
     no_secrets,
     api_limits,

@@ -202,6 +202,8 @@ class Context:
                 found.append("smdistributed.dataparallel")
         if distribution.get("instance_groups") is not None:
             found.append("instance_groups")
+        if isinstance(distribution.get("parameter_server"), Mapping):
+            found.append("parameter_server")
         return tuple(found)
 
 

@@ -94,7 +94,28 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
             )
 
 
-_LAUNCHERS = ("pytorchxla", "pytorchddp", "torch_distributed", "parameter_server", "mpi")
+# parameter_server is not among them: the SDK sends it, the PyTorch containers never read it.
+_LAUNCHERS = ("pytorchxla", "pytorchddp", "torch_distributed", "mpi")
+
+
+def parameter_server_ignored(ctx: Context) -> Iterator[Problem]:
+    """The PyTorch and Hugging Face containers start no parameter servers."""
+    # The SDK sends sagemaker_parameter_server_enabled (Framework._distribution_configuration);
+    # only the TensorFlow and MXNet training toolkits read it. The PyTorch training toolkit,
+    # which the PyTorch and Hugging Face training containers run, reads MPI, SMDDP, pytorchddp,
+    # torchrun and PyTorch/XLA, and runs the script once per instance otherwise.
+    block = ctx.distribution.get("parameter_server")
+    if not isinstance(block, Mapping) or block.get("enabled") is not True:
+        return
+    yield warning(
+        "distribution.parameter_server",
+        "is ignored: the SageMaker SDK sends sagemaker_parameter_server_enabled, but only the "
+        "TensorFlow and MXNet containers start parameter servers; the PyTorch and Hugging Face "
+        "containers never read it and run the script once per instance "
+        f"({ctx.instance_count} here), each process training on its own.",
+        "remove parameter_server; for data parallelism use torch_distributed (torchrun), "
+        "smdistributed.dataparallel (SMDDP) or mpi.",
+    )
 
 
 def _launches(distribution: Mapping[str, object]) -> bool:
