@@ -101,9 +101,9 @@ _LAUNCHERS = ("pytorchxla", "pytorchddp", "torch_distributed", "mpi")
 def parameter_server_ignored(ctx: Context) -> Iterator[Problem]:
     """The PyTorch and Hugging Face containers start no parameter servers."""
     # The SDK sends sagemaker_parameter_server_enabled (Framework._distribution_configuration);
-    # only the TensorFlow and MXNet training toolkits read it. The PyTorch training toolkit,
-    # which the PyTorch and Hugging Face training containers run, reads MPI, SMDDP, pytorchddp,
-    # torchrun and PyTorch/XLA, and runs the script once per instance otherwise.
+    # only the TensorFlow and MXNet training toolkits read it. The PyTorch training toolkit
+    # (aws/sagemaker-pytorch-training-toolkit, training.py), which the PyTorch and Hugging Face
+    # training containers run, picks its runner from the launchers' own flags and never reads it.
     block = ctx.distribution.get("parameter_server")
     if not isinstance(block, Mapping) or block.get("enabled") is not True:
         return
