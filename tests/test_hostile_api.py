@@ -140,3 +140,23 @@ def test_main_from_several_threads_leaves_logging_and_warnings_as_they_were(tmp_
     assert logging.root.manager.disable == disabled
     assert list(warnings.filters) == filters
     assert ("SAGEMAKER_SUPPRESS_V2_WARNING" in os.environ) == had_variable
+
+
+def test_validate_and_plan_together_leave_logging_and_warnings_as_they_were(tmp_path: Path):
+    # validate quiets only warnings (it loads nothing that logs); plan also silences logging.
+    # Whichever enters first, the last to leave restores both.
+    spec = Path(__file__).parent.parent / "examples" / "compiler-single-gpu" / "job.yaml"
+    disabled, filters = logging.root.manager.disable, list(warnings.filters)
+    codes: list[int] = []
+    commands = ["validate", "plan", "validate", "validate", "plan", "validate"]
+    threads = [
+        threading.Thread(target=lambda c=command: codes.append(main([c, str(spec)])))
+        for command in commands
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert codes == [0] * len(commands)
+    assert logging.root.manager.disable == disabled
+    assert list(warnings.filters) == filters
