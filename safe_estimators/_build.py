@@ -67,7 +67,8 @@ def _validating_once(original: Any) -> Any:
 
 def _avoid_repeated_sdk_work() -> None:
     """Stop the SDK redoing work whose result cannot change within a process (idempotent):
-    validating the same defaults config again, and parsing botocore's endpoints table again."""
+    validating the same defaults config (and its own schema) again, parsing botocore's endpoints
+    table again, and parsing the SageMaker service model again for boto3's default session."""
     import sagemaker.config.config as sdk_config
 
     if hasattr(sdk_config.validate_sagemaker_config, "safe_estimators_once"):
@@ -77,6 +78,7 @@ def _avoid_repeated_sdk_work() -> None:
             return
         _resolve_endpoints_once()
         _validate_config_once(sdk_config.validate_sagemaker_config)
+        _share_parsed_models_with_boto3_default()
 
 
 # jsonschema.validate(config, schema) first checks the schema itself against its metaschema
@@ -188,6 +190,29 @@ def _validate_config_once(original: Any) -> None:
     for module in modules:
         if getattr(module, "validate_sagemaker_config", None) is original:
             module.validate_sagemaker_config = once
+
+
+def _share_parsed_models_with_boto3_default() -> None:
+    """Let boto3's default session read the service models the SDK has parsed already.
+
+    Every estimator the SDK builds makes a SageMaker client for its TensorBoard app with
+    ``boto3.client`` (``interactive_apps/base_interactive_app.py``), which creates boto3's default
+    session on first use and, with it, a new loader that parses the 2.6 MB SageMaker model again:
+    about 0.2 s of every fresh process that builds an estimator. The default session is created
+    here as ``boto3.client`` would create it, moments before the SDK asks for it, with the parsed
+    data files of the SDK's import-time session (``_sdk_loader``). A default session that
+    already exists is the user's and is left alone.
+    """
+    import boto3
+
+    if boto3.DEFAULT_SESSION is not None:
+        return
+    boto3.setup_default_session()
+    default: Any = boto3.DEFAULT_SESSION
+    core = default._session
+    loader = _sdk_loader(core)
+    if loader is not None:
+        core.register_component("data_loader", loader)
 
 
 def _resolve_endpoints_once() -> None:
@@ -475,25 +500,34 @@ _SESSION_CLIENTS = (
 )
 
 
-def _botocore_session() -> Any:
-    """A new botocore session that reads service models the SDK has parsed already, if any.
+def _sdk_loader(core: Any) -> Any:
+    """The data loader of the SDK's import-time session, if ``core`` (a botocore session) reads
+    the same data path; else None.
 
     Importing sagemaker creates a Session (JumpStart's default), which loads the SageMaker, S3
     and runtime service models: about 0.4 s. A botocore loader holds only parsed data files, and
-    every client of a session shares it, so the offline session borrows that one; its own
-    credentials, events and clients stay separate.
+    every client of a session shares it, so other sessions can borrow it; their credentials,
+    events and clients stay their own.
     """
-    import botocore.session
-
-    core = botocore.session.get_session()
     try:
         from sagemaker.jumpstart import constants
 
         loaded = constants.DEFAULT_JUMPSTART_SAGEMAKER_SESSION.boto_session._session
         loader = loaded.get_component("data_loader")
     except (ImportError, AttributeError, ValueError):  # no such session in this SDK version
-        return core
-    if loaded.get_config_variable("data_path") == core.get_config_variable("data_path"):
+        return None
+    if loaded.get_config_variable("data_path") != core.get_config_variable("data_path"):
+        return None
+    return loader
+
+
+def _botocore_session() -> Any:
+    """A new botocore session that reads service models the SDK has parsed already, if any."""
+    import botocore.session
+
+    core = botocore.session.get_session()
+    loader = _sdk_loader(core)
+    if loader is not None:
         core.register_component("data_loader", loader)
     return core
 

@@ -237,3 +237,28 @@ def test_an_sdk_validation_of_other_code_runs_as_it_is():
         jsonschema.validate(sagemaker_config, {}, format_checker=jsonschema.FormatChecker())
 
     assert _build._schema_checked_once(stricter) is stricter
+
+
+def test_boto3s_default_session_reads_the_models_the_sdk_parsed(monkeypatch):
+    from sagemaker.jumpstart import constants
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    _build._share_parsed_models_with_boto3_default()
+    default = boto3.DEFAULT_SESSION
+    assert default is not None
+    sdk_loader = constants.DEFAULT_JUMPSTART_SAGEMAKER_SESSION.boto_session._session.get_component(
+        "data_loader"
+    )
+    assert default._session.get_component("data_loader") is sdk_loader
+    # Otherwise the session boto3.client would have made: same region and credentials chain.
+    assert default.region_name == boto3.Session().region_name
+    assert default.client("sagemaker").meta.region_name == default.region_name
+
+
+def test_a_default_session_the_user_made_is_left_alone(monkeypatch):
+    mine = boto3.Session(region_name="eu-west-1")
+    loader = mine._session.get_component("data_loader")
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", mine)
+    _build._share_parsed_models_with_boto3_default()
+    assert boto3.DEFAULT_SESSION is mine
+    assert mine._session.get_component("data_loader") is loader
