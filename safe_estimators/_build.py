@@ -207,7 +207,10 @@ def _share_parsed_models_with_boto3_default() -> None:
 
     if boto3.DEFAULT_SESSION is not None:
         return
-    boto3.setup_default_session()
+    try:
+        boto3.setup_default_session()
+    except Exception:  # e.g. AWS_PROFILE names no profile: the SDK meets it where it always did
+        return
     default: Any = boto3.DEFAULT_SESSION
     core = default._session
     loader = _sdk_loader(core)

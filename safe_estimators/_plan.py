@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._bounds import printable
+from safe_estimators._bounds import printable, quote
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import resolve_arguments
@@ -218,6 +218,7 @@ def _plan(
     # Nothing is cloned or downloaded offline: a git_config source or an SDK config in S3 is
     # refused before the session reads its config, together with validate's problems.
     prior += offline_problems(arguments) + sdk_config_problems(os.environ)
+    prior += _profile_problems(os.environ)
     if any(p.severity == "error" for p in prior):
         resolve_arguments(arguments, source, prior)  # raises with every problem, these first
     region = job_region()
@@ -253,6 +254,32 @@ def _plan(
     if problems:
         raise ConfigError(problems, source=source)
     return Plan(request, estimator.safe_estimators, tuple(placeholders), source)
+
+
+def _profile_problems(environ: Mapping[str, str]) -> list[Problem]:
+    """An AWS profile variable naming no profile: every estimator the SageMaker SDK builds makes
+    a client from boto3's default session (for its TensorBoard app), which reads the profile,
+    so even an offline plan stops there."""
+    names = [name for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE") if environ.get(name)]
+    if not names:
+        return []
+    import botocore.session
+
+    try:
+        known = set(botocore.session.Session().available_profiles)
+    except Exception:  # an unreadable AWS config: the SDK reports it in its own words
+        return []
+    return [
+        Problem(
+            f"${name}",
+            f"is {quote(environ[name])}, which is not a profile in the AWS config or credentials "
+            "file; the SageMaker SDK reads it whenever it builds an estimator, even offline.",
+            "set it to one of the profiles `aws configure list-profiles` shows, or unset it: "
+            "plan needs no credentials.",
+        )
+        for name in names
+        if environ[name] not in known
+    ]
 
 
 def _operation(session: Any) -> Any:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 import safe_estimators
@@ -97,3 +98,18 @@ def test_plan_uses_the_org_configs_role_like_submit(tmp_path, monkeypatch):
     planned = safe_estimators.plan(EXAMPLES / "compiler-single-gpu" / "job.yaml")
     assert planned.request["RoleArn"] == role
     assert not any(p.startswith("role") for p in planned.placeholders)
+
+
+def test_an_aws_profile_that_does_not_exist_is_a_problem_not_a_crash(tmp_path, monkeypatch):
+    config = tmp_path / "aws-config"
+    config.write_text("[profile dev]\nregion = us-west-2\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    job = Path(__file__).parent.parent / "examples" / "compiler-single-gpu" / "job.yaml"
+    monkeypatch.setenv("AWS_PROFILE", "prod")  # a profile this machine does not have
+    with pytest.raises(safe_estimators.ConfigError) as caught:
+        safe_estimators.plan(job)
+    [problem] = [p for p in caught.value.problems if p.path == "$AWS_PROFILE"]
+    assert "'prod'" in problem.message and "aws configure list-profiles" in problem.hint
+    monkeypatch.setenv("AWS_PROFILE", "dev")
+    assert safe_estimators.plan(job).request["ResourceConfig"]["InstanceType"] == "ml.p3.2xlarge"

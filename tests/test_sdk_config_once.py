@@ -262,3 +262,10 @@ def test_a_default_session_the_user_made_is_left_alone(monkeypatch):
     _build._share_parsed_models_with_boto3_default()
     assert boto3.DEFAULT_SESSION is mine
     assert mine._session.get_component("data_loader") is loader
+
+
+def test_an_unusable_aws_profile_is_met_where_the_sdk_meets_it(monkeypatch):
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile-anywhere")
+    _build._share_parsed_models_with_boto3_default()  # no exception from here
+    assert boto3.DEFAULT_SESSION is None
