@@ -528,7 +528,11 @@ def _botocore_session() -> Any:
     """A new botocore session that reads service models the SDK has parsed already, if any."""
     import botocore.session
 
-    core = botocore.session.get_session()
+    # Offline plans send nothing and carry their own placeholder credentials: no AWS profile
+    # applies. The session is reused across plans, and would otherwise read $AWS_PROFILE anew
+    # against the config files it read for the first plan (a profile added or switched to since
+    # then is "not found"), so the profile is read from nowhere.
+    core = botocore.session.Session(session_vars={"profile": (None, None, None, None)})
     loader = _sdk_loader(core)
     if loader is not None:
         core.register_component("data_loader", loader)

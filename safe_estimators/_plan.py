@@ -258,24 +258,34 @@ def _plan(
 
 def _profile_problems(environ: Mapping[str, str]) -> list[Problem]:
     """An AWS profile variable naming no profile: every estimator the SageMaker SDK builds makes
-    a client from boto3's default session (for its TensorBoard app), which reads the profile,
-    so even an offline plan stops there."""
+    a client from boto3's default session (for its TensorBoard app), which looks the profile up
+    in the AWS config files as that session first read them, so even an offline plan would stop
+    there."""
     names = [name for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE") if environ.get(name)]
     if not names:
         return []
+    import boto3
     import botocore.session
 
+    default = boto3.DEFAULT_SESSION
     try:
-        known = set(botocore.session.Session().available_profiles)
+        source = default if default is not None else botocore.session.Session()
+        known = set(source.available_profiles)
     except Exception:  # an unreadable AWS config: the SDK reports it in its own words
         return []
+    restart = (
+        "; boto3 read the config files when this process first used it, so a profile added "
+        "since then needs a new process"
+        if default is not None
+        else ""
+    )
     return [
         Problem(
             f"${name}",
             f"is {quote(environ[name])}, which is not a profile in the AWS config or credentials "
             "file; the SageMaker SDK reads it whenever it builds an estimator, even offline.",
             "set it to one of the profiles `aws configure list-profiles` shows, or unset it: "
-            "plan needs no credentials.",
+            f"plan needs no credentials{restart}.",
         )
         for name in names
         if environ[name] not in known

@@ -101,6 +101,9 @@ def test_plan_uses_the_org_configs_role_like_submit(tmp_path, monkeypatch):
 
 
 def test_an_aws_profile_that_does_not_exist_is_a_problem_not_a_crash(tmp_path, monkeypatch):
+    import boto3
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # as in a fresh process
     config = tmp_path / "aws-config"
     config.write_text("[profile dev]\nregion = us-west-2\n")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
@@ -112,4 +115,24 @@ def test_an_aws_profile_that_does_not_exist_is_a_problem_not_a_crash(tmp_path, m
     [problem] = [p for p in caught.value.problems if p.path == "$AWS_PROFILE"]
     assert "'prod'" in problem.message and "aws configure list-profiles" in problem.hint
     monkeypatch.setenv("AWS_PROFILE", "dev")
+    assert safe_estimators.plan(job).request["ResourceConfig"]["InstanceType"] == "ml.p3.2xlarge"
+
+
+def test_a_profile_added_after_boto3_read_the_config_is_explained(tmp_path, monkeypatch):
+    # boto3's default session reads the AWS config files once; the SDK looks the profile up
+    # there for every estimator. A profile added since is explained, not a crash.
+    import boto3
+
+    job = Path(__file__).parent.parent / "examples" / "compiler-single-gpu" / "job.yaml"
+    safe_estimators.plan(job)
+    assert boto3.DEFAULT_SESSION is not None
+    config = tmp_path / "aws-config"
+    config.write_text("[profile added-later]\nregion = us-west-2\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_PROFILE", "added-later")
+    with pytest.raises(safe_estimators.ConfigError) as caught:
+        safe_estimators.plan(job)
+    [problem] = [p for p in caught.value.problems if p.path == "$AWS_PROFILE"]
+    assert "a new process" in problem.hint
+    monkeypatch.delenv("AWS_PROFILE")
     assert safe_estimators.plan(job).request["ResourceConfig"]["InstanceType"] == "ml.p3.2xlarge"
