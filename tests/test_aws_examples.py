@@ -1,0 +1,101 @@
+"""Configurations from AWS's example notebooks, built by the bare SDK and by our factories.
+
+tests/fixtures/aws_example_jobs.json holds the literal options of PyTorch(...) and
+HuggingFace(...) calls mined from aws/amazon-sagemaker-examples. For each one the bare SDK
+estimator is built offline (construct, ``hyperparameters()``, ``training_image_uri()``), then
+ours. Where the SDK accepts, ours must build and send what the notebook asked for (a false
+refusal fails here); where the SDK refuses, ours must refuse first, with problems at real paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_socket import SocketBlockedError
+from sagemaker.huggingface import HuggingFace
+from sagemaker.huggingface import TrainingCompilerConfig as HFCompiler
+from sagemaker.pytorch import PyTorch
+from sagemaker.pytorch import TrainingCompilerConfig as PTCompiler
+
+import safe_estimators
+from safe_estimators import ConfigError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCRIPT = str(FIXTURES / "jobs" / "train.py")
+JOBS: list[dict[str, Any]] = json.loads((FIXTURES / "aws_example_jobs.json").read_text())["jobs"]
+
+SDK = {"pytorch": (PyTorch, PTCompiler), "huggingface": (HuggingFace, HFCompiler)}
+FACTORY = {"pytorch": safe_estimators.pytorch, "huggingface": safe_estimators.huggingface}
+
+
+def _ids(jobs: list[dict[str, Any]]) -> list[str]:
+    seen: Counter[str] = Counter()
+    ids = []
+    for job in jobs:
+        seen[job["source"]] += 1
+        ids.append(f"{job['source']}#{seen[job['source']]}")
+    return ids
+
+
+def _arguments(job: dict[str, Any], role: str, session: Any) -> dict[str, Any]:
+    """The notebook's options with our script, role and session, and real SDK objects."""
+    arguments = dict(job["kwargs"])
+    compiler = arguments.get("compiler_config")
+    if isinstance(compiler, dict) and set(compiler) == {"TrainingCompilerConfig"}:
+        compiler_class = SDK[job["estimator"]][1]
+        arguments["compiler_config"] = compiler_class(**compiler["TrainingCompilerConfig"])
+    arguments.update(entry_point=SCRIPT, role=role, sagemaker_session=session)
+    return arguments
+
+
+def _sdk_verdict(job: dict[str, Any], role: str, session: Any) -> tuple[Any, Exception | None]:
+    """The bare SDK's estimator and the hyperparameters it sends, or its refusal."""
+    try:
+        est = SDK[job["estimator"]][0](**_arguments(job, role, session))
+        sent = est.hyperparameters()
+        est.training_image_uri()
+    except SocketBlockedError:
+        raise
+    except Exception as refusal:  # any SDK refusal is the verdict we compare
+        return None, refusal
+    return sent, None
+
+
+def test_the_mined_configurations_are_many_and_distinct():
+    assert len(JOBS) >= 50
+    keys = {json.dumps([j["estimator"], j["kwargs"]], sort_keys=True) for j in JOBS}
+    assert len(keys) == len(JOBS)
+
+
+@pytest.mark.parametrize("job", JOBS, ids=_ids(JOBS))
+def test_we_build_what_the_sdk_builds_and_refuse_first_what_it_refuses(
+    job, role, sagemaker_session
+):
+    sdk_sent, sdk_refusal = _sdk_verdict(job, role, sagemaker_session)
+    factory = FACTORY[job["estimator"]]
+    if sdk_refusal is not None:
+        with pytest.raises(ConfigError) as caught:
+            factory(**_arguments(job, role, sagemaker_session))
+        assert caught.value.problems, caught.value
+        assert "<sagemaker>" not in caught.value.paths, (
+            f"the SDK refused ({sdk_refusal!r}) before our rules did: {caught.value}"
+        )
+        return
+    try:
+        est = factory(**_arguments(job, role, sagemaker_session))
+    except ConfigError as error:
+        pytest.fail(f"the bare SDK builds this job, we refused it: {error}")
+    kwargs = job["kwargs"]
+    # SDK v1 spellings (train_instance_type, ...) are renamed by the SDK with a warning.
+    assert est.instance_type == kwargs.get("instance_type", kwargs.get("train_instance_type"))
+    assert est.instance_count == kwargs.get("instance_count", kwargs.get("train_instance_count"))
+    sent = est.hyperparameters()
+    for name in kwargs.get("hyperparameters") or {}:
+        assert sent.get(name) == sdk_sent[name], (name, sent.get(name), sdk_sent[name])
+    if "environment" in kwargs:
+        assert est.environment == {**est.environment, **kwargs["environment"]}
+    assert est.training_image_uri()
