@@ -21,14 +21,14 @@ from safe_estimators._distributions.instance_groups import (
     conflicting_arguments,
     structure_instance_groups,
 )
-from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
+from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR, RENAMED
 from safe_estimators._memory.shape import (
     COUNT_FIELDS,
     ModelShape,
     parameter_count,
     parameters_problem,
 )
-from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path
+from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path, warning
 
 EstimatorKind = Literal["huggingface", "pytorch"]
 ESTIMATORS: tuple[str, ...] = ("huggingface", "pytorch")
@@ -487,6 +487,8 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
             Problem(path or "<spec>", f"must be a mapping of options, got {_type_name(data)}.")
         ]
     problems: list[Problem] = []
+    if any(key in RENAMED for key in data if isinstance(key, str)):
+        data, problems = _v2_names(data, path)
     kind = data.get("estimator")
     if kind not in ESTIMATORS:
         problems.append(
@@ -555,6 +557,29 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
         except Exception:
             return None, problems
     return (spec if runnable else None), problems
+
+
+def _v2_names(data: Mapping[Any, Any], path: str) -> tuple[dict[Any, Any], list[Problem]]:
+    """The SDK v1 spellings (``train_instance_type``) under their v2 names, as the SDK renames
+    them; a warning for each, saying which value wins when both names are given."""
+    renamed = dict(data)
+    problems = []
+    for old, new in RENAMED.items():
+        if old not in renamed:
+            continue
+        value = renamed.pop(old)
+        both = new in data and data[new] is not None and data[new] != value
+        renamed[new] = value  # the SDK takes the old name's value (sagemaker.deprecations)
+        problems.append(
+            warning(
+                join_path(path, old),
+                f"is the SageMaker SDK v1 name of {new}; the SDK still takes it, as {new}"
+                + (f", over the {new} also given ({quote(data[new])})" if both else "")
+                + ".",
+                f"write {new}" + (" and remove this one." if both else " instead."),
+            )
+        )
+    return renamed, problems
 
 
 def _secrets_of_skipped(bad: set[str], fields: Mapping[str, Any]) -> list[Problem]:

@@ -250,3 +250,30 @@ def test_trainium_jobs_get_the_neuron_container_they_ask_for(sagemaker_session, 
     assert est.distribution == {"torch_distributed": {"enabled": True}}
     # Trainium in its own terms: NeuronCores, not "0 GPUs".
     assert "32 NeuronCores each" in str(safe_estimators.explain(est))
+
+
+def test_sdk_v1_names_are_taken_as_the_sdk_takes_them(sagemaker_session, role):
+    # AWS's older notebooks write train_instance_type etc.; the SDK still renames them.
+    arguments = dict(
+        entry_point=SCRIPT,
+        role=role,
+        framework_version="2.2.0",
+        py_version="py310",
+        sagemaker_session=sagemaker_session,
+        train_instance_type="ml.g5.xlarge",
+        train_instance_count=1,
+        train_volume_size=100,
+        train_max_run=7200,
+    )
+    est = safe_estimators.pytorch(**arguments)
+    bare = sagemaker.pytorch.PyTorch(**arguments)
+    for name in ("instance_type", "instance_count", "volume_size", "max_run"):
+        assert getattr(est, name) == getattr(bare, name)
+    warned = {w.path: str(w) for w in safe_estimators.explain(est).warnings}
+    assert "SDK v1 name of instance_type" in warned["train_instance_type"]
+    # Both names, different values: the v1 name's value wins in the SDK, and the warning says so.
+    both = safe_estimators.pytorch(**{**arguments, "instance_type": "ml.g5.2xlarge"})
+    assert both.instance_type == "ml.g5.xlarge"
+    assert "over the instance_type also given" in {
+        w.path: str(w) for w in safe_estimators.explain(both).warnings
+    }["train_instance_type"]

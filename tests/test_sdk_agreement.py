@@ -38,6 +38,21 @@ def test_estimator_keyword_tables_match_the_sdk(kind, cls):
     assert _sdk_arguments.BY_ESTIMATOR[kind] == _keywords(EstimatorBase, Framework, cls)
 
 
+def test_the_v1_names_are_the_ones_the_sdk_renames():
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(EstimatorBase.__init__)))
+    renamed = {
+        call.args[0].value: call.args[1].value
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        and getattr(call.func, "id", None) == "renamed_kwargs"
+        and all(isinstance(a, ast.Constant) for a in call.args[:2])
+    }
+    assert renamed == _sdk_arguments.RENAMED
+
+
 def test_compiler_families_match_the_sdk():
     assert set(tables.COMPILER_FAMILIES) == set(HFCompiler.SUPPORTED_INSTANCE_CLASS_PREFIXES)
     assert set(tables.COMPILER_FAMILIES) == set(PTCompiler.SUPPORTED_INSTANCE_CLASS_PREFIXES)

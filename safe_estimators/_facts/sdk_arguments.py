@@ -32,3 +32,15 @@ BY_ESTIMATOR: dict[str, frozenset[str]] = {
     "pytorch": COMMON | {"framework_version", "training_recipe", "recipe_overrides"},
     "huggingface": COMMON | {"transformers_version", "tensorflow_version", "pytorch_version"},
 }
+
+# The SDK v1 names EstimatorBase still takes (sagemaker.estimator, its renamed_kwargs calls):
+# the value goes to the v2 name, over any value given there, with a deprecation warning.
+RENAMED: dict[str, str] = {
+    "train_instance_count": "instance_count",
+    "train_instance_type": "instance_type",
+    "train_max_run": "max_run",
+    "train_use_spot_instances": "use_spot_instances",
+    "train_max_wait": "max_wait",
+    "train_volume_size": "volume_size",
+    "train_volume_kms_key": "volume_kms_key",
+}
