@@ -176,7 +176,7 @@ def test_done_when_every_problem_of_a_broken_compiler_job_at_once(sagemaker_sess
         (
             {"transformers_version": "4.17.0", "pytorch_version": "1.10.2", "instance_count": 2},
             "pytorch_version",
-            "one GPU only",
+            "no launcher across instances",
         ),
         (
             {"transformers_version": "4.26.0", "pytorch_version": "1.13.1", "py_version": "py39"},
@@ -245,3 +245,31 @@ def test_script_warnings_are_recorded_in_the_explanation(sagemaker_session, role
     findings = safe_estimators.explain(est).script_findings
     assert [f.rule for f in findings] == ["dynamic-padding"]
     assert findings[0].line == 5
+
+
+OLD_COMPILER = {"transformers_version": "4.11.0", "pytorch_version": "1.9.0", "py_version": "py38"}
+
+
+def test_an_old_compiler_container_on_several_gpus_builds_with_a_warning(sagemaker_session, role):
+    # AWS's multi-GPU notebooks for PyTorch 1.9 start one process per GPU from their own
+    # launcher script: the SDK builds it, so do we, and say what a plain script would do.
+    est = hf(sagemaker_session, role, **OLD_COMPILER)
+    assert est.distribution in (None, {})  # no pytorchxla: the SDK refuses it below 1.11
+    assert est.environment["GPU_NUM_DEVICES"] == "4"
+    warned = {w.path: str(w) for w in safe_estimators.explain(est).warnings}
+    assert "trains on one GPU" in warned["pytorch_version"]
+
+
+def test_pytorchxla_on_an_old_compiler_container_is_refused_first(sagemaker_session, role):
+    import sagemaker.huggingface
+
+    distribution = {"pytorchxla": {"enabled": True}}
+    with pytest.raises(ValueError):  # the bare SDK's own refusal
+        sagemaker.huggingface.HuggingFace(
+            entry_point=SCRIPT, role=role, instance_type="ml.p3.8xlarge", instance_count=1,
+            compiler_config=sagemaker.huggingface.TrainingCompilerConfig(),
+            distribution=distribution, sagemaker_session=sagemaker_session, **OLD_COMPILER,
+        )  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        hf(sagemaker_session, role, distribution=distribution, **OLD_COMPILER)
+    assert "distribution.pytorchxla" in caught.value.paths

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, warning
-from safe_estimators._rules.context import Context, version_at_least
+from safe_estimators._rules.context import Context
 from safe_estimators._spec import JobSpec
 
 
@@ -58,21 +58,47 @@ def compiler_exclusions(ctx: Context) -> Iterator[Problem]:
 
 def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
     """Multi-GPU compiler jobs need a container recent enough for the PyTorch/XLA launcher."""
-    if not ctx.wants_xla_distribution:
+    if not ctx.compiler or ctx.xla_launcher_available:
         return
     minimum = tables.COMPILER_XLA_MIN_PYTORCH[ctx.spec.estimator]
     version = ctx.pytorch_version
-    if version is not None and not version_at_least(version, minimum):
-        field = "pytorch_version" if ctx.spec.estimator == "huggingface" else "framework_version"
+    field = "pytorch_version" if ctx.spec.estimator == "huggingface" else "framework_version"
+    newer = (
+        "transformers_version='4.21.1', pytorch_version='1.11.0', py_version='py38'"
+        if ctx.spec.estimator == "huggingface"
+        else "framework_version='1.13.1', py_version='py39'"
+    )
+    xla = ctx.distribution.get("pytorchxla")
+    if isinstance(xla, Mapping) and xla.get("enabled") is True:
+        yield Problem(
+            "distribution.pytorchxla",
+            f"needs PyTorch >= {minimum} in Training Compiler containers; this one has {version}, "
+            "and the SageMaker SDK refuses the job.",
+            f"use {newer}, or remove pytorchxla.",
+        )
+        return
+    if (ctx.total_gpus or 0) <= 1:
+        return
+    if ctx.instance_count > 1:
         yield Problem(
             field,
             f"{ctx.hardware} has {ctx.total_gpus} GPUs, but Training Compiler containers with "
-            f"PyTorch {version} train on one GPU only; distributed compiler jobs need PyTorch "
-            f">= {minimum} (the pytorchxla distribution).",
-            "use transformers_version='4.21.1', pytorch_version='1.11.0', py_version='py38'"
-            if ctx.spec.estimator == "huggingface"
-            else "use framework_version='1.13.1', py_version='py39'",
+            f"PyTorch {version} have no launcher across instances; distributed compiler jobs "
+            f"need PyTorch >= {minimum} (the pytorchxla distribution).",
+            f"use {newer}.",
         )
+        return
+    # AWS's multi-GPU notebooks for these versions start one process per GPU themselves, from a
+    # launcher script given as the entry point; a plain script uses one GPU.
+    yield warning(
+        field,
+        f"{ctx.hardware} has {ctx.total_gpus} GPUs, but Training Compiler containers with PyTorch "
+        f"{version} have no multi-GPU launcher (pytorchxla needs >= {minimum}): unless the entry "
+        "point starts one process per GPU itself, as AWS's example launcher scripts do, the job "
+        "trains on one GPU.",
+        f"use {newer} for the pytorchxla launcher, or an entry point that starts one process per "
+        "GPU, or an instance type with one GPU.",
+    )
 
 
 def compiler_distribution(ctx: Context) -> Iterator[Problem]:

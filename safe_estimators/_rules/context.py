@@ -132,9 +132,21 @@ class Context:
         return library_generation(self.model_parallel, version, self.spec.image_uri)
 
     @functools.cached_property
+    def xla_launcher_available(self) -> bool:
+        """The compiler container runs the PyTorch/XLA launcher (PyTorch recent enough, or a
+        version not known here)."""
+        minimum = tables.COMPILER_XLA_MIN_PYTORCH[self.spec.estimator]
+        try:
+            version = self.pytorch_version
+        except (LookupError, TypeError, ValueError):
+            return True
+        return version is None or version_at_least(version, minimum)
+
+    @functools.cached_property
     def wants_xla_distribution(self) -> bool:
-        """A compiler job that needs the PyTorch/XLA launcher: more than one GPU in total."""
-        return self.compiler and (self.total_gpus or 0) > 1
+        """A compiler job that needs the PyTorch/XLA launcher: more than one GPU in total, on a
+        container that has it."""
+        return self.compiler and (self.total_gpus or 0) > 1 and self.xla_launcher_available
 
     @functools.cached_property
     def source_folder(self) -> str | None:
