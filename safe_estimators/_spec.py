@@ -518,11 +518,12 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
             unknown += 1
             hint = did_you_mean(key, SPEC_FIELDS | known_sdk) if unknown <= MAX_PROBLEMS else ""
             where = f"the {kind} estimator" if kind in ESTIMATORS else "an estimator"
+            factory = kind if kind in ESTIMATORS else "pytorch"
             problems.append(
                 Problem(
                     join_path(path, _shown(key)),
                     f"{quote(key)} is not an option of {where}.",
-                    hint or "remove it; see help(safe_estimators.huggingface) for the options.",
+                    hint or f"remove it; see help(safe_estimators.{factory}) for the options.",
                 )
             )
     compiler_problems = _merge_compiler_config(fields, path)
