@@ -15,6 +15,7 @@ import attrs
 
 import instance_catalog
 from safe_estimators._bounds import walk_tree
+from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.instance_groups import (
     launch_group,
     named_groups,
@@ -205,7 +206,7 @@ def _script_launcher(ctx: Context) -> tuple[Any, int | None]:
     if "torch_distributed" in sent:
         return "torchrun", devices
     mpi = dist.get("mpi")
-    if "mpi" in sent and isinstance(mpi, Mapping) and mpi.get("enabled") is True:
+    if "mpi" in sent and is_enabled(mpi):
         # Without a count the toolkit starts one process per GPU (what _distributions/mpi.py
         # injects); a CPU job runs one.
         count = mpi.get("processes_per_host", devices or 1)

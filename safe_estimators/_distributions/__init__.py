@@ -17,3 +17,11 @@ and its resolution into what the SDK expects (recorded as injections with reason
 
 A new launcher is a new module here plus one line in ``launchers``.
 """
+
+from collections.abc import Mapping
+from typing import Any, TypeGuard
+
+
+def is_enabled(block: object) -> TypeGuard[Mapping[Any, Any]]:
+    """A strategy block the SDK turns on: a mapping with ``enabled: True`` (it defaults to off)."""
+    return isinstance(block, Mapping) and block.get("enabled") is True

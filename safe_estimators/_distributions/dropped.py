@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from safe_estimators._distributions import torchrun
+from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.smddp import p5_class
 from safe_estimators._problems import Problem
 
@@ -43,13 +43,9 @@ _SENT_FLAG = {
 _RUNS = {"torch_distributed": "plain torchrun", "pytorchddp": "plain PyTorch DDP over mpirun"}
 
 
-def _enabled(block: object) -> bool:
-    return isinstance(block, Mapping) and block.get("enabled") is True
-
-
 def huggingface_launcher(distribution: Mapping[str, Any]) -> str | None:
     """The launcher whose branch the Hugging Face estimator takes, sending nothing else."""
-    if _enabled(distribution.get("pytorchddp")):
+    if is_enabled(distribution.get("pytorchddp")):
         return "pytorchddp"
     if "pytorchddp" not in distribution and torchrun.enabled(distribution):
         return "torch_distributed"
@@ -63,7 +59,7 @@ def dropped_launchers(ctx: Context) -> Iterator[Problem]:
     d = ctx.distribution
     launcher = huggingface_launcher(d)
     smd = d.get("smdistributed")
-    if launcher and isinstance(smd, Mapping) and _enabled(smd.get("dataparallel")):
+    if launcher and isinstance(smd, Mapping) and is_enabled(smd.get("dataparallel")):
         yield _smddp_dropped(ctx, launcher)
     if "pytorchddp" in d and torchrun.enabled(d):
         yield _torchrun_dropped(ctx)
@@ -102,7 +98,7 @@ def _smddp_dropped(ctx: Context, launcher: str) -> Problem:
 
 
 def _torchrun_dropped(ctx: Context) -> Problem:
-    if _enabled(ctx.distribution.get("pytorchddp")):
+    if is_enabled(ctx.distribution.get("pytorchddp")):
         return Problem(
             "distribution.torch_distributed",
             "is dropped: the SageMaker SDK's Hugging Face estimator reads pytorchddp first, and "

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import instance_catalog
+from safe_estimators._distributions import is_enabled
 from safe_estimators._facts.limits import instance_groups_limit
 from safe_estimators._problems import ConfigError, Problem, count, did_you_mean, join_path
 
@@ -163,18 +164,14 @@ def launch_group(
     return by_name.get(named[0]) if len(named) == 1 and isinstance(named[0], str) else None
 
 
-def _enabled(block: object) -> bool:
-    return isinstance(block, Mapping) and block.get("enabled") is True
-
-
 def _group_launchers(ctx: Context) -> tuple[bool, list[str]]:
     """Whether an MPI or SMDDP launcher runs, and the launchers that lose the group."""
     d = ctx.distribution
     smd = d.get("smdistributed")
-    smddp = isinstance(smd, Mapping) and _enabled(smd.get("dataparallel"))
-    if ctx.spec.estimator == "pytorch" and _enabled(d.get("pytorchddp")):
+    smddp = isinstance(smd, Mapping) and is_enabled(smd.get("dataparallel"))
+    if ctx.spec.estimator == "pytorch" and is_enabled(d.get("pytorchddp")):
         smddp = True  # the PyTorch estimator rewrites pytorchddp into SMDDP
-    supported = _enabled(d.get("mpi")) or smddp
+    supported = is_enabled(d.get("mpi")) or smddp
     losing = [key for key in ("torch_distributed", "pytorchxla", "parameter_server") if key in d]
     if ctx.spec.estimator == "huggingface" and "pytorchddp" in d:
         losing.append("pytorchddp")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from safe_estimators._distributions import torchrun
+from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.dropped import huggingface_launcher
 from safe_estimators._distributions.instance_groups import group_note
 from safe_estimators._problems import Problem, count, warning
@@ -30,8 +30,7 @@ PATH = "distribution.mpi.processes_per_host"
 
 def enabled(distribution: Mapping[str, Any]) -> bool:
     """MPI is on: the SDK reads ``mpi.enabled`` (default False)."""
-    block = distribution.get("mpi")
-    return isinstance(block, Mapping) and block.get("enabled") is True
+    return is_enabled(distribution.get("mpi"))
 
 
 def injects_processes(ctx: Context) -> bool:

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from safe_estimators._distributions import torchrun
+from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import framework_container
@@ -82,17 +82,13 @@ def p5_class(family: str) -> bool:
     return match is not None and int(match[1]) >= _FIRST_BLOCKED_GENERATION
 
 
-def _enabled(block: object) -> bool:
-    return isinstance(block, Mapping) and block.get("enabled") is True
-
-
 def smddp_path(ctx: Context) -> str | None:
     """Where the user enabled SMDDP (``distribution.pytorchddp`` in the PyTorch estimator)."""
     d = ctx.distribution
     smd = d.get("smdistributed")
-    if isinstance(smd, Mapping) and _enabled(smd.get("dataparallel")):
+    if isinstance(smd, Mapping) and is_enabled(smd.get("dataparallel")):
         return "distribution.smdistributed.dataparallel"
-    if ctx.spec.estimator == "pytorch" and _enabled(d.get("pytorchddp")):
+    if ctx.spec.estimator == "pytorch" and is_enabled(d.get("pytorchddp")):
         return "distribution.pytorchddp"
     return None
 
@@ -222,7 +218,7 @@ def _versions(ctx: Context, path: str) -> Iterator[Problem]:
 def _p5_without_torchrun(ctx: Context) -> Iterator[Problem]:
     if not _uses_smdistributed(ctx) or torchrun.enabled(ctx.distribution):
         return
-    if ctx.spec.estimator == "huggingface" and _enabled(ctx.distribution.get("pytorchddp")):
+    if ctx.spec.estimator == "huggingface" and is_enabled(ctx.distribution.get("pytorchddp")):
         return  # that branch never reaches the SDK's p5 test; dropped.py reports the drop
     key = "smdistributed" if "smdistributed" in ctx.distribution else "pytorchddp"
     fix = "add 'torch_distributed': {'enabled': True} to the distribution."

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import instance_catalog
+from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import (
@@ -71,8 +72,7 @@ def sdk_kind(instance_type: str) -> str | None:
 
 def enabled(distribution: Mapping[str, Any]) -> bool:
     """torchrun is on: the SDK reads ``torch_distributed.enabled`` (default False)."""
-    block = distribution.get("torch_distributed")
-    return isinstance(block, Mapping) and block.get("enabled") is True
+    return is_enabled(distribution.get("torch_distributed"))
 
 
 def _framework_version(ctx: Context) -> str | None:

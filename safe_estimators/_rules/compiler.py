@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from safe_estimators._distributions import is_enabled
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._rules.context import Context
@@ -69,7 +70,7 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
         else "framework_version='1.13.1', py_version='py39'"
     )
     xla = ctx.distribution.get("pytorchxla")
-    if isinstance(xla, Mapping) and xla.get("enabled") is True:
+    if is_enabled(xla):
         yield Problem(
             "distribution.pytorchxla",
             f"needs PyTorch >= {minimum} in Training Compiler containers; this one has {version}, "

@@ -12,6 +12,7 @@ from packaging.version import InvalidVersion
 
 import instance_catalog
 from safe_estimators._bounds import Tree, too_wide_to_package, walk_tree
+from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.dropped import huggingface_launcher
 from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._distributions.mpi import injects_processes
@@ -195,7 +196,7 @@ class Context:
             branch = huggingface_launcher(distribution)
             if branch is not None:  # the Hugging Face estimator sends that launcher alone
                 return (*found, branch)
-        elif _enabled(distribution.get("torch_distributed")):
+        elif is_enabled(distribution.get("torch_distributed")):
             found.append("torch_distributed")
             if "smdistributed" not in distribution:  # beside it, the other blocks are sent too
                 return tuple(found)
@@ -210,17 +211,13 @@ class Context:
         smdistributed = distribution.get("smdistributed")
         if smdistributed is not None:
             found.append("smdistributed")
-            if isinstance(smdistributed, Mapping) and _enabled(smdistributed.get("dataparallel")):
+            if isinstance(smdistributed, Mapping) and is_enabled(smdistributed.get("dataparallel")):
                 found.append("smdistributed.dataparallel")
         if distribution.get("instance_groups") is not None:
             found.append("instance_groups")
         if isinstance(distribution.get("parameter_server"), Mapping):
             found.append("parameter_server")
         return tuple(found)
-
-
-def _enabled(block: object) -> bool:
-    return isinstance(block, Mapping) and block.get("enabled") is True
 
 
 Rule = Callable[[Context], Iterator[Problem]]

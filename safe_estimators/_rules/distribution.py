@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._distributions import torchrun
+from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.launchers import LAUNCHER_RULES
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, did_you_mean, join_path, warning
@@ -86,7 +86,7 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
             block = block.get("dataparallel")
         if key == "pytorchddp" and ctx.spec.estimator == "huggingface":
             continue  # plain PyTorch DDP over mpirun there; gloo runs on CPUs
-        if isinstance(block, Mapping) and block.get("enabled") is True:
+        if is_enabled(block):
             yield Problem(
                 f"distribution.{key}",
                 f"needs GPUs, but {ctx.instance_name} has none.",
@@ -104,8 +104,7 @@ def parameter_server_ignored(ctx: Context) -> Iterator[Problem]:
     # only the TensorFlow and MXNet training toolkits read it. The PyTorch training toolkit
     # (aws/sagemaker-pytorch-training-toolkit, training.py), which the PyTorch and Hugging Face
     # training containers run, picks its runner from the launchers' own flags and never reads it.
-    block = ctx.distribution.get("parameter_server")
-    if not isinstance(block, Mapping) or block.get("enabled") is not True:
+    if not is_enabled(ctx.distribution.get("parameter_server")):
         return
     yield warning(
         "distribution.parameter_server",
@@ -120,10 +119,8 @@ def parameter_server_ignored(ctx: Context) -> Iterator[Problem]:
 
 def _launches(distribution: Mapping[str, object]) -> bool:
     """Some strategy in the distribution starts processes on the hosts."""
-    for key in _LAUNCHERS:
-        block = distribution.get(key)
-        if isinstance(block, Mapping) and block.get("enabled") is True:
-            return True
+    if any(is_enabled(distribution.get(key)) for key in _LAUNCHERS):
+        return True
     smd = distribution.get("smdistributed")
     return isinstance(smd, Mapping) and any(
         isinstance(b, Mapping) and b.get("enabled") is not False for b in smd.values()
