@@ -27,7 +27,7 @@ def source_code_exists(ctx: Context) -> Iterator[Problem]:
     if source_dir is not None:
         if _remote(source_dir):
             return
-        if not os.path.isdir(source_dir):
+        if ctx.source_folder is None:  # not a folder on this machine
             what = "is a file, not a folder" if os.path.exists(source_dir) else "does not exist"
             yield Problem(
                 "source_dir",
