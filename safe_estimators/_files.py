@@ -235,6 +235,13 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
         return []  # the paths are inside the repository that git_config clones
     # Plain strings: this runs for every file a CI job validates.
     base = os.fspath(folder)
+    resolved: dict[str, str] = {}  # source_dir is both a check and the entry point's bound
+
+    def _real(path: str) -> str:
+        if path not in resolved:
+            resolved[path] = real_path(path)
+        return resolved[path]
+
     real_root = real_path(root)
     given = data.get("source_dir")
     source_dir = given if isinstance(given, str) and "://" not in given else None
@@ -244,7 +251,7 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     entry_point = data.get("entry_point")
     if isinstance(entry_point, str) and "://" not in entry_point:
         if source_dir is not None:
-            inside = real_path(os.path.join(base, source_dir))
+            inside = _real(os.path.join(base, source_dir))
             target = os.path.join(base, source_dir, entry_point)
             checks.append(("entry_point", entry_point, target, inside))
         elif given is None:
@@ -264,7 +271,7 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     for name, written, target, inside in checks:
         if wide and name == "source_dir":
             continue
-        real = real_path(target)
+        real = _real(target)
         if not is_inside(real, inside):
             where = "source_dir" if inside != real_root else f"the project ({quote(inside)})"
             problems.append(
