@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import compileall
+import json
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -127,3 +129,50 @@ def checkout(revision: str, folder: Path) -> Path:
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], check=True)
     return folder
+
+
+# Run in a fresh interpreter that never imports safe_estimators: the SDK on its own, constructing
+# each job's estimator with the final keyword arguments (a TrainingCompilerConfig from its dict).
+_SDK_ALONE = """
+import json, sys, time
+import logging
+logging.disable(logging.WARNING)
+import boto3, importlib, sagemaker
+document = json.loads(sys.stdin.read())
+session = sagemaker.Session(
+    boto_session=boto3.Session(region_name="us-west-2"), default_bucket="bench-bucket"
+)
+times = []
+for job in document["jobs"]:
+    module = importlib.import_module("sagemaker." + job["module"])
+    cls = getattr(module, job["class"])
+    runs = []
+    for _ in range(document["repeats"]):
+        kwargs = json.loads(json.dumps(job["kwargs"]))  # fresh dicts: the SDK may change them
+        kwargs.setdefault("role", "arn:aws:iam::111122223333:role/bench")  # as plan assumes
+        if "compiler_config" in kwargs:
+            kwargs["compiler_config"] = module.TrainingCompilerConfig(**kwargs["compiler_config"])
+        start = time.perf_counter()
+        cls(**kwargs, sagemaker_session=session)
+        runs.append(time.perf_counter() - start)
+    times.append(runs)
+print(json.dumps(times))
+"""
+
+
+def sdk_construction(
+    jobs: list[dict[str, Any]], repeats: int, env: dict[str, str]
+) -> list[list[float]]:
+    """Seconds the bare SDK takes to construct each job's estimator, ``repeats`` times each, in
+    one fresh process. A job is ``{"module": "pytorch", "class": "PyTorch", "kwargs": {...}}``."""
+    result = subprocess.run(
+        [sys.executable, "-c", _SDK_ALONE],
+        input=json.dumps({"jobs": jobs, "repeats": repeats}),
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode:
+        output = (result.stderr + result.stdout)[-3000:]  # the SDK prints rich tracebacks
+        raise RuntimeError(f"exit code {result.returncode}: {output}")
+    return [list(map(float, runs)) for runs in json.loads(result.stdout.strip().splitlines()[-1])]

@@ -6,7 +6,9 @@ Prints, in one run on the same machine:
   hyperparameters, environment, job names) in YAML, JSON and TOML, written with a copy of the
   examples' code into a temporary project folder; the fastest of three passes, and the first;
 - the throughput of the same checks on keyword arguments in one process, no file parsing
-  (``check_arguments``, what the factories run before building; target: at least 10,000 jobs/s);
+  (``check_arguments``, what the factories run before building; target: at least 10,000 jobs/s),
+  next to what the bare SDK takes to construct the same estimators (the factories' final keyword
+  arguments, in a process that never imports safe_estimators): the checks' share of a build;
 - the wall and CPU time and peak memory of one ``safe-estimators validate FILE`` process next to
   ``python -c "import sagemaker"`` (medians of fresh processes, interleaved) and their ratio
   (target: at most 5 % of the wall time, at most 40 MiB);
@@ -21,9 +23,11 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import logging
 import pstats
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -31,10 +35,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _measure import BIN, EXAMPLES, compile_bytecode, go_offline, interleaved_processes, machine
+from _measure import (
+    BIN,
+    EXAMPLES,
+    compile_bytecode,
+    go_offline,
+    interleaved_processes,
+    machine,
+    sdk_construction,
+)
 
 from safe_estimators._files import read_spec_data, relative_to_file
-from safe_estimators._resolve import check_arguments
+from safe_estimators._resolve import check_arguments, resolve_arguments
 from safe_estimators._validate import validate_file
 
 FILES = 1_000
@@ -44,6 +56,7 @@ TARGET_WALL_SHARE = 0.05
 TARGET_PEAK_MIB = 40
 PASSES = 3  # over the files and jobs, in one process
 RUNS = 5  # fresh processes of each command; importing sagemaker takes seconds
+SDK_JOBS = 200  # estimators the bare SDK constructs, for the reference per job
 
 # Instance types each example's job is valid on, to vary the copies without making them wrong.
 INSTANCE_TYPES = {
@@ -150,6 +163,30 @@ def check_all(jobs: list[dict[str, Any]]) -> tuple[float, int]:
     return seconds, sum(not any(p.severity == "error" for p in found) for found in results)
 
 
+def sdk_reference(jobs: list[dict[str, Any]], env: dict[str, str]) -> float:
+    """Median seconds the bare SDK takes to construct one of these jobs' estimators, with the
+    keyword arguments our factories would hand it, in a process of its own (after one
+    construction that loads the estimator's modules). Jobs with instance_groups are left out:
+    the SDK takes InstanceGroup objects, which JSON cannot carry."""
+    sdk_jobs = []
+    logging.disable(logging.WARNING)  # resolving logs each job's warnings; they are counted above
+    for job in jobs:
+        resolved = resolve_arguments(job)
+        kwargs = dict(resolved.kwargs)
+        if "instance_groups" in kwargs:
+            continue
+        if resolved.training_compiler is not None:
+            kwargs["compiler_config"] = {"enabled": True, "debug": resolved.training_compiler.debug}
+        name = resolved.estimator
+        sdk_jobs.append(
+            {"module": name, "class": {"huggingface": "HuggingFace"}.get(name, "PyTorch"),
+             "kwargs": kwargs}
+        )  # fmt: skip
+    logging.disable(logging.NOTSET)
+    times = sdk_construction(sdk_jobs[:1] + sdk_jobs, 1, env)
+    return statistics.median(runs[0] for runs in times[1:])
+
+
 # Validation stages: (label, file name ending, function name) of the function that does each.
 STAGES = [
     ("read and parse the file (YAML/JSON/TOML)", "_files.py", "read_spec_data"),
@@ -222,6 +259,7 @@ def main() -> None:
         check_all(jobs[:10])  # warm, as above
         job_seconds, job_valid = min(check_all(jobs) for _ in range(PASSES))
         job_rate = len(jobs) / job_seconds
+        sdk_seconds = sdk_reference(jobs[:SDK_JOBS], env)
 
         costs = interleaved_processes(
             {
@@ -247,6 +285,13 @@ def main() -> None:
         print(f"  valid jobs                     {job_valid:9d} of {len(jobs)}")
         print(f"  throughput                     {job_rate:9.0f} jobs/s", end="")
         print(f"  (target >= {TARGET_JOBS_PER_SECOND})")
+        print(f"  per job                        {job_seconds / len(jobs) * 1e3:9.2f} ms")
+        share = job_seconds / len(jobs) / sdk_seconds
+        print(f"  the bare SDK constructing them (median of the first {SDK_JOBS}, its own process)")
+        print(
+            f"    per job                    {sdk_seconds * 1e3:9.2f} ms "
+            f"({1 / sdk_seconds:.0f}/s); the checks cost {share:.1%} of it"
+        )
         print()
         print(f"one process (median of {args.runs}, interleaved)      wall        CPU     peak")
         labels = {

@@ -17,17 +17,23 @@ sent anywhere. This is a measurement, not a test: nothing here asserts a thresho
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _measure import BIN, EXAMPLES, compile_bytecode, go_offline, interleaved_processes, machine
+from _measure import (
+    BIN,
+    EXAMPLES,
+    compile_bytecode,
+    go_offline,
+    interleaved_processes,
+    machine,
+    sdk_construction,
+)
 
 SPEC = EXAMPLES / "compiler-multi-gpu" / "job.yaml"
 OVERRIDES = {"instance_count": 2}
@@ -36,31 +42,6 @@ COMMAND_TARGET_RATIO = 1.2
 TELEMETRY_ONLY = (
     'SchemaVersion: "1.0"\nSageMaker:\n  PythonSDK:\n    Modules:\n      TelemetryOptOut: true\n'
 )
-
-# Run in a fresh interpreter that never imports safe_estimators: the SDK on its own.
-DIRECT = """
-import json, statistics, sys, time
-import logging
-logging.disable(logging.WARNING)
-import boto3, importlib, sagemaker
-job = json.loads(sys.argv[1])
-module = importlib.import_module("sagemaker." + job["module"])
-kwargs = job["kwargs"]
-if "compiler_config" in kwargs:
-    kwargs["compiler_config"] = module.TrainingCompilerConfig(**kwargs["compiler_config"])
-session = sagemaker.Session(
-    boto_session=boto3.Session(region_name="us-west-2"), default_bucket="bench-bucket"
-)
-cls = getattr(module, job["class"])
-times = []
-for _ in range(job["runs"]):
-    start = time.perf_counter()
-    cls(**{k: dict(v) if isinstance(v, dict) else v for k, v in kwargs.items()},
-        sagemaker_session=session)
-    times.append(time.perf_counter() - start)
-print(json.dumps({"first": times[0], "warm": statistics.median(times[1:])}))
-"""
-
 
 def _recorded_plan() -> tuple[float, dict[str, Any]]:
     """The first plan's seconds, and the class and final keyword arguments it gave the SDK."""
@@ -95,13 +76,8 @@ def _recorded_plan() -> tuple[float, dict[str, Any]]:
 
 
 def _direct(job: dict[str, Any], runs: int, env: dict[str, str]) -> dict[str, float]:
-    document = json.dumps({**job, "runs": runs + 1})
-    result = subprocess.run(
-        [sys.executable, "-c", DIRECT, document], env=env, capture_output=True, text=True
-    )
-    if result.returncode:
-        raise RuntimeError(result.stderr)
-    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+    times = sdk_construction([job], runs + 1, env)[0]
+    return {"first": times[0], "warm": statistics.median(times[1:])}
 
 
 def main() -> None:
