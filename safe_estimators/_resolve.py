@@ -220,14 +220,10 @@ def _mpi_per_host(ctx: Context, devices: int | None) -> int | None:
 
 
 def _container_pytorch(ctx: Context) -> str | None:
-    try:
-        version = ctx.pytorch_version
-    except (LookupError, TypeError, ValueError):
-        version = None
     spec = ctx.spec
     # SMP-only versions (2.4.1) are not in the DLC table: the version as written then.
     written = spec.framework_version if spec.estimator == "pytorch" else spec.pytorch_version
-    return version or (written if isinstance(written, str) else None)
+    return ctx.known_pytorch_version or (written if isinstance(written, str) else None)
 
 
 def _smp_options(spec: JobSpec) -> Mapping[str, Any]:

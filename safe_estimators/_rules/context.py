@@ -133,14 +133,20 @@ class Context:
         return library_generation(self.model_parallel, version, self.spec.image_uri)
 
     @functools.cached_property
+    def known_pytorch_version(self) -> str | None:
+        """``pytorch_version``, or None where the SDK's tables cannot resolve it (a version or
+        table they do not have): for checks that fall back to what the user wrote."""
+        try:
+            return self.pytorch_version
+        except (LookupError, TypeError, ValueError):
+            return None
+
+    @functools.cached_property
     def xla_launcher_available(self) -> bool:
         """The compiler container runs the PyTorch/XLA launcher (PyTorch recent enough, or a
         version not known here)."""
         minimum = tables.COMPILER_XLA_MIN_PYTORCH[self.spec.estimator]
-        try:
-            version = self.pytorch_version
-        except (LookupError, TypeError, ValueError):
-            return True
+        version = self.known_pytorch_version
         return version is None or version_at_least(version, minimum)
 
     @functools.cached_property
