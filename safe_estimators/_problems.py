@@ -68,12 +68,18 @@ class ConfigError(ValueError):
 _MAX_SUGGESTED_LENGTH = 100
 
 
+def closest(word: object, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``word`` (difflib's ratio of 0.6 or more), or None."""
+    if not isinstance(word, str) or len(word) > _MAX_SUGGESTED_LENGTH:
+        return None
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(word: object, choices: Iterable[str]) -> str:
     """Return a hint naming the closest choice to ``word``, or an empty string."""
-    if not isinstance(word, str) or len(word) > _MAX_SUGGESTED_LENGTH:
-        return ""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else ""
+    close = closest(word, choices)
+    return f"did you mean {close!r}?" if close else ""
 
 
 def count(number: object, noun: str) -> str:

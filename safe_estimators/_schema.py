@@ -24,7 +24,12 @@ import attrs
 
 from safe_estimators._distributions.model_parallel import ModelParallel
 from safe_estimators._distributions.model_parallel.facts import ALIASES as MODEL_PARALLEL_ALIASES
-from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR
+from safe_estimators._facts.sdk_arguments import (
+    BY_ESTIMATOR,
+    MISPLACED,
+    OTHER_ESTIMATORS,
+    RENAMED,
+)
 from safe_estimators._memory.shape import SCHEMA_KEY
 from safe_estimators._rules import LOCAL_TYPES
 from safe_estimators._spec import (
@@ -242,20 +247,20 @@ def _passthrough_properties(known: set[str]) -> Schema:
     return {name: {"description": _PASSTHROUGH} for name in names}
 
 
-def _estimator_only_keywords(spec_fields: set[str]) -> list[Schema]:
-    """Keywords only one estimator takes: the other estimator's spec must not use them."""
-    rules = []
-    for kind, names in sorted(BY_ESTIMATOR.items()):
-        others = set().union(*(n for k, n in BY_ESTIMATOR.items() if k != kind))
-        foreign = sorted(others - names - spec_fields)
-        if foreign:
-            rules.append(
-                {
-                    "if": {"properties": {"estimator": {"const": kind}}, "required": ["estimator"]},
-                    "then": {"not": {"anyOf": [{"required": [name]} for name in foreign]}},
-                }
-            )
-    return rules
+def _ignored_properties(known: set[str]) -> Schema:
+    """Names the loader takes with a warning: the SDK v1 names it renames, and the keywords of
+    other estimators and misplaced names the SDK drops (marked deprecated for editors)."""
+    ignored: Schema = {
+        old: {"description": f"The SageMaker SDK v1 name of {new}; renamed, with a warning.",
+              "deprecated": True}
+        for old, new in RENAMED.items()
+    }  # fmt: skip
+    for name in sorted(set(MISPLACED).union(*OTHER_ESTIMATORS.values()) - known):
+        ignored[name] = {"description": _IGNORED, "deprecated": True}
+    return ignored
+
+
+_IGNORED = "Not an option of this estimator: the SDK ignores it, so it has no effect (a warning)."
 
 
 def spec_schema() -> Schema:
@@ -264,11 +269,14 @@ def spec_schema() -> Schema:
     Keys are the factories' keyword arguments: the typed options of ``JobSpec`` (with
     ``training_compiler`` and ``model_parallel`` described in full), every other keyword the
     chosen SageMaker estimator accepts (loosely typed: they go to the SDK unchanged), plus
-    ``estimator`` and ``inputs``. Unknown keys are errors, as they are for ``validate``.
+    ``estimator`` and ``inputs``. Other keys are allowed, as ``validate`` allows them: the SDK
+    drops a keyword it does not take, so ``validate`` warns about one, and refuses only a close
+    misspelling of an option (which JSON Schema cannot tell apart from any other name).
     """
     defs: Schema = {}
     properties, required = _spec_properties(defs)
     properties.update(_passthrough_properties(set(properties)))
+    properties.update(_ignored_properties(set(properties)))
     schema: Schema = {
         "$schema": DIALECT,
         "title": "safe-estimators job spec",
@@ -277,12 +285,11 @@ def spec_schema() -> Schema:
         "type": "object",
         "properties": properties,
         "required": required,
-        "additionalProperties": False,
+        "additionalProperties": True,
     }
     # A heterogeneous cluster (instance_groups) replaces instance_type and instance_count.
     required.remove("instance_type")
     machines = {"oneOf": [{"required": ["instance_type"]}, {"required": ["instance_groups"]}]}
-    only = _estimator_only_keywords(set(SPEC_FIELDS))
-    schema["allOf"] = [machines, *only]
+    schema["allOf"] = [machines]
     schema["$defs"] = defs
     return schema

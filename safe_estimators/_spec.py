@@ -16,19 +16,32 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn
 
 from safe_estimators._bounds import MAX_PROBLEMS, quote, shape_problems
+from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.instance_groups import (
     InstanceGroupSpec,
     conflicting_arguments,
     structure_instance_groups,
 )
-from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR, RENAMED
+from safe_estimators._facts.sdk_arguments import (
+    BY_ESTIMATOR,
+    MISPLACED,
+    OTHER_ESTIMATORS,
+    RENAMED,
+)
 from safe_estimators._memory.shape import (
     COUNT_FIELDS,
     ModelShape,
     parameter_count,
     parameters_problem,
 )
-from safe_estimators._problems import ConfigError, Problem, did_you_mean, join_path, warning
+from safe_estimators._problems import (
+    ConfigError,
+    Problem,
+    closest,
+    did_you_mean,
+    join_path,
+    warning,
+)
 
 EstimatorKind = Literal["huggingface", "pytorch"]
 ESTIMATORS: tuple[str, ...] = ("huggingface", "pytorch")
@@ -514,17 +527,10 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
                 fields[key] = value
         elif key in known_sdk:
             extra[key] = value
-        else:
+        else:  # left out of the estimator's arguments: the SDK would drop it anyway
             unknown += 1
-            hint = did_you_mean(key, SPEC_FIELDS | known_sdk) if unknown <= MAX_PROBLEMS else ""
-            where = f"the {kind} estimator" if kind in ESTIMATORS else "an estimator"
-            factory = kind if kind in ESTIMATORS else "pytorch"
             problems.append(
-                Problem(
-                    join_path(path, _shown(key)),
-                    f"{quote(key)} is not an option of {where}.",
-                    hint or f"remove it; see help(safe_estimators.{factory}) for the options.",
-                )
+                _not_an_option(key, value, data, known_sdk, path, unknown <= MAX_PROBLEMS)
             )
     compiler_problems = _merge_compiler_config(fields, path)
     problems += compiler_problems
@@ -558,6 +564,81 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
         except Exception:
             return None, problems
     return (spec if runnable else None), problems
+
+
+def _not_an_option(
+    key: str,
+    value: object,
+    data: Mapping[Any, Any],
+    known: frozenset[str],
+    path: str,
+    check_spelling: bool,
+) -> Problem:
+    """The verdict on a keyword the estimator does not take, which its ``**kwargs`` drops.
+
+    A close misspelling of one of its options is an error: the job would run without the
+    setting the user meant. A keyword of another estimator, a known misplaced name
+    (``MISPLACED``) or any other name is a warning: it is left out of the estimator's arguments,
+    which changes nothing the SDK sends. Past ``MAX_PROBLEMS`` such keywords the spelling is not
+    compared (difflib costs up to a millisecond per name), so those are warnings too.
+    """
+    kind = data.get("estimator")
+    where = f"the {kind} estimator" if kind in ESTIMATORS else "this estimator"
+    factory = kind if kind in ESTIMATORS else "pytorch"
+    at = join_path(path, _shown(key))
+    dropped = "so it has no effect and is left out of the estimator's arguments."
+    owners = [owner for owner, names in _KEYWORD_OWNERS if key in names]
+    hints = MISPLACED.get(key)
+    meant = None if hints or owners or not check_spelling else closest(key, SPEC_FIELDS | known)
+    if meant is not None:
+        return Problem(
+            at,
+            f"{quote(key)} is not an option of {where}, and the SDK would silently ignore it "
+            "(the estimator's **kwargs drops it): the job would run without that setting.",
+            f"did you mean {meant!r}?",
+        )
+    if not hints and not owners:
+        return warning(
+            at,
+            f"{quote(key)} is not an option of {where}; the SDK ignores unknown keyword "
+            f"arguments, {dropped}",
+            f"remove it, or see help(safe_estimators.{factory}) for the options (a setting for "
+            "your script goes in hyperparameters or environment).",
+        )
+    taken = f"an option of {' and '.join(owners)}, not of" if owners else "not an option of"
+    hint = (
+        _misplaced_hint(hints, value, data.get("distribution"))
+        if hints
+        else f"remove it; see help(safe_estimators.{factory}) for the options of {where}."
+    )
+    return warning(
+        at,
+        f"{quote(key)} is {taken} {where}; the SDK ignores it (the estimator's **kwargs drops "
+        f"it), {dropped}",
+        hint,
+    )
+
+
+# Who else takes a keyword: our other estimator, then the SDK's other estimator classes.
+_KEYWORD_OWNERS: tuple[tuple[str, frozenset[str]], ...] = (
+    *((f"the {kind} estimator", BY_ESTIMATOR[kind]) for kind in ESTIMATORS),
+    *OTHER_ESTIMATORS.items(),
+)
+
+
+def _misplaced_hint(hints: Mapping[str, str], value: object, distribution: object) -> str:
+    """The table's hint for the launcher the job enables (``""``: any other job)."""
+    enabled = next((name for name in hints if name and is_enabled(_block(distribution, name))), "")
+    shown = quote(value)
+    quoted = isinstance(value, str) and len(shown) > 1 and shown[0] == shown[-1] in "'\""
+    return hints[enabled].format(value=shown, text=shown[1:-1] if quoted else shown)
+
+
+def _block(distribution: object, dotted: str) -> object:
+    """``distribution["smdistributed"]["dataparallel"]`` for "smdistributed.dataparallel"."""
+    for part in dotted.split("."):
+        distribution = distribution.get(part) if isinstance(distribution, Mapping) else None
+    return distribution
 
 
 def _v2_names(data: Mapping[Any, Any], path: str) -> tuple[dict[Any, Any], list[Problem]]:

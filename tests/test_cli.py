@@ -66,8 +66,9 @@ BROKEN = [
     ("yaml-syntax-error.yaml", "<file>: is not valid YAML at line 6, column 1:"),
     (
         "unknown-key.yaml",
-        "instance_cout: 'instance_cout' is not an option of the pytorch estimator. "
-        "(did you mean 'instance_count'?)",
+        "instance_cout: 'instance_cout' is not an option of the pytorch estimator, and the SDK "
+        "would silently ignore it (the estimator's **kwargs drops it): the job would run without "
+        "that setting. (did you mean 'instance_count'?)",
     ),
     (
         "wrong-type.yaml",
@@ -121,8 +122,9 @@ def test_three_mistakes_are_three_problems_with_their_paths(capsys):
     lines = out.splitlines()
     assert len(lines) == 3
     assert lines == [
-        f"{path}: hyperparameter: 'hyperparameter' is not an option of the pytorch estimator. "
-        "(did you mean 'hyperparameters'?)",
+        f"{path}: hyperparameter: 'hyperparameter' is not an option of the pytorch estimator, "
+        "and the SDK would silently ignore it (the estimator's **kwargs drops it): the job would "
+        "run without that setting. (did you mean 'hyperparameters'?)",
         f"{path}: instance_count: must be a positive whole number, got 0. (use 1 or more)",
         f"{path}: max_run: expected int, got str '3600'. "
         "(write a whole number without quotes, e.g. 4)",
