@@ -5,6 +5,8 @@ HuggingFace(...) calls mined from aws/amazon-sagemaker-examples. For each one th
 estimator is built offline (construct, ``hyperparameters()``, ``training_image_uri()``), then
 ours. Where the SDK accepts, ours must build and send what the notebook asked for (a false
 refusal fails here); where the SDK refuses, ours must refuse first, with problems at real paths.
+Options the SDK drops without a word (``ignored`` in the data: env=, datasets_version, ...) are
+left out by ours with a warning, and what is sent is the same.
 """
 
 from __future__ import annotations
@@ -99,3 +101,18 @@ def test_we_build_what_the_sdk_builds_and_refuse_first_what_it_refuses(
     if "environment" in kwargs:
         assert est.environment == {**est.environment, **kwargs["environment"]}
     assert est.training_image_uri()
+    # Options the estimator does not take: the SDK drops them, ours leaves them out and says so.
+    warned = {w.path: w for w in safe_estimators.explain(est).warnings}
+    for name in job.get("ignored", ()):
+        assert warned[name].severity == "warning", warned
+        assert "has no effect" in warned[name].message and warned[name].hint
+
+
+def test_the_formerly_disputed_configurations_are_tested():
+    """The SDK builds these without the options it drops; so do we, with a warning at each."""
+    ignored = [job for job in JOBS if job.get("ignored")]
+    assert len(ignored) == 6
+    assert set().union(*(job["ignored"] for job in ignored)) == {
+        "datasets_version", "processes_per_host", "model_dir", "env",
+    }  # fmt: skip
+    assert "disputed" not in json.loads((FIXTURES / "aws_example_jobs.json").read_text())
