@@ -1,13 +1,14 @@
 """The estimator keyword arguments the SageMaker SDK v2 accepts, one table per estimator.
 
 The SDK does not refuse a keyword it does not know: ``EstimatorBase.__init__`` takes
-``**kwargs``, reads only its SDK v1 names from it (``RENAMED``) and drops everything else
-without a word. A misspelt option (``hyperparamters=``) therefore builds, and the job runs
-without the setting the user meant; knowing the names up front lets us say "did you mean ...?"
-before that. Names that other estimators take, or that notebooks pass by mistake, are dropped
-the same way and are harmless: ``OTHER_ESTIMATORS`` and ``MISPLACED`` let us say so precisely.
-Tests compare these tables with the installed SDK's signatures, so an SDK upgrade that adds a
-keyword fails loudly until the name is added here.
+``**kwargs``; it and ``Framework`` read only their SDK v1 names from it (``RENAMED``; Framework
+also reads the internal ``is_nova_job``) and drop everything else without a word. A misspelt
+option (``hyperparamters=``) therefore builds, and the job runs without the setting the user
+meant; knowing the names up front lets us say "did you mean ...?" before that. Names that other
+estimators take, or that notebooks pass by mistake, are dropped the same way and are harmless:
+``OTHER_ESTIMATORS`` and ``MISPLACED`` let us say so precisely. Tests compare these tables with
+the installed SDK's signatures, so an SDK upgrade that adds a keyword fails loudly until the name
+is added here.
 """
 
 from __future__ import annotations
