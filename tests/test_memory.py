@@ -414,6 +414,7 @@ def test_an_unreadable_config_is_a_problem_at_model_config(tmp_path, content, ne
         ({"layers": 0}, "model.layers"),
         ({"precision": "bf61"}, "model.precision"),
         ({"optimizer": "lion"}, "model.optimizer"),
+        ({"quantization": "nf4"}, "model.quantization"),
         ({"activation_checkpointing": "yes"}, "model.activation_checkpointing"),
         ({"config": 3}, "model.config"),
         ({"hidden": 4096}, "model.hidden"),
@@ -440,7 +441,8 @@ model_data = st.dictionaries(
     st.one_of(st.sampled_from([a.name for a in attrs.fields(ModelShape)]), st.text(max_size=6)),
     st.one_of(
         st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8),
-        st.lists(st.integers(), max_size=2), st.sampled_from(["7B", "bf16", "adamw", "1e9"]),
+        st.lists(st.integers(), max_size=2),
+        st.sampled_from(["7B", "bf16", "adamw", "1e9", "4bit", "8bit"]),
     ),
     max_size=6,
 )  # fmt: skip
@@ -622,3 +624,95 @@ def test_with_instance_groups_the_launch_groups_accelerators_are_counted(sagemak
         model={"parameters": "1B", "precision": "bf16"},
     )  # fmt: skip
     assert safe_estimators.explain(est).memory.layout == "data-parallel over 32 accelerators"
+
+
+# ---------------------------------------------------------------------------------------------
+# Frozen weights loaded quantized (bitsandbytes, QLoRA)
+# ---------------------------------------------------------------------------------------------
+
+G5 = instance_catalog.get("ml.g5.2xlarge")  # one A10G, 22888 MiB
+# Llama 2 13B's architecture (its config.json: 40 layers, hidden 5120, 40 heads, MLP 13824,
+# vocabulary 32000, untied embeddings), LoRA adapters of rank 8 on q and v: 6.5M parameters.
+LLAMA_2_13B_LORA = ModelShape(
+    parameters="13B", trainable_parameters="6.5M", layers=40, hidden_size=5120,
+    attention_heads=40, intermediate_size=13824, vocab_size=32000, sequence_length=2048,
+    micro_batch_size=1, precision="bf16", activation_checkpointing=True,
+)  # fmt: skip
+
+
+def on_g5(shape: ModelShape) -> Job:
+    return Job(complete(shape), MemoryLayout(), G5, 1)
+
+
+def test_4bit_frozen_weights_count_4_5_bits_except_the_embeddings():
+    shape = ModelShape(parameters="7B", trainable_parameters="20M", precision="bf16",
+                       hidden_size=4096, vocab_size=32000, quantization="4bit")  # fmt: skip
+    result = estimate(complete(shape), MemoryLayout())
+    embeddings = 32000 * 4096  # tied: counted once, at bf16
+    quantized = 7e9 - 20e6 - embeddings
+    assert result.weights == pytest.approx((20e6 + embeddings) * 2 + quantized * 4.5 / 8, abs=1)
+    assert (result.gradients, result.optimizer_states) == (40e6, 240e6)  # the adapters only
+    # One 4096 x 16384 MLP matrix is dequantized to 16 bits at a time.
+    assert result.overhead == pytest.approx(666_632_192 + 2 * 4096 * 16384, abs=1)
+
+
+def test_8bit_frozen_weights_count_one_byte():
+    shape = ModelShape(parameters="7B", trainable_parameters="20M", precision="bf16",
+                       quantization="8bit")  # fmt: skip
+    result = estimate(complete(shape), MemoryLayout())
+    assert result.weights == pytest.approx(20e6 * 2 + (7e9 - 20e6) * 1)
+    assert any("the embeddings among them" in note for note in result.notes)
+
+
+def test_qlora_13b_on_one_a10g_fits_when_its_weights_are_4bit():
+    job = on_g5(attrs.evolve(LLAMA_2_13B_LORA, quantization="4bit"))
+    result = job.estimate()
+    assert result.fits and not result.tight
+    assert memory_problems(job, result) == []
+    # The same job with the frozen weights at bf16 holds 26 GB of them: more than the A10G.
+    assert not on_g5(LLAMA_2_13B_LORA).estimate().fits
+
+
+def test_adapter_training_that_fits_only_quantized_is_a_warning_naming_the_quantization():
+    # Nothing in the job's options shows how the script loads the frozen model, and QLoRA
+    # scripts load it in 4 bits: refusing would refuse jobs that run.
+    job = on_g5(LLAMA_2_13B_LORA)
+    [problem] = memory_problems(job, job.estimate())
+    assert problem.severity == "warning"
+    assert "more than the 24.0 GB (22888 MiB) per A10G of ml.g5.2xlarge" in problem.message
+    assert "unless the script loads the frozen weights quantized" in problem.message
+    assert "set model.quantization: 8bit" in problem.hint  # the smaller change that fits
+
+
+def test_a_quantization_that_is_given_and_still_does_not_fit_is_an_error():
+    shape = attrs.evolve(LLAMA_2_13B_LORA, parameters="70B", layers=80, hidden_size=8192,
+                         intermediate_size=28672, quantization="4bit")  # fmt: skip
+    job = on_g5(shape)
+    [problem] = memory_problems(job, job.estimate())
+    assert problem.severity == "error"
+
+
+def test_full_fine_tuning_gets_no_quantization_pass_or_fix():
+    job = on_g5(attrs.evolve(LLAMA_2_13B_LORA, trainable_parameters=None))
+    [problem] = memory_problems(job, job.estimate())
+    assert problem.severity == "error" and "quantization" not in problem.hint
+    everything = attrs.evolve(LLAMA_2_13B_LORA, trainable_parameters=None, quantization="4bit")
+    ignored = estimate(complete(everything), MemoryLayout())
+    assert ignored.weights == 26e9  # every parameter trains: nothing is held quantized
+    assert any("every parameter is trainable" in note for note in ignored.notes)
+
+
+def test_a_qlora_spec_builds_with_the_sdk_and_explains_its_quantized_weights(
+    sagemaker_session, role
+):
+    est = safe_estimators.huggingface(
+        entry_point=SCRIPT, role=role, instance_type="ml.g5.2xlarge",
+        transformers_version="4.36.0", pytorch_version="2.1.0", py_version="py310",
+        hyperparameters={"bf16": True, "gradient_checkpointing": True}, check_script=False,
+        model={**attrs.asdict(LLAMA_2_13B_LORA), "quantization": "4bit"},
+        sagemaker_session=sagemaker_session,
+    )  # fmt: skip
+    memory = safe_estimators.explain(est).memory
+    assert memory.fits and memory.weights < 9e9
+    assert "frozen weights counted at 4bit, except the embeddings" in memory.notes
+    assert est.hyperparameters()["bf16"] == "true"

@@ -15,8 +15,10 @@ from safe_estimators._memory.complete import CompleteShape
 from safe_estimators._memory.facts import (
     ACTIVATION_BYTES,
     CUDA_CONTEXT_BYTES,
+    DEQUANTIZED_BYTES_PER_WEIGHT,
     GATHERED_LAYER_BYTES_PER_PARAMETER,
     LOGITS_BYTES,
+    QUANTIZED_WEIGHT_BYTES,
     STATE_BYTES,
     WARNING_FRACTION,
 )
@@ -235,6 +237,13 @@ def estimate(
             overhead += GATHERED_LAYER_BYTES_PER_PARAMETER * gathered
         else:
             notes.append("the layer gathered at a time by sharding is not counted (no hidden_size)")
+    weights = params * per_param.weights
+    quantized = _quantized_weights(shape, params, trainable, model_split, notes)
+    if quantized:
+        assert shape.quantization is not None
+        weights -= quantized * (per_param.weights - QUANTIZED_WEIGHT_BYTES[shape.quantization])
+        if shape.hidden_size is not None:
+            overhead += DEQUANTIZED_BYTES_PER_WEIGHT * shape.hidden_size * shape.mlp_width
     estimated = shape.has_architecture
     if not estimated:
         notes.append(
@@ -242,7 +251,7 @@ def estimate(
             "sequence_length and micro_batch_size (or config)"
         )
     return MemoryEstimate(
-        weights=math.ceil(params * per_param.weights / layout.shard),
+        weights=math.ceil(weights / layout.shard),
         gradients=math.ceil(trainable * per_param.gradients / layout.shard),
         optimizer_states=math.ceil(
             trainable * per_param.optimizer / layout.shard / layout.optimizer_shard
@@ -256,3 +265,28 @@ def estimate(
         activations_estimated=estimated,
         notes=tuple(notes),
     )
+
+
+def _quantized_weights(
+    shape: CompleteShape, params: float, trainable: float, model_split: int, notes: list[str]
+) -> float:
+    """How many of this accelerator's weights bitsandbytes holds quantized: the frozen ones
+    outside the embeddings (0 without ``quantization``)."""
+    if shape.quantization is None:
+        return 0.0
+    frozen = params - trainable
+    if frozen <= 0:
+        notes.append(
+            f"quantization {shape.quantization} not counted: every parameter is trainable "
+            "(give trainable_parameters, the adapters' count)"
+        )
+        return 0.0
+    embeddings = shape.embedding_parameters
+    if embeddings is None:
+        notes.append(
+            f"frozen weights counted at {shape.quantization}, the embeddings among them "
+            "(vocab_size and hidden_size not known)"
+        )
+        return frozen
+    notes.append(f"frozen weights counted at {shape.quantization}, except the embeddings")
+    return max(frozen - embeddings / model_split, 0.0)

@@ -66,6 +66,7 @@ class CompleteShape:
     tied_embeddings: bool = True
     kv_heads: int | None = None
     trainable_parameters: int | None = None
+    quantization: str | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -73,6 +74,13 @@ class CompleteShape:
         """The parameters with gradients and optimizer states: all, unless said otherwise."""
         assert self.parameters is not None
         return min(self.trainable_parameters or self.parameters, self.parameters)
+
+    @property
+    def embedding_parameters(self) -> int | None:
+        """The input (and, untied, output) embeddings: bitsandbytes leaves them unquantized."""
+        if self.vocab_size is None or self.hidden_size is None:
+            return None
+        return self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
 
     @property
     def has_architecture(self) -> bool:
@@ -236,6 +244,7 @@ def complete_shape(
     complete = CompleteShape(
         parameters=shape.parameters,
         trainable_parameters=shape.trainable_parameters,
+        quantization=shape.quantization,
         sequence_length=sequence,
         micro_batch_size=batch,
         precision=precision,

@@ -43,6 +43,21 @@ STATE_BYTES: dict[tuple[str, str], StateBytes] = {
     ("fp32", "sgd"): StateBytes(4, 4, 4),
 }
 
+# Bytes per frozen weight that bitsandbytes stores quantized (Transformers' BitsAndBytesConfig),
+# constants included:
+# - 4bit (NF4 or FP4): 4 bits per value plus one fp32 absmax constant per block of 64 values,
+#   32 / 64 = 0.5 bits (Dettmers et al. 2023, "QLoRA", arXiv:2305.14314, section 3, "Double
+#   Quantization"). Double quantization lowers the constants to 0.127 bits, but it is off by
+#   default (bnb_4bit_use_double_quant=False), so the larger figure is counted: 4.5 bits.
+# - 8bit (LLM.int8(), Dettmers et al. 2022, arXiv:2208.07339): one int8 value per weight plus
+#   one fp32 scale per row, under 0.1% more for the hidden sizes that need it.
+# Only linear layers are replaced; embeddings and norms keep the training precision.
+QUANTIZED_WEIGHT_BYTES = {"4bit": 4.5 / 8, "8bit": 1.0}
+
+# A quantized linear layer is dequantized to 16 bits for each matmul, one weight matrix at a
+# time (bitsandbytes' matmul_4bit / MatMul8bitLt): the largest one, held transiently.
+DEQUANTIZED_BYTES_PER_WEIGHT = 2
+
 # Bytes of one stored activation value: Korthikanti et al. count 16-bit activations (section
 # 4.1); fp32 training stores twice as much.
 ACTIVATION_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}

@@ -1,7 +1,8 @@
 """The smallest changes that make a job fit, each verified by estimating the changed job again.
 
 One search per kind of change, each returning its smallest change that fits: a larger sharding
-degree, a larger tensor degree, activation checkpointing, a smaller micro-batch, the nearest
+degree, a larger tensor degree, activation checkpointing, a smaller micro-batch, frozen weights
+loaded quantized (jobs that train adapters only), the nearest
 instance type with more memory per accelerator, and (only when nothing of the same size fits)
 more instances to shard over; when no single change fits, checkpointing with one of those.
 """
@@ -133,6 +134,21 @@ def _micro_batch(job: Job) -> Iterator[tuple[str, Job]]:
         )
 
 
+def _quantize(job: Job) -> Iterator[tuple[str, Job]]:
+    # Frozen weights only (LoRA-style jobs): bitsandbytes' quantized layers take no gradients.
+    shape = job.shape
+    if shape.parameters is None or shape.trainable >= shape.parameters:
+        return
+    steps = {None: ("8bit", "4bit"), "8bit": ("4bit",)}.get(shape.quantization, ())
+    for bits in steps:
+        flag = "load_in_4bit=True, as QLoRA does" if bits == "4bit" else "load_in_8bit=True"
+        yield (
+            f"load the frozen weights in {bits} (BitsAndBytesConfig({flag}) in the script) and "
+            f"set model.quantization: {bits}",
+            attrs.evolve(job, shape=attrs.evolve(shape, quantization=bits)),
+        )
+
+
 def relaid(layout: MemoryLayout, gpus: int, count: int) -> MemoryLayout:
     """The same options on another cluster: sharding over "everything" follows the world."""
     world = gpus * count
@@ -215,6 +231,7 @@ def _more_instances(job: Job) -> Iterator[tuple[str, Job]]:
 SEARCHES: tuple[Callable[[Job], Iterator[tuple[str, Job]]], ...] = (
     _checkpointing,
     _micro_batch,
+    _quantize,
     _shard,
     _tensor,
     _bigger_accelerator,

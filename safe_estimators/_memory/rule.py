@@ -3,7 +3,9 @@
 Above the device memory: an error with the breakdown and the smallest fixes that fit (each
 verified by re-estimating); above ``WARNING_FRACTION`` of it: a warning. When the launcher
 leaves sharding to the script (torchrun, DDP) and sharding over the whole cluster would fit,
-a warning instead of an error: the script may well shard. Without ``model=`` nothing is checked.
+a warning instead of an error: the script may well shard; likewise when only the adapters train
+and the job would fit with the frozen weights in 4 bits (QLoRA), unless ``model.quantization``
+says how they are loaded. Without ``model=`` nothing is checked.
 """
 
 from __future__ import annotations
@@ -113,6 +115,12 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
         "no single change found makes it fit; shard over more instances, use tensor or "
         "pipeline parallelism, or a smaller model."
     )
+    if _fits_if_quantized(job):
+        unless = (
+            ", unless the script loads the frozen weights quantized (bitsandbytes 4-bit, as "
+            "QLoRA does): model.quantization does not say."
+        )
+        return [warning(PATH, message + unless, hint)]
     if job.layout.script_may_shard and _fits_if_script_shards(job):
         unless = (
             ", unless the training script shards the model states itself (FSDP FULL_SHARD, "
@@ -142,3 +150,15 @@ def _fits_if_script_shards(job: Job) -> bool:
     layout = job.layout
     sharded = attrs.evolve(layout, shard=layout.world_size // (layout.tensor * layout.pipeline))
     return valid(sharded) and bool(attrs.evolve(job, layout=sharded).estimate().fits)
+
+
+def _fits_if_quantized(job: Job) -> bool:
+    # Adapter training (trainable_parameters below parameters) with no word on quantization:
+    # QLoRA scripts load the frozen model in 4 bits, which the job's options cannot show.
+    shape = job.shape
+    if shape.quantization is not None or shape.parameters is None:
+        return False
+    if shape.trainable >= shape.parameters:
+        return False
+    quantized = attrs.evolve(shape, quantization="4bit")
+    return bool(attrs.evolve(job, shape=quantized).estimate().fits)

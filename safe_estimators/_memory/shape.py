@@ -17,6 +17,7 @@ from safe_estimators._problems import ConfigError, Problem, did_you_mean
 
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adam", "sgd")
+QUANTIZATIONS: tuple[str, ...] = ("4bit", "8bit")
 
 PATH = "model"
 
@@ -139,8 +140,12 @@ class ModelShape:
     - ``parameters``: total parameter count (``6738415616``, ``6.7e9`` or ``"6.7B"``). Enough
       on its own for the model states (weights, gradients, optimizer states).
     - ``trainable_parameters``: the parameters that get gradients and optimizer states, when
-      most are frozen (LoRA adapters: a few million); defaults to all. Quantized frozen
-      weights (QLoRA) are still counted at the training precision.
+      most are frozen (LoRA adapters: a few million); defaults to all.
+    - ``quantization``: ``"4bit"`` or ``"8bit"`` when the script loads the frozen weights
+      quantized (bitsandbytes through Transformers' ``BitsAndBytesConfig(load_in_4bit=True)``
+      or ``load_in_8bit``, as QLoRA does); the frozen linear-layer weights are then counted at
+      that size. Without it they are counted at the training precision, and a PEFT job that
+      fits only quantized is a warning, not an error.
     - ``layers``, ``hidden_size``, ``attention_heads``, ``vocab_size``, ``intermediate_size``:
       the transformer's architecture, for the activations (and for ``parameters`` when it is
       not given). ``intermediate_size`` defaults to 4 x ``hidden_size``.
@@ -186,6 +191,11 @@ class ModelShape:
         default=None,
         validator=_choice(OPTIMIZERS),
         metadata={SCHEMA_KEY: {"enum": [*OPTIMIZERS, None]}},
+    )
+    quantization: str | None = attrs.field(
+        default=None,
+        validator=_choice(QUANTIZATIONS),
+        metadata={SCHEMA_KEY: {"enum": [*QUANTIZATIONS, None]}},
     )
     activation_checkpointing: bool | None = attrs.field(default=None, validator=_flag)
     fused_attention: bool | None = attrs.field(default=None, validator=_flag)
