@@ -305,6 +305,11 @@ _CASE_KEYS = ("id", "source", "path")
 
 @pytest.fixture(scope="module")
 def session():
+    """A real Session without the suite's SDK config file (see offline_session)."""
+    return offline_session()
+
+
+def offline_session() -> Any:
     """A real Session without the suite's SDK config file.
 
     That file only opts out of telemetry, which building estimators never sends; with it, the SDK
@@ -332,10 +337,11 @@ def _arguments(case: dict[str, Any], role: str) -> dict[str, Any]:
     return arguments
 
 
-def bare_sdk(
+def bare_estimator(
     arguments: dict[str, Any], session: Any, estimator_class: Any = sagemaker.pytorch.PyTorch
-) -> Exception | None:
-    """Build the same job with the SDK alone; return what it raised, or None."""
+) -> Any:
+    """Build the same job with the SDK alone, as far as ``training_image_uri()``; it raises
+    where the SDK refuses."""
     kwargs = {k: v for k, v in arguments.items() if k != "check_script"}
     distribution = kwargs.get("distribution")
     if kwargs.get("instance_groups") is not None:
@@ -348,10 +354,18 @@ def bare_sdk(
             kwargs["distribution"] = distribution
     else:
         kwargs.setdefault("instance_count", 1)
+    estimator = estimator_class(sagemaker_session=session, **kwargs)
+    estimator.hyperparameters()
+    estimator.training_image_uri()
+    return estimator
+
+
+def bare_sdk(
+    arguments: dict[str, Any], session: Any, estimator_class: Any = sagemaker.pytorch.PyTorch
+) -> Exception | None:
+    """Build the same job with the SDK alone; return what it raised, or None."""
     try:
-        estimator = estimator_class(sagemaker_session=session, **kwargs)
-        estimator.hyperparameters()
-        estimator.training_image_uri()
+        bare_estimator(arguments, session, estimator_class)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return exc
     return None

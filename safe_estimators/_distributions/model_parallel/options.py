@@ -132,7 +132,9 @@ VALUE_CHECKS: dict[str, Callable[[object], _Verdict]] = {
     "sharded_data_parallel_degree": _positive_int,
     "microbatches": _positive_int,
     "active_microbatches": _positive_int,
-    "pipeline": _one_of("interleaved", "simple"),
+    # The library's schema (config.yaml) and the SDK's validate_mp_config also list the internal
+    # schedule "_only_forward", so a job with it runs.
+    "pipeline": _one_of("interleaved", "simple", "_only_forward"),
     "placement_strategy": _placement,
     "ddp": _bool,
     "ddp_port": _port,
