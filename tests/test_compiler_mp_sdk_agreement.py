@@ -621,3 +621,21 @@ def _standard_image_exists(case: dict[str, Any], session: Any, role: str) -> boo
     """Whether the bare SDK has the framework's image for the row without the compiler."""
     arguments = {k: v for k, v in _arguments(case, role).items() if k != "compiler_config"}
     return bare_sdk(arguments, session, SDK_CLASS[case["estimator"]]) is None
+
+
+def test_parameters_as_a_json_file_the_sdk_reads_we_refuse_with_a_fix(session, role, tmp_path):
+    """test_parse_mp_parameters_input_str_json: the SDK reads a local JSON file named in place of
+    the parameters dict (fw_utils.parse_mp_parameters), so that job runs; we do not read files
+    named inside a distribution yet and ask for the dict. A known false refusal, left open."""
+    parameters = {k: v for k, v in PARSED.items() if k != "ddp"} | {"ddp": True}
+    path = tmp_path / "params.json"
+    path.write_text(json.dumps(parameters))
+    case = {"estimator": "pytorch", "path": MP_PARAMETERS, **_v1(str(path))}
+    assert bare_sdk(_arguments(case, role), session) is None
+    assert (
+        json.loads(
+            bare_estimator(_arguments(case, role), session).hyperparameters()["mp_parameters"]
+        )
+        == parameters
+    )
+    assert "load the JSON file" in _refused_at(case, session, role).hint
