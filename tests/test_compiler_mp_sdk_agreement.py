@@ -21,6 +21,7 @@ Every row runs the real SDK here, so an SDK upgrade that changes a verdict fails
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from typing import Any
 
@@ -206,68 +207,36 @@ def _compiler_refused() -> list[dict[str, Any]]:
     return rows
 
 
+def _accepted_for(v: str, make: Any, xla: bool, debug: Any) -> list[dict[str, Any]]:
+    """The accepted rows of one compiler version; ``make`` builds a row of its estimator."""
+    rows = []
+    for family in SUPPORTED_FAMILIES:
+        size = f"ml.{family}.xlarge"
+        rows.append(
+            {"id": f"{v}-{family}", "source": "test_default_compiler_config",
+             **make(instance_type=size)}
+        )  # fmt: skip
+        if xla:
+            rows.append(
+                {"id": f"{v}-{family}-x2-pytorchxla", "source": "test_pytorchxla_distribution",
+                 **make(instance_count=2, instance_type=size, distribution=XLA)}
+            )  # fmt: skip
+    rows.append(
+        {"id": f"{v}-debug", "source": "test_debug_compiler_config", **make(compiler_config=debug)}
+    )
+    return rows
+
+
 def _compiler_accepted() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(rows we build, rows on an instance size that does not exist)."""
     rows: list[dict[str, Any]] = []
     for transformers, pytorch in HF_VERSIONS:
-        v = f"hf{transformers}"
-        for family in SUPPORTED_FAMILIES:
-            rows.append(
-                {
-                    "id": f"{v}-{family}",
-                    "source": "test_default_compiler_config",
-                    **_hf(transformers, pytorch, instance_type=f"ml.{family}.xlarge"),
-                }
-            )
-            if Version(pytorch) >= Version("1.11"):
-                rows.append(
-                    {
-                        "id": f"{v}-{family}-x2-pytorchxla",
-                        "source": "test_pytorchxla_distribution",
-                        **_hf(
-                            transformers,
-                            pytorch,
-                            instance_count=2,
-                            instance_type=f"ml.{family}.xlarge",
-                            distribution=XLA,
-                        ),
-                    }
-                )
-        rows.append(
-            {
-                "id": f"{v}-debug",
-                "source": "test_debug_compiler_config",
-                **_hf(transformers, pytorch, compiler_config=HF_TC(debug=True)),
-            }
-        )
+        make = functools.partial(_hf, transformers, pytorch)
+        xla = Version(pytorch) >= Version("1.11")
+        rows += _accepted_for(f"hf{transformers}", make, xla, HF_TC(debug=True))
     for version in PT_VERSIONS:
-        v, py = f"pt{version}", _pt_compiler_py(version)
-        for family in SUPPORTED_FAMILIES:
-            rows += [
-                {
-                    "id": f"{v}-{family}",
-                    "source": "test_default_compiler_config",
-                    **_pt(version, py_version=py, instance_type=f"ml.{family}.xlarge"),
-                },
-                {
-                    "id": f"{v}-{family}-x2-pytorchxla",
-                    "source": "test_pytorchxla_distribution",
-                    **_pt(
-                        version,
-                        py_version=py,
-                        instance_count=2,
-                        instance_type=f"ml.{family}.xlarge",
-                        distribution=XLA,
-                    ),
-                },
-            ]
-        rows.append(
-            {
-                "id": f"{v}-debug",
-                "source": "test_debug_compiler_config",
-                **_pt(version, py_version=py, compiler_config=PT_TC(debug=True)),
-            }
-        )
+        make = functools.partial(_pt, version, py_version=_pt_compiler_py(version))
+        rows += _accepted_for(f"pt{version}", make, True, PT_TC(debug=True))
     missing = [r for r in rows if r["instance_type"] not in training_instance_types()]
     real = [
         {**r, "id": f"{r['id']}-at-{REAL_SIZE[r['instance_type'].split('.')[1]]}",
