@@ -592,19 +592,35 @@ def _standard_image_exists(case: dict[str, Any], session: Any, role: str) -> boo
     return bare_sdk(arguments, session, SDK_CLASS[case["estimator"]]) is None
 
 
-def test_parameters_as_a_json_file_the_sdk_reads_we_refuse_with_a_fix(session, role, tmp_path):
+def test_parameters_as_a_json_file_reach_the_job_as_the_sdk_reads_them(session, role, tmp_path):
     """test_parse_mp_parameters_input_str_json: the SDK reads a local JSON file named in place of
-    the parameters dict (fw_utils.parse_mp_parameters), so that job runs; we do not read files
-    named inside a distribution yet and ask for the dict. A known false refusal, left open."""
-    parameters = {k: v for k, v in PARSED.items() if k != "ddp"} | {"ddp": True}
+    the parameters dict (fw_utils.parse_mp_parameters); so do we (we refused it before)."""
+    parameters = {**PARSED, "ddp": True}
     path = tmp_path / "params.json"
     path.write_text(json.dumps(parameters))
-    case = {"estimator": "pytorch", "path": MP_PARAMETERS, **_v1(str(path))}
-    assert bare_sdk(_arguments(case, role), session) is None
-    assert (
-        json.loads(
-            bare_estimator(_arguments(case, role), session).hyperparameters()["mp_parameters"]
-        )
-        == parameters
-    )
-    assert "load the JSON file" in _refused_at(case, session, role).hint
+    arguments = _arguments(_v1(str(path)), role)
+    bare = bare_estimator(arguments, session)
+    ours = safe_estimators.pytorch(sagemaker_session=session, **arguments)
+    assert json.loads(bare.hyperparameters()["mp_parameters"]) == parameters
+    assert _received(ours)["hyperparameters"] == _received(bare)["hyperparameters"] | {
+        "sagemaker_mpi_custom_mpi_options": ours.hyperparameters()[
+            "sagemaker_mpi_custom_mpi_options"
+        ]
+    }
+    assert ours.training_image_uri() == bare.training_image_uri()
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [("{nope", "not JSON"), ("[1, 2]", "JSON list"), (None, "neither a dict nor")],
+)
+def test_a_parameters_file_the_sdk_cannot_read_is_our_problem_first(
+    session, role, tmp_path, content, words
+):
+    """test_parse_mp_parameters_input_not_exit, and files the SDK cannot parse."""
+    path = tmp_path / "params.json"
+    if content is not None:
+        path.write_text(content)
+    case = {"path": MP_PARAMETERS, **_v1(str(path))}
+    assert bare_sdk(_arguments(case, role), session) is not None
+    assert words in _refused_at(case, session, role).message

@@ -8,11 +8,14 @@ point where the user wrote them, and the rest still reaches the rules.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from safe_estimators._bounds import MAX_SPEC_BYTES, quote
 from safe_estimators._distributions.model_parallel.facts import ALIASES, MPI_OPTIONS
 from safe_estimators._distributions.model_parallel.options import (
     OPTION_NAMES,
@@ -201,11 +204,15 @@ def _parameter_entries(
 ) -> tuple[_Entries, list[Problem]]:
     """The options under smdistributed.modelparallel.parameters."""
     where = join_path(mp_path, "parameters")
+    if isinstance(parameters, str):
+        parameters, file_problems = _parameters_file(parameters, where)
+        if file_problems:
+            return [], file_problems
     if not isinstance(parameters, Mapping):
         problem = Problem(
             where,
             f"expected a dict, got {type(parameters).__name__}.",
-            "load the JSON file yourself and pass the dict.",
+            "give the options as a dict, or the path of a JSON file holding one.",
         )
         return [], [problem]
     entries: _Entries = []
@@ -222,6 +229,59 @@ def _parameter_entries(
         else:
             entries.append((key, value, join_path(where, key)))
     return entries, problems
+
+
+def _parameters_file(path: str, where: str) -> tuple[object, list[Problem]]:
+    """The options in a local JSON file: the SDK reads ``parameters`` given as a path
+    (fw_utils.parse_mp_parameters), relative to the current folder."""
+    if not os.path.isfile(path):
+        return None, [
+            Problem(
+                where,
+                f"{quote(path)} is neither a dict nor an existing file; the SageMaker SDK reads "
+                "the parameters from a dict or from the path of a JSON file.",
+                "give the options as a dict, or the path of an existing JSON file.",
+            )
+        ]
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SPEC_BYTES + 1)
+    except OSError as error:
+        return None, [
+            Problem(
+                where,
+                f"cannot read {quote(path)}: {error.strerror}.",
+                "check the file's permissions, or give the options as a dict.",
+            )
+        ]
+    if len(data) > MAX_SPEC_BYTES:
+        return None, [
+            Problem(
+                where,
+                f"{quote(path)} is larger than {MAX_SPEC_BYTES} bytes.",
+                "give the options as a dict.",
+            )
+        ]
+    try:
+        loaded = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, [
+            Problem(
+                where,
+                f"{quote(path)} is not JSON; the SageMaker SDK refuses it ('Cannot parse ... as "
+                "a json file').",
+                "write the options as a JSON object in that file, or give them as a dict.",
+            )
+        ]
+    if not isinstance(loaded, Mapping):
+        return None, [
+            Problem(
+                where,
+                f"{quote(path)} holds a JSON {type(loaded).__name__}, not an object of options.",
+                'write the options as a JSON object, e.g. {"pipeline_parallel_degree": 2}.',
+            )
+        ]
+    return loaded, []
 
 
 def _mpi_entries(mpi: object, where: str) -> tuple[_Entries, list[Problem]]:
