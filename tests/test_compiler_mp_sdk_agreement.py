@@ -49,21 +49,19 @@ UNSUPPORTED_FAMILIES = ("g4ad", "p2")
 REAL_SIZE = {"p3": "ml.p3.2xlarge", "p3dn": "ml.p3dn.24xlarge", "p4d": "ml.p4d.24xlarge"}
 
 
-def _hf_compiler_versions() -> list[tuple[str, str]]:
-    """(transformers, pytorch) pairs as the SDK's conftest derives them: every version and alias
-    of the huggingface-training-compiler table, with its first PyTorch base (shortened for a
-    short alias)."""
+def _hf_compiler_versions(base: str = "pytorch") -> list[tuple[str, str]]:
+    """(transformers, base framework) pairs as the SDK's conftest derives them: every version
+    and alias of the huggingface-training-compiler table that has that base, with its first
+    version (shortened for a short alias)."""
     config = image_uris.config_for_framework("huggingface-training-compiler")["training"]
     aliases = config.get("version_aliases", {})
     pairs = []
     for version in [*config["versions"], *aliases]:
         entry = config["versions"][aliases.get(version, version)]
-        bases = sorted(
-            (k[len("pytorch") :] for k in entry if k.startswith("pytorch")), reverse=True
-        )
+        bases = sorted((k[len(base) :] for k in entry if k.startswith(base)), reverse=True)
         if bases:
-            base = bases[0] if version.count(".") == 2 else bases[0].rsplit(".", 1)[0]
-            pairs.append((version, base))
+            first = bases[0] if version.count(".") == 2 else bases[0].rsplit(".", 1)[0]
+            pairs.append((version, first))
     return pairs
 
 
@@ -78,6 +76,7 @@ def _pt_compiler_py(version: str) -> str:
 
 
 HF_VERSIONS = _hf_compiler_versions()
+HF_TF_VERSIONS = _hf_compiler_versions("tensorflow")
 PT_VERSIONS = _pt_compiler_versions()
 HF_BYOC = (
     "1.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-trcomp-training:"
@@ -227,9 +226,11 @@ def _accepted_for(v: str, make: Any, xla: bool, debug: Any) -> list[dict[str, An
     return rows
 
 
-def _compiler_accepted() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(rows we build, rows on an instance size that does not exist)."""
-    rows: list[dict[str, Any]] = []
+def _compiler_accepted(
+    more: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows we build, rows on an instance size that does not exist), with ``more`` rows."""
+    rows: list[dict[str, Any]] = list(more)
     for transformers, pytorch in HF_VERSIONS:
         make = functools.partial(_hf, transformers, pytorch)
         xla = Version(pytorch) >= Version("1.11")
@@ -381,8 +382,61 @@ ACCEPTED_BY_SDK_REFUSED_BY_US: list[dict[str, Any]] = [
     ],
 ]  # fmt: skip
 
-COMPILER_REFUSED = _compiler_refused()
-COMPILER_ACCEPTED, _MISSING_SIZES = _compiler_accepted()
+
+def _tf(transformers: str, tensorflow: str | None, **overrides: Any) -> dict[str, Any]:
+    """A row of test_huggingface_tensorflow_compiler.py (its py_version fixture: py37 before
+    TensorFlow 2.6)."""
+    py = "py37" if tensorflow and Version(tensorflow) < Version("2.6") else "py38"
+    arguments = {"tensorflow_version": tensorflow, "py_version": py, **overrides}
+    return _hf(transformers, None, **arguments)
+
+
+def _tensorflow_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(refused, accepted) rows of test_huggingface_tensorflow_compiler.py."""
+    refused: list[dict[str, Any]] = []
+    accepted: list[dict[str, Any]] = []
+    for transformers, tensorflow in HF_TF_VERSIONS:
+        v, py = f"hf{transformers}-tf", _tf(transformers, tensorflow)["py_version"]
+        byoc = (
+            "1.dkr.ecr.us-east-1.amazonaws.com/huggingface-tensorflow-trcomp-training:"
+            f"2.6.3-transformers4.17.0-gpu-{py}-cu112-ubuntu20.04"
+        )
+        nines = ".".join(["99"] * (transformers.count(".") + 1))
+        refused += [
+            {"id": f"{v}-byoc", "source": "test_unsupported_BYOC", "path": "image_uri",
+             **_tf(transformers, tensorflow, image_uri=byoc)},
+            {"id": f"{v}-cpu", "source": "test_unsupported_cpu_instance",
+             "path": "instance_type",
+             **_tf(transformers, tensorflow, instance_type="ml.m5.xlarge")},
+            *[
+                {"id": f"{v}-{family}", "source": "test_unsupported_gpu_instance",
+                 "path": "instance_type",
+                 **_tf(transformers, tensorflow, instance_type=f"ml.{family}.xlarge")}
+                for family in UNSUPPORTED_FAMILIES
+            ],
+            {"id": f"{v}-tensorflow{nines}", "source": "test_unsupported_framework_version",
+             "path": "tensorflow_version", **_tf(transformers, nines)},
+            {"id": f"{v}-mxnet", "source": "test_unsupported_framework_mxnet",
+             "path": "mxnet_version", **_tf(transformers, None, mxnet_version=nines)},
+            {"id": f"{v}-py27", "source": "test_unsupported_python_2", "path": "py_version",
+             **_tf(transformers, tensorflow, py_version="py27")},
+            {"id": f"{v}-smddp", "source": "test_unsupported_distribution",
+             "path": "training_compiler",
+             **_tf(transformers, tensorflow, py_version="py38", instance_count=2,
+                   distribution=SMDDP)},
+            {"id": f"{v}-pytorchxla", "source": "test_unsupported_distribution",
+             "path": "distribution.pytorchxla",
+             **_tf(transformers, tensorflow, py_version="py38", instance_count=2,
+                   distribution=XLA)},
+        ]  # fmt: skip
+        make = functools.partial(_tf, transformers, tensorflow)
+        accepted += _accepted_for(v, make, False, HF_TC(debug=True))
+    return refused, accepted
+
+
+_TF_REFUSED, _TF_ACCEPTED = _tensorflow_rows()
+COMPILER_REFUSED = _compiler_refused() + _TF_REFUSED
+COMPILER_ACCEPTED, _MISSING_SIZES = _compiler_accepted(_TF_ACCEPTED)
 ACCEPTED_BY_SDK_REFUSED_BY_US += [
     {**row, "path": "instance_type", "why": _NOT_A_TYPE} for row in _MISSING_SIZES
 ]
@@ -400,6 +454,11 @@ DISABLED_COMPILER: list[dict[str, Any]] = [
         {"id": f"hf{t}-disabled", "source": "test_disable_compiler_config",
          **_hf(t, p, compiler_config=HF_TC(enabled=False))}
         for t, p in HF_VERSIONS
+    ],
+    *[
+        {"id": f"hf{t}-tf-disabled", "source": "test_disable_compiler_config",
+         **_tf(t, tf, compiler_config=HF_TC(enabled=False))}
+        for t, tf in HF_TF_VERSIONS
     ],
     *[
         {"id": f"pt{v}-disabled", "source": "test_disable_compiler_config",

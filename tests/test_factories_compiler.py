@@ -273,3 +273,41 @@ def test_pytorchxla_on_an_old_compiler_container_is_refused_first(sagemaker_sess
     with pytest.raises(ConfigError) as caught:
         hf(sagemaker_session, role, distribution=distribution, **OLD_COMPILER)
     assert "distribution.pytorchxla" in caught.value.paths
+
+
+@pytest.mark.parametrize(("instance_type", "count"), [("ml.p3.2xlarge", 2), ("ml.g5.12xlarge", 1)])
+def test_multi_gpu_tensorflow_compiler_job_gets_no_pytorch_xla_launcher(
+    sagemaker_session, role, instance_type, count
+):
+    """The SDK refuses pytorchxla with tensorflow_version; a TensorFlow job distributes inside
+    its script, so nothing is injected for it (we injected pytorchxla and the SDK raised)."""
+    est = hf(
+        sagemaker_session,
+        role,
+        instance_type=instance_type,
+        instance_count=count,
+        transformers_version="4.17.0",
+        pytorch_version=None,
+        tensorflow_version="2.6.3",
+        py_version="py38",
+    )
+    assert "pytorchxla" not in (est.distribution or {})
+    assert "huggingface-tensorflow-trcomp-training:2.6.3" in est.training_image_uri()
+    assert "distribution.pytorchxla" not in safe_estimators.explain(est).injected
+
+
+def test_tensorflow_compiler_job_with_pytorch_xla_is_refused_with_a_fix(sagemaker_session, role):
+    with pytest.raises(ConfigError) as caught:
+        hf(
+            sagemaker_session,
+            role,
+            instance_count=2,
+            transformers_version="4.17.0",
+            pytorch_version=None,
+            tensorflow_version="2.6.3",
+            py_version="py38",
+            distribution={"pytorchxla": {"enabled": True}},
+        )
+    (problem,) = caught.value.problems
+    assert problem.path == "distribution.pytorchxla"
+    assert "TensorFlow 2.6.3" in problem.message and "pytorch_version" in problem.hint

@@ -94,11 +94,12 @@ def framework_container(config_name: str, version: str) -> Container:
 
 @functools.lru_cache(maxsize=_CACHED_VERSIONS)
 def huggingface_container(
-    config_name: str, transformers_version: str, pytorch_version: str
+    config_name: str, transformers_version: str, base_version: str, base: str = "pytorch"
 ) -> tuple[Container, Container | None]:
-    """Resolve a Hugging Face container: the transformers line, then its PyTorch base.
+    """Resolve a Hugging Face container: the transformers line, then its base framework
+    (``base``: "pytorch" or "tensorflow", at ``base_version``).
 
-    Returns (transformers, pytorch); pytorch is None when the transformers version is unknown.
+    Returns (transformers, base); base is None when the transformers version is unknown.
     """
     config = _training_config(config_name)
     full, known = _lookup(config, transformers_version)
@@ -108,19 +109,19 @@ def huggingface_container(
         return outer, None
     entry = config["versions"][full]
     bases = entry.get("version_aliases", {})
-    key = bases.get(f"pytorch{pytorch_version}", f"pytorch{pytorch_version}")
+    key = bases.get(f"{base}{base_version}", f"{base}{base_version}")
     base_known = tuple(
-        _sorted_versions([k[len("pytorch") :] for k in entry if k.startswith("pytorch")])
+        _sorted_versions([k[len(base) :] for k in entry if k.startswith(base)])
     )
     if key not in entry:
-        return outer, Container(config_name, pytorch_version, None, base_known)
-    base = entry[key]
+        return outer, Container(config_name, base_version, None, base_known)
+    found = entry[key]
     return outer, Container(
         config_name,
-        pytorch_version,
-        key[len("pytorch") :],
+        base_version,
+        key[len(base) :],
         base_known,
-        tuple(base.get("py_versions", ())),
+        tuple(found.get("py_versions", ())),
         processors,
     )
 

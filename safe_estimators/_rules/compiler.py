@@ -61,6 +61,19 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
     """Multi-GPU compiler jobs need a container recent enough for the PyTorch/XLA launcher."""
     if not ctx.compiler or ctx.xla_launcher_available:
         return
+    xla = ctx.distribution.get("pytorchxla")
+    if ctx.trains_tensorflow:
+        # The SDK refuses pytorchxla with tensorflow_version; a TensorFlow compiler job
+        # distributes inside its script, so nothing else is needed.
+        if is_enabled(xla):
+            yield Problem(
+                "distribution.pytorchxla",
+                f"is the PyTorch/XLA launcher, but this job trains with TensorFlow "
+                f"{ctx.spec.tensorflow_version}; the SageMaker SDK refuses the job.",
+                "remove pytorchxla, or use transformers_version='4.21.1', "
+                "pytorch_version='1.11.0', py_version='py38' for PyTorch/XLA.",
+            )
+        return
     minimum = tables.COMPILER_XLA_MIN_PYTORCH[ctx.spec.estimator]
     version = ctx.pytorch_version
     field = "pytorch_version" if ctx.spec.estimator == "huggingface" else "framework_version"
@@ -69,7 +82,6 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
         if ctx.spec.estimator == "huggingface"
         else "framework_version='1.13.1', py_version='py39'"
     )
-    xla = ctx.distribution.get("pytorchxla")
     if is_enabled(xla):
         yield Problem(
             "distribution.pytorchxla",

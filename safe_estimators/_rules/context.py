@@ -141,10 +141,22 @@ class Context:
         except (LookupError, TypeError, ValueError):
             return None
 
+    @property
+    def trains_tensorflow(self) -> bool:
+        """A Hugging Face job on a TensorFlow container."""
+        spec = self.spec
+        return (
+            spec.estimator == "huggingface"
+            and spec.tensorflow_version is not None
+            and spec.pytorch_version is None
+        )
+
     @functools.cached_property
     def xla_launcher_available(self) -> bool:
         """The compiler container runs the PyTorch/XLA launcher (PyTorch recent enough, or a
-        version not known here)."""
+        version not known here; never a TensorFlow container)."""
+        if self.trains_tensorflow:
+            return False
         minimum = tables.COMPILER_XLA_MIN_PYTORCH[self.spec.estimator]
         version = self.known_pytorch_version
         return version is None or version_at_least(version, minimum)

@@ -122,7 +122,7 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
             f"is required to pick a {spec.estimator} training container (no image_uri given).",
             f"set {name}; `safe-estimators plan` lists the versions the SDK knows.",
         )
-    if missing or spec.tensorflow_version is not None:
+    if missing or (spec.tensorflow_version is not None and spec.pytorch_version is not None):
         return
     family = ctx.instance.family if ctx.instance else ""
     if family.startswith(("trn", "inf")):
@@ -189,17 +189,29 @@ def _pytorch_versions(ctx: Context) -> Iterator[Problem]:
     yield from _processor(ctx, container, f"PyTorch {container.version}")
 
 
+# The base framework of a Hugging Face container: its argument, its key prefix in the SDK's
+# tables, and its name in messages.
+_HF_BASES = {
+    "pytorch_version": ("pytorch", "PyTorch"),
+    "tensorflow_version": ("tensorflow", "TensorFlow"),
+}
+
+
 def _huggingface_versions(ctx: Context) -> Iterator[Problem]:
     spec = ctx.spec
-    assert spec.transformers_version is not None and spec.pytorch_version is not None
+    field = "pytorch_version" if spec.pytorch_version is not None else "tensorflow_version"
+    prefix, framework = _HF_BASES[field]
+    version = getattr(spec, field)
+    assert spec.transformers_version is not None and version is not None
     table = tables.IMAGE_CONFIGS[("huggingface", ctx.compiler)]
-    outer, base = huggingface_container(table, spec.transformers_version, spec.pytorch_version)
+    outer, base = huggingface_container(table, spec.transformers_version, version, prefix)
     words = _compiler_words(ctx.compiler)
     if base is None:
         other, _ = huggingface_container(
             tables.IMAGE_CONFIGS[("huggingface", not ctx.compiler)],
             spec.transformers_version,
-            spec.pytorch_version,
+            version,
+            prefix,
         )
         only = (
             f"transformers {spec.transformers_version} exists only "
@@ -217,14 +229,17 @@ def _huggingface_versions(ctx: Context) -> Iterator[Problem]:
         )
         return
     if base.version is None:
+        built = f"{framework} {_known(base)}" if base.known else f"no {framework}"
         yield Problem(
-            "pytorch_version",
+            field,
             f"the Hugging Face {words}container for transformers {outer.version} is built with "
-            f"PyTorch {_known(base)}, not {spec.pytorch_version}.",
-            f"set pytorch_version to one of: {_known(base)}.",
+            f"{built}, not {version}.",
+            f"set {field} to one of: {_known(base)}."
+            if base.known
+            else f"use {'tensorflow_version' if prefix == 'pytorch' else 'pytorch_version'}.",
         )
         return
-    label = f"transformers {outer.version} with PyTorch {base.version}"
+    label = f"transformers {outer.version} with {framework} {base.version}"
     yield from _py_version(ctx, base, label)
     yield from _processor(ctx, base, label)
 
