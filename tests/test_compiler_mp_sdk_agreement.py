@@ -4,8 +4,12 @@ The configurations are the SDK's own unit tests (aws/sagemaker-python-sdk, branc
 fc582aaa, the 2.257.6 release; the installed 2.257.7 has the same estimator, fw_utils and
 training_compiler code), written as factory arguments in the SDK's spelling
 (``compiler_config=TrainingCompilerConfig(...)``, raw ``distribution`` dicts); ``source`` names
-the SDK test of each row. The version lists come from the SDK's tables, as the SDK's conftest
-generates its version fixtures from them.
+the SDK test of each row: tests/unit/sagemaker/training_compiler (Hugging Face with PyTorch and
+with TensorFlow, PyTorch), tests/unit/test_fw_utils.py (validate_mp_config, parse_mp_parameters),
+image_uris/test_smp_v2.py and test_pytorch.py's GPU recipe. The version lists come from the SDK's
+tables, as the SDK's conftest generates its version fixtures from them. The compiler tests write
+every family at size xlarge; where that size does not exist (p3, p3dn, p4d) the row is refused
+(below) and runs again at a real size of the family.
 
 Every row runs the real SDK here, so an SDK upgrade that changes a verdict fails this file:
 - ``REFUSED``: the SDK refuses, and ours raises a ConfigError first, at the row's path, with a fix;
