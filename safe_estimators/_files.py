@@ -225,7 +225,25 @@ def read_spec(
         return None, problems
     folder = Path(path).parent
     root = Path(project_root) if project_root is not None else project_folder(folder)
-    return relative_to_file(folder, data), containment_problems(folder, data, root)
+    problems = containment_problems(folder, data, root)
+    return _unread_outside(relative_to_file(folder, data), problems), problems
+
+
+def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:
+    """The arguments without the data files that resolve outside the project: the checks would
+    read them (and quote their values in messages) while the spec is refused for them."""
+    outside = {p.path for p in problems}
+    if "model.config" in outside:
+        arguments["model"] = {k: v for k, v in arguments["model"].items() if k != "config"}
+    if _PARAMETERS_PATH in outside:
+        distribution = arguments["distribution"]
+        smdistributed = distribution["smdistributed"]
+        block = {**smdistributed["modelparallel"], "parameters": {}}
+        arguments["distribution"] = {
+            **distribution,
+            "smdistributed": {**smdistributed, "modelparallel": block},
+        }
+    return arguments
 
 
 def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list[Problem]:
@@ -260,6 +278,9 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     if isinstance(model, dict) and isinstance(model.get("config"), str) and model["config"]:
         config = model["config"]
         checks.append(("model.config", config, os.path.join(base, config), real_root))
+    parameters = _parameters_file(data)
+    if parameters is not None:
+        checks.append((_PARAMETERS_PATH, parameters, os.path.join(base, parameters), real_root))
     dependencies = data.get("dependencies")
     if isinstance(dependencies, list):
         for i, dependency in enumerate(dependencies):
@@ -331,12 +352,32 @@ def sdk_config_problems(environ: Mapping[str, str]) -> list[Problem]:
     ]
 
 
+# The SDK reads model parallel parameters given as a string from that JSON file
+# (fw_utils.parse_mp_parameters) and sends its contents: a path like model.config.
+_PARAMETERS_PATH = "distribution.smdistributed.modelparallel.parameters"
+
+
+def _parameters_file(data: Mapping[str, Any]) -> str | None:
+    """The model parallel parameters file a spec names, or None."""
+    found: Any = data
+    for key in _PARAMETERS_PATH.split("."):
+        found = found.get(key) if isinstance(found, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
 def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Paths in a file are relative to the file, wherever the command runs from."""
     out = dict(data)
     model = out.get("model")
     if isinstance(model, dict) and isinstance(model.get("config"), str) and model["config"]:
         out["model"] = {**model, "config": str(folder / model["config"])}
+    parameters = _parameters_file(out)
+    if parameters is not None:
+        distribution = out["distribution"]
+        smdistributed = distribution["smdistributed"]
+        block = {**smdistributed["modelparallel"], "parameters": str(folder / parameters)}
+        smdistributed = {**smdistributed, "modelparallel": block}
+        out["distribution"] = {**distribution, "smdistributed": smdistributed}
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")

@@ -121,3 +121,34 @@ def test_a_scalar_read_before_is_judged_again_where_it_stands(tmp_path: Path) ->
     assert data is None
     assert [p.path for p in problems] == ["hyperparameters.m"]
     assert "merge" in problems[0].message
+
+
+SMP_V1 = (
+    "estimator: pytorch\nentry_point: train.py\ncheck_script: false\n"
+    "instance_type: ml.p3.16xlarge\nframework_version: 1.13.1\npy_version: py39\n"
+    "distribution:\n  mpi: {enabled: true, processes_per_host: 8}\n"
+    "  smdistributed:\n    modelparallel: {enabled: true, parameters: %s}\n"
+)
+
+
+def test_a_model_parallel_parameters_file_is_relative_to_the_spec_and_inside_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from safe_estimators._validate import validate_file
+
+    project = tmp_path / "project"
+    (project / "jobs").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (project / "jobs" / "train.py").write_text("print('train')\n")
+    (project / "jobs" / "mp.json").write_text('{"partitions": 2, "microbatches": 4, "ddp": true}')
+    (tmp_path / "elsewhere.json").write_text('{"partitions": "a secret value", "ddp": true}')
+    spec = project / "jobs" / "job.yaml"
+    monkeypatch.chdir(tmp_path)  # the file is found from the spec's folder, not from here
+    spec.write_text(SMP_V1 % "mp.json")
+    assert [p for p in validate_file(spec) if p.severity == "error"] == []
+    spec.write_text(SMP_V1 % "../../elsewhere.json")
+    [problem] = [p for p in validate_file(spec) if p.severity == "error"]
+    assert problem.path == "distribution.smdistributed.modelparallel.parameters"
+    assert "outside the project" in problem.message
+    # A file outside the project is not read: nothing of it reaches a message.
+    assert not any("secret" in p.message for p in validate_file(spec))
