@@ -1,7 +1,8 @@
-"""Configurations from AWS's example notebooks, built by the bare SDK and by our factories.
+"""Configurations from AWS's and Hugging Face's example notebooks, built by the bare SDK and ours.
 
 tests/fixtures/aws_example_jobs.json holds the literal options of PyTorch(...) and
-HuggingFace(...) calls mined from aws/amazon-sagemaker-examples. For each one the bare SDK
+HuggingFace(...) calls mined from aws/amazon-sagemaker-examples, hf_example_jobs.json those of
+huggingface/notebooks (its sagemaker/ folder). For each one the bare SDK
 estimator is built offline (construct, ``hyperparameters()``, ``training_image_uri()``), then
 ours. Where the SDK accepts, ours must build and send what the notebook asked for (a false
 refusal fails here); where the SDK refuses, ours must refuse first, with problems at real paths.
@@ -28,7 +29,10 @@ from safe_estimators import ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = str(FIXTURES / "jobs" / "train.py")
-JOBS: list[dict[str, Any]] = json.loads((FIXTURES / "aws_example_jobs.json").read_text())["jobs"]
+MINED = ("aws_example_jobs.json", "hf_example_jobs.json")
+JOBS: list[dict[str, Any]] = [
+    job for name in MINED for job in json.loads((FIXTURES / name).read_text())["jobs"]
+]
 
 SDK = {"pytorch": (PyTorch, PTCompiler), "huggingface": (HuggingFace, HFCompiler)}
 FACTORY = {"pytorch": safe_estimators.pytorch, "huggingface": safe_estimators.huggingface}
@@ -47,9 +51,13 @@ def _arguments(job: dict[str, Any], role: str, session: Any) -> dict[str, Any]:
     """The notebook's options with our script, role and session, and real SDK objects."""
     arguments = dict(job["kwargs"])
     compiler = arguments.get("compiler_config")
+    compiler_class = SDK[job["estimator"]][1]
     if isinstance(compiler, dict) and set(compiler) == {"TrainingCompilerConfig"}:
-        compiler_class = SDK[job["estimator"]][1]
         arguments["compiler_config"] = compiler_class(**compiler["TrainingCompilerConfig"])
+    elif isinstance(compiler, list):  # a stray trailing comma made a tuple of one config
+        arguments["compiler_config"] = tuple(
+            compiler_class(**item["TrainingCompilerConfig"]) for item in compiler
+        )
     arguments.update(entry_point=SCRIPT, role=role, sagemaker_session=session)
     return arguments
 
