@@ -343,3 +343,51 @@ def test_a_spot_job_with_its_own_checkpoint_folder() -> None:
     assert (finding.rule, finding.line) == ("spot-without-checkpoints", 0)
     assert "never reads or writes /local/ckpt" in finding.message
     assert check_source("import torch\ntorch.save(m, '/local/ckpt/x.pt')\n", context) == []
+
+
+# A Trainer script whose helper saves behind TrainingArguments.should_save (true on process
+# zero only), called unguarded from the training function: the save is guarded, not every rank.
+SHOULD_SAVE_SCRIPT = '''
+from transformers import Trainer
+
+
+def finish(trainer, tokenizer, folder):
+    if trainer.args.should_save:
+        trainer.save_model(folder)
+        tokenizer.save_pretrained(folder)
+
+
+trainer = Trainer(model=None)
+trainer.train()
+finish(trainer, trainer.tokenizer, "/opt/ml/model")
+trainer.tokenizer.save_pretrained("/opt/ml/model")
+'''
+
+
+def test_a_save_behind_should_save_runs_on_one_process() -> None:
+    context = ScriptContext(launcher="torchrun", processes=16)
+    findings = [f for f in check_source(SHOULD_SAVE_SCRIPT, context)
+                if f.rule == "save-on-every-rank"]
+    assert [f.line for f in findings] == [14]  # the unguarded save after it is still reported
+
+
+MAIN_PROCESS_FIRST_SCRIPT = '''
+from transformers import Trainer, TrainingArguments
+
+arguments = TrainingArguments(output_dir="/opt/ml/checkpoints")
+trainer = Trainer(model=None, args=arguments)
+trainer.train()
+with arguments.main_process_first(desc="save"):
+    trainer.model.save_pretrained("/opt/ml/model")
+'''
+
+
+@pytest.mark.parametrize(("processes", "lines"), [(2, []), (8, [8])])
+def test_a_save_inside_main_process_first_races_only_among_the_waiting_processes(
+    processes: int, lines: list[int]
+) -> None:
+    # Two processes: the main one saves, then the other; with more, the waiting ones save at once.
+    context = ScriptContext(launcher="torchrun", processes=processes)
+    findings = [f for f in check_source(MAIN_PROCESS_FIRST_SCRIPT, context)
+                if f.rule == "save-on-every-rank"]
+    assert [f.line for f in findings] == lines

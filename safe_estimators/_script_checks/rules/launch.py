@@ -43,8 +43,11 @@ _SHARDING_NAMES = (
 # files[rank::world_size]: the script shards by hand.
 _RANK_SLICE = re.compile(r"\[[\w.()\s]*rank[\w.()\s]*::", re.IGNORECASE)
 # What an `if` around a save, or a decorator on its function, says when it picks one process.
+# `should_save`: the Hugging Face TrainingArguments property, true on process zero only (local
+# process zero with save_on_each_node; transformers, src/transformers/training_args.py).
 _RANK_TEST = re.compile(
-    r"rank|is_main|main_process|is_master|master_process|process_zero|is_leader|is_primary",
+    r"rank|is_main|main_process|is_master|master_process|process_zero|is_leader|is_primary"
+    r"|should_save",
     re.IGNORECASE,
 )
 # How far the rank-guard search follows a function up to its callers.
@@ -227,6 +230,8 @@ def _rule_save_every_rank(program: _Program, context: ScriptContext) -> Iterator
             continue  # one file per rank, on purpose
         if _guarded(program, module, call, 0, set()):
             continue
+        if context.processes == 2 and _in_main_process_first(module, call):
+            continue  # the main process saves, then the other: one after the other, not at once
         yield Finding(
             module.file, call.line, "warning", "save-on-every-rank",
             f"`{_short(call)}` at line {call.line} runs in every one of the "
@@ -267,6 +272,24 @@ def _guarded(
     if not callers:
         return True
     return all(_guarded(program, m, c, depth + 1, seen) for m, c in callers)
+
+
+def _in_main_process_first(module: _Module, call: _Call) -> bool:
+    """``call`` runs inside ``with ....main_process_first(...):`` (Hugging Face
+    TrainingArguments, Accelerate): the main process runs the block first while the others wait
+    at a barrier, then the others run it together."""
+    scope = module.scopes[call.scope]
+    body = getattr(scope, "body", None)
+    while isinstance(body, list) and body:
+        stmt = next((s for s in body if s.lineno <= call.line <= (s.end_lineno or s.lineno)), None)
+        if stmt is None:
+            return False
+        if isinstance(stmt, ast.With | ast.AsyncWith) and any(
+            "main_process_first" in _src(item.context_expr) for item in stmt.items
+        ):
+            return True
+        body = _inner_block(stmt, call.line)
+    return False
 
 
 def _calls_local(call: _Call, name: str, program: _Program) -> bool:
