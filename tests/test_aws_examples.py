@@ -34,6 +34,11 @@ JOBS: list[dict[str, Any]] = [
     job for name in MINED for job in json.loads((FIXTURES / name).read_text())["jobs"]
 ]
 
+# Rows refused by design (a Hub token in hyperparameters): the record must stay true.
+HF_DISPUTED: list[dict[str, Any]] = json.loads(
+    (FIXTURES / "hf_example_jobs.json").read_text()
+)["disputed"]
+
 SDK = {"pytorch": (PyTorch, PTCompiler), "huggingface": (HuggingFace, HFCompiler)}
 FACTORY = {"pytorch": safe_estimators.pytorch, "huggingface": safe_estimators.huggingface}
 
@@ -124,3 +129,14 @@ def test_the_formerly_disputed_configurations_are_tested():
         "datasets_version", "processes_per_host", "model_dir", "env",
     }  # fmt: skip
     assert "disputed" not in json.loads((FIXTURES / "aws_example_jobs.json").read_text())
+
+
+@pytest.mark.parametrize("job", HF_DISPUTED, ids=_ids(HF_DISPUTED))
+def test_the_disputed_hugging_face_rows_are_still_what_the_record_says(
+    job, role, sagemaker_session
+):
+    _, sdk_refusal = _sdk_verdict(job, role, sagemaker_session)
+    assert sdk_refusal is None, sdk_refusal
+    with pytest.raises(ConfigError) as caught:
+        FACTORY[job["estimator"]](**_arguments(job, role, sagemaker_session))
+    assert any(path.startswith("hyperparameters.") for path in caught.value.paths), caught.value
