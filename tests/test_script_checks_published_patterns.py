@@ -174,3 +174,50 @@ def test_an_own_optimizer_wrapper_with_a_static_scale_is_still_reported() -> Non
     wrapper = OWN_DYNAMIC_SCALER.replace("dynamic_loss_scale=True", "dynamic_loss_scale=False")
     source = OWN_FP16.format(creation=HALF_DEFAULT, wrapper=wrapper)
     assert "smp-fp16-static-loss-scale" in rules(source, SMP_V1_FP16)
+
+
+# -- a shell utility run through subprocess does not hide the training ------------------------
+
+SMP_V2 = attrs.evolve(
+    TORCHRUN, launcher="smp-v2", pytorch_version="2.3.1", tensor_parallel_degree=2,
+    hybrid_shard_degree=8,
+)
+NO_TSM_INIT = """
+    import subprocess
+    import torch
+    import torch.sagemaker as tsm
+
+    def bus_bandwidth(log_file):
+        {runner}
+
+    def main(model):
+        model = tsm.transform(model)
+"""
+
+
+@pytest.mark.parametrize(
+    "runner",
+    [
+        'subprocess.Popen(f"grep \'Avg bus bandwidth\' {{log_file}}", shell=True)',
+        'subprocess.check_output(["nvidia-smi", "-L"])',
+        'subprocess.run("/usr/bin/df -h /opt/ml", shell=True)',
+    ],
+    ids=["grep", "nvidia-smi", "df"],
+)
+def test_a_utility_run_for_logs_leaves_the_whole_file_rules_on(runner: str) -> None:
+    source = NO_TSM_INIT.format(runner=runner)
+    assert "smp-v2-no-init" in rules(source, SMP_V2)
+
+
+@pytest.mark.parametrize(
+    "runner",
+    [
+        'subprocess.run(["python", "train_impl.py"], check=True)',
+        "subprocess.run(command, shell=True)",
+        'subprocess.run(f"{{sys.executable}} train_impl.py", shell=True)',
+    ],
+    ids=["python", "unreadable", "f-string-program"],
+)
+def test_another_program_may_still_hold_the_training(runner: str) -> None:
+    source = NO_TSM_INIT.format(runner=runner)
+    assert "smp-v2-no-init" not in rules(source, SMP_V2)
