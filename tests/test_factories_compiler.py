@@ -174,11 +174,6 @@ def test_done_when_every_problem_of_a_broken_compiler_job_at_once(sagemaker_sess
             "1 of its 8 GPUs",
         ),
         (
-            {"transformers_version": "4.17.0", "pytorch_version": "1.10.2", "instance_count": 2},
-            "pytorch_version",
-            "no launcher across instances",
-        ),
-        (
             {"transformers_version": "4.26.0", "pytorch_version": "1.13.1", "py_version": "py39"},
             "transformers_version",
             "no Hugging Face Training Compiler training container",
@@ -258,6 +253,20 @@ def test_an_old_compiler_container_on_several_gpus_builds_with_a_warning(sagemak
     assert est.environment["GPU_NUM_DEVICES"] == "4"
     warned = {w.path: str(w) for w in safe_estimators.explain(est).warnings}
     assert "trains on one GPU" in warned["pytorch_version"]
+
+
+def test_an_old_compiler_container_on_several_instances_builds_with_a_warning(
+    sagemaker_session, role
+):
+    # AWS's multi-node notebook for PyTorch 1.9 (2 x ml.p3.16xlarge) starts the processes on
+    # every instance from its own launcher script: the SDK builds it, so do we.
+    est = hf(sagemaker_session, role, instance_type="ml.p3.16xlarge", instance_count=2,
+             **OLD_COMPILER)  # fmt: skip
+    assert est.instance_count == 2
+    assert est.distribution in (None, {})
+    warned = {w.path: str(w) for w in safe_estimators.explain(est).warnings}
+    assert "independent copies" in warned["pytorch_version"]
+    assert "sm_dist" in warned["pytorch_version"]
 
 
 def test_pytorchxla_on_an_old_compiler_container_is_refused_first(sagemaker_session, role):

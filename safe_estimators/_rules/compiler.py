@@ -92,25 +92,22 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
         return
     if (ctx.total_gpus or 0) <= 1:
         return
-    if ctx.instance_count > 1:
-        yield Problem(
-            field,
-            f"{ctx.hardware} has {ctx.total_gpus} GPUs, but Training Compiler containers with "
-            f"PyTorch {version} have no launcher across instances; distributed compiler jobs "
-            f"need PyTorch >= {minimum} (the pytorchxla distribution).",
-            f"use {newer}.",
-        )
-        return
-    # AWS's multi-GPU notebooks for these versions start one process per GPU themselves, from a
-    # launcher script given as the entry point; a plain script uses one GPU.
+    # AWS's multi-GPU notebooks for these versions start the processes themselves, from a
+    # launcher script given as the entry point (on one instance, and on several: the multi-node
+    # notebook of Dec. 2021 ran 2 x ml.p3.16xlarge on PyTorch 1.9.0 through the container's
+    # `torch_xla.distributed.sm_dist`); the SDK builds both. A plain script uses one GPU.
+    several = ctx.instance_count > 1
     yield warning(
         field,
         f"{ctx.hardware} has {ctx.total_gpus} GPUs, but Training Compiler containers with PyTorch "
         f"{version} have no multi-GPU launcher (pytorchxla needs >= {minimum}): unless the entry "
-        "point starts one process per GPU itself, as AWS's example launcher scripts do, the job "
-        "trains on one GPU.",
+        "point starts one process per GPU itself, as AWS's example launcher scripts do"
+        + (" (across instances: `python -m torch_xla.distributed.sm_dist`)" if several else "")
+        + ", the job trains on one GPU" + (" of each instance, and the instances train "
+        "independent copies." if several else "."),
         f"use {newer} for the pytorchxla launcher, or an entry point that starts one process per "
-        "GPU, or an instance type with one GPU.",
+        "GPU, or " + ("one instance with one GPU." if several else "an instance type with one "
+        "GPU."),
     )
 
 

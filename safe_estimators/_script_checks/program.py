@@ -35,6 +35,14 @@ _PROGRAM_RUNNER_TAILS = frozenset({
     "run", "call", "check_call", "check_output", "Popen", "system", "popen", "run_path",
     "run_module", "execv", "execvp", "execvpe", "execl", "execlp", "spawnv", "spawnl",
 })  # fmt: skip
+# Shell utilities a script runs for logs and housekeeping, never to train: a runner call whose
+# command visibly starts with one of them does not hide the training in another program (AWS's
+# SMP v2 example scripts grep their NCCL test log through subprocess.Popen).
+_UTILITIES = frozenset({
+    "grep", "nvidia-smi", "ls", "cat", "df", "du", "free", "hostname", "nproc", "echo", "mkdir",
+    "rm", "cp", "mv", "ln", "chmod", "tar", "find", "head", "tail", "wc", "ps", "which", "env",
+    "pip", "pip3", "nvcc", "lscpu", "uname", "date", "sync",
+})  # fmt: skip
 # Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
 _MARK_STEP_NAMES = frozenset({f"{_XM}.mark_step", "torch_xla.sync"})
 _REDUCE_TAILS = frozenset({"reduce_gradients", "all_reduce"})
@@ -88,8 +96,8 @@ class _Program:
         """It starts another script (subprocess, os.system, runpy): the training may be there,
         out of the checks' sight, so whole-file "never calls X" findings would be guesses."""
         return any(
-            call.name.startswith(_PROGRAM_RUNNERS) for _, call in self.calls()
-            if call.tail in _PROGRAM_RUNNER_TAILS
+            call.name.startswith(_PROGRAM_RUNNERS) and not _runs_a_utility(call)
+            for _, call in self.calls() if call.tail in _PROGRAM_RUNNER_TAILS
         )
 
     @cached_property
@@ -261,3 +269,16 @@ def _is_torch_clip(call: _Call, tails: frozenset[str]) -> bool:
     # Only torch's own functions: accelerator.clip_grad_norm_ unscales by itself, and
     # optimizer.clip_master_grads is the fix, not the problem.
     return call.tail in tails and (call.name.startswith("torch.") or call.name == call.tail)
+
+
+def _runs_a_utility(call: _Call) -> bool:
+    """The command (a string, an f-string or a list) visibly starts with a shell utility."""
+    command = call.node.args[0] if call.node.args else _keyword(call.node, "args")
+    if isinstance(command, ast.List | ast.Tuple) and command.elts:
+        command = command.elts[0]
+    if isinstance(command, ast.JoinedStr) and command.values:
+        command = command.values[0]
+    if not (isinstance(command, ast.Constant) and isinstance(command.value, str)):
+        return False
+    words = command.value.split()
+    return bool(words) and words[0].rpartition("/")[2] in _UTILITIES

@@ -226,7 +226,7 @@ def _rule_save_every_rank(program: _Program, context: ScriptContext) -> Iterator
             if _keyword(call.node, "is_main_process") is not None:
                 continue
             target = _keyword(call.node, "save_directory", 0)
-        if target is not None and "rank" in _src(target).lower():
+        if target is not None and _names_rank(target, module, call):
             continue  # one file per rank, on purpose
         if _guarded(program, module, call, 0, set()):
             continue
@@ -242,6 +242,28 @@ def _rule_save_every_rank(program: _Program, context: ScriptContext) -> Iterator
         )
 
 
+def _names_rank(target: ast.expr, module: _Module, call: _Call) -> bool:
+    """The destination mentions the rank, itself or through a variable assigned before the
+    save (``name = f"rank_{smp.rank()}_" + x`` then ``os.path.join(folder, name)``)."""
+    if "rank" in _text(target).lower():
+        return True
+    for node in ast.walk(target):
+        if isinstance(node, ast.Name):
+            value = module.latest_value(node.id, call.scope, call.pos)
+            if value is not None and "rank" in _text(value).lower():
+                return True
+    return False
+
+
+def _text(node: ast.AST) -> str:
+    """The whole source of ``node``: ``_src`` clips long expressions for messages, and a rank
+    test at the end of a long condition must still be seen."""
+    try:
+        return ast.unparse(node)
+    except (RecursionError, ValueError):  # absurd nesting
+        return ""
+
+
 def _guarded(
     program: _Program, module: _Module, call: _Call, depth: int, seen: set[tuple[int, int]]
 ) -> bool:
@@ -252,7 +274,7 @@ def _guarded(
     if isinstance(scope, ast.Lambda):
         return True
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-        _RANK_TEST.search(_src(d)) for d in scope.decorator_list
+        _RANK_TEST.search(_text(d)) for d in scope.decorator_list
     ):
         return True
     body = scope.body if isinstance(scope, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) \
@@ -309,7 +331,7 @@ def _guarded_in(body: list[ast.stmt], line: int) -> bool:
                 return True
         else:
             return False
-        if isinstance(stmt, ast.If | ast.While) and _RANK_TEST.search(_src(stmt.test)):
+        if isinstance(stmt, ast.If | ast.While) and _RANK_TEST.search(_text(stmt.test)):
             return True
         body = _inner_block(stmt, line)
     return False
@@ -319,7 +341,7 @@ def _is_early_exit(stmt: ast.stmt) -> bool:
     """``if rank != 0: return`` (or continue, break, raise) before the save."""
     return (
         isinstance(stmt, ast.If)
-        and bool(_RANK_TEST.search(_src(stmt.test)))
+        and bool(_RANK_TEST.search(_text(stmt.test)))
         and bool(stmt.body)
         and isinstance(stmt.body[-1], ast.Return | ast.Continue | ast.Break | ast.Raise)
     )

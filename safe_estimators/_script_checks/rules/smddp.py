@@ -10,6 +10,10 @@ from safe_estimators._script_checks.summary import _short
 
 # Importing this module registers the "smddp" backend with torch.distributed.
 SMDDP_BACKEND_MODULE = "smdistributed.dataparallel.torch.torch_smddp"
+# The library's own API from before the smddp backend (deprecated in SMDDP 1.4.0, its release
+# notes): `import smdistributed.dataparallel.torch.distributed as dist; dist.init_process_group()`
+# starts SMDDP's own process group, not torch.distributed's NCCL one.
+SMDDP_LEGACY_API = "smdistributed.dataparallel.torch.distributed."
 
 
 def _rule_smddp_not_imported(program: _Program, context: ScriptContext) -> Iterator[Finding]:
@@ -33,6 +37,8 @@ def _rule_smddp_job_uses_nccl(program: _Program, context: ScriptContext) -> Iter
     if context.launcher != "smddp":
         return
     for module, call in program.process_group_inits:
+        if call.name.startswith(SMDDP_LEGACY_API):
+            continue  # the library's own process group: SMDDP itself, whatever the backend
         backend = _backend(call)
         if backend not in ("nccl", ""):
             continue

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from packaging.version import InvalidVersion, Version
+
 from safe_estimators._script_checks.findings import Finding, ScriptContext
 from safe_estimators._script_checks.program import _is_torch_clip, _Program
 from safe_estimators._script_checks.summary import (
@@ -53,6 +55,22 @@ def _first_or_file(program: _Program, hits: list[tuple[_Module, _Call]]) -> tupl
     return (hits[0][0], hits[0][1].line) if hits else (program.entry, 0)
 
 
+# The library's own fp16 path (smp.model_creation, loss scaling in smp.DistributedOptimizer,
+# clip_master_grads) arrived in SMP v1.10.0, first in the PyTorch 1.11.0 container (the
+# library's release notes). Before it, fp16 scripts brought their own Apex-style FP16_Module and
+# FP16_Optimizer (AWS's GPT-2 and GPT-J examples on PyTorch 1.10): the fp16 rules do not apply.
+_FP16_API_FROM = Version("1.11")
+
+
+def _fp16_rules_apply(program: _Program, context: ScriptContext) -> bool:
+    if not context.model_parallel_fp16 or not _custom_smp(program):
+        return False
+    try:
+        return Version(context.pytorch_version or "") >= _FP16_API_FROM
+    except InvalidVersion:
+        return True  # unknown container: judge by the current library
+
+
 def _custom_smp(program: _Program) -> bool:
     # The Hugging Face Trainer runs smdistributed itself (model_creation, set_device, loss
     # scaling); the checks below are for scripts that drive smp by hand.
@@ -65,12 +83,17 @@ def _rule_smp_model_creation(program: _Program, context: ScriptContext) -> Itera
     Accepted: any dtype expression that mentions float16/half (``torch.float16 if args.fp16
     else ...``), a variable assigned such an expression, or an expression it cannot read.
     """
-    if not context.model_parallel_fp16 or not _custom_smp(program):
+    if not _fp16_rules_apply(program, context):
         return
     creations = _smp_calls(program, "model_creation")
     kinds = [_dtype_kind(_keyword(c.node, "dtype"), m) for m, c in creations]
     if any(k != "other" for k in kinds):
         return
+    if any(
+        call.name == "torch.set_default_dtype" and _mentions_fp16(call.node)
+        for _, call in program.find("set_default_dtype")
+    ):
+        return  # the model is built with float16 as the default dtype: its weights are fp16
     if creations:
         module, call = creations[0]
         line = call.line
@@ -121,7 +144,7 @@ def _mentions_fp16(node: ast.AST) -> bool:
 
 def _rule_smp_scheduler(program: _Program, context: ScriptContext) -> Iterator[Finding]:
     """An LR scheduler must get the wrapped optimizer, ``optimizer.optimizer``."""
-    if not context.model_parallel_fp16 or not _custom_smp(program):
+    if not _fp16_rules_apply(program, context):
         return
     for module, call in program.calls():
         if call.tail not in _SCHEDULER_FACTORIES and "lr_scheduler" not in call.name:
@@ -153,7 +176,7 @@ def _rule_smp_scheduler(program: _Program, context: ScriptContext) -> Iterator[F
 
 
 def _rule_smp_clip(program: _Program, context: ScriptContext) -> Iterator[Finding]:
-    if not context.model_parallel_fp16 or not _custom_smp(program):
+    if not _fp16_rules_apply(program, context):
         return
     for module, call in program.find(*_NORM_CLIP_TAILS):
         if _is_torch_clip(call, _NORM_CLIP_TAILS):
@@ -168,14 +191,13 @@ def _rule_smp_clip(program: _Program, context: ScriptContext) -> Iterator[Findin
 
 
 def _rule_smp_loss_scale(program: _Program, context: ScriptContext) -> Iterator[Finding]:
-    if not context.model_parallel_fp16 or not _custom_smp(program):
+    if not _fp16_rules_apply(program, context):
         return
     for module, call in _smp_calls(program, "DistributedOptimizer"):
-        if _has_kwargs_unpacking(call.node):
+        if _has_kwargs_unpacking(call.node) or _dynamic_scaling(call.node):
             continue
-        dynamic = _keyword(call.node, "dynamic_loss_scale")
-        if dynamic is not None and not _is_const(dynamic, False):
-            continue
+        if _dynamic_scaling(_wrapped_optimizer(module, call)):
+            continue  # it wraps the script's own fp16 optimizer, which scales dynamically
         yield Finding(
             module.file, call.line, "warning", "smp-fp16-static-loss-scale",
             f"`{_short(call)}` at line {call.line} uses a static loss scale "
@@ -184,6 +206,23 @@ def _rule_smp_loss_scale(program: _Program, context: ScriptContext) -> Iterator[
             "pass `dynamic_loss_scale=True` (and `static_loss_scale=None`), optionally with "
             "`dynamic_loss_args={...}`, as in the AWS fp16 example.",
         )
+
+
+def _dynamic_scaling(node: ast.expr | None) -> bool:
+    """A call that asks for dynamic loss scaling (``dynamic_loss_scale=`` anything but False)."""
+    if not isinstance(node, ast.Call):
+        return False
+    dynamic = _keyword(node, "dynamic_loss_scale")
+    return dynamic is not None and not _is_const(dynamic, False)
+
+
+def _wrapped_optimizer(module: _Module, call: _Call) -> ast.expr | None:
+    """What ``smp.DistributedOptimizer(x)`` wraps: ``x``, or the value last assigned to it."""
+    arg = _keyword(call.node, "optimizer", 0)
+    if isinstance(arg, ast.Name):
+        # Before the line: `optimizer = smp.DistributedOptimizer(optimizer)` assigns it too.
+        return module.latest_value(arg.id, call.scope, (call.line, 0))
+    return arg
 
 
 def _rule_smp_set_device(program: _Program, context: ScriptContext) -> Iterator[Finding]:
