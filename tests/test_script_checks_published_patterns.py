@@ -215,8 +215,12 @@ def test_a_utility_run_for_logs_leaves_the_whole_file_rules_on(runner: str) -> N
         'subprocess.run(["python", "train_impl.py"], check=True)',
         "subprocess.run(command, shell=True)",
         'subprocess.run(f"{{sys.executable}} train_impl.py", shell=True)',
+        'subprocess.run("env NCCL_DEBUG=INFO python train_impl.py", shell=True)',
+        'subprocess.run("cat args.txt | xargs python train_impl.py", shell=True)',
+        'os.system("mkdir -p /tmp/x && torchrun train_impl.py")',
+        'subprocess.run(f"grep x {{log}} && {{launcher}} train_impl.py", shell=True)',
     ],
-    ids=["python", "unreadable", "f-string-program"],
+    ids=["python", "unreadable", "f-string-program", "env", "pipe", "and-list", "placeholder"],
 )
 def test_another_program_may_still_hold_the_training(runner: str) -> None:
     source = NO_TSM_INIT.format(runner=runner)

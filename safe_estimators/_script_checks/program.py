@@ -7,6 +7,7 @@ import torch_xla? which calls step the optimizer, and is each step followed by a
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
@@ -40,7 +41,7 @@ _PROGRAM_RUNNER_TAILS = frozenset({
 # SMP v2 example scripts grep their NCCL test log through subprocess.Popen).
 _UTILITIES = frozenset({
     "grep", "nvidia-smi", "ls", "cat", "df", "du", "free", "hostname", "nproc", "echo", "mkdir",
-    "rm", "cp", "mv", "ln", "chmod", "tar", "find", "head", "tail", "wc", "ps", "which", "env",
+    "rm", "cp", "mv", "ln", "chmod", "tar", "find", "head", "tail", "wc", "ps", "which",
     "pip", "pip3", "nvcc", "lscpu", "uname", "date", "sync",
 })  # fmt: skip
 # Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
@@ -272,13 +273,30 @@ def _is_torch_clip(call: _Call, tails: frozenset[str]) -> bool:
 
 
 def _runs_a_utility(call: _Call) -> bool:
-    """The command (a string, an f-string or a list) visibly starts with a shell utility."""
+    """The command (a string, an f-string or a list) visibly runs shell utilities only: every
+    command of a shell line (``grep x log | head``) starts with one. ``env`` is not one: it
+    starts the program that follows it."""
     command = call.node.args[0] if call.node.args else _keyword(call.node, "args")
-    if isinstance(command, ast.List | ast.Tuple) and command.elts:
-        command = command.elts[0]
-    if isinstance(command, ast.JoinedStr) and command.values:
-        command = command.values[0]
-    if not (isinstance(command, ast.Constant) and isinstance(command.value, str)):
+    if isinstance(command, ast.List | ast.Tuple):
+        first = command.elts[0] if command.elts else None
+        return isinstance(first, ast.Constant) and _utility(first.value)
+    if isinstance(command, ast.JoinedStr):  # a placeholder stands for an unknown word
+        text = "".join(
+            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else " {} "
+            for v in command.values
+        )
+    elif isinstance(command, ast.Constant) and isinstance(command.value, str):
+        text = command.value
+    else:
         return False
-    words = command.value.split()
-    return bool(words) and words[0].rpartition("/")[2] in _UTILITIES
+    commands = [part.split() for part in _SHELL_SEPARATORS.split(text)]
+    commands = [words for words in commands if words]
+    return bool(commands) and all(_utility(words[0]) for words in commands)
+
+
+# What separates the commands of a shell line: pipes, lists, subshells, substitutions.
+_SHELL_SEPARATORS = re.compile(r"\|\||&&|[|;&`()]|\$\(")
+
+
+def _utility(word: object) -> bool:
+    return isinstance(word, str) and word.rpartition("/")[2] in _UTILITIES
