@@ -7,14 +7,12 @@ step hands to the SDK unchanged.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 import instance_catalog
-from safe_estimators._bounds import walk_tree
 from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.instance_groups import (
     launch_group,
@@ -245,36 +243,6 @@ def _degree(options: Mapping[str, Any], name: str, default: int) -> int:
     return value if type(value) is int else default
 
 
-def _script_path(spec: JobSpec) -> str | None:
-    """The entry point as a readable local file, or None (S3, git, pipeline variable)."""
-    if spec.extra.get("git_config") or not isinstance(spec.entry_point, str):
-        return None
-    if isinstance(spec.source_dir, str) and "://" in spec.source_dir:
-        return None
-    path = os.path.join(spec.source_dir or "", spec.entry_point)
-    return path if os.path.isfile(path) else None
-
-
-def _source_fingerprint(ctx: Context, script: str) -> tuple[tuple[str, int, int], ...]:
-    """Name, size and modification time of every Python file the checks may read."""
-    found = [(script, *_size_and_mtime(script))]
-    if ctx.spec.source_dir is not None:
-        tree = ctx.source_tree  # the walk the upload rule made; None for a folder too wide
-    else:  # the script's own folder: what it imports from beside it
-        tree = walk_tree(os.path.dirname(script) or ".")
-    if tree is not None:
-        found += [(path, *_size_and_mtime(path)) for path in tree.files if path.endswith(".py")]
-    return tuple(sorted(found))
-
-
-def _size_and_mtime(path: str) -> tuple[int, int]:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return (-1, -1)
-    return (stat.st_size, stat.st_mtime_ns)
-
-
 @functools.lru_cache(maxsize=256)
 def _cached_script_checks(
     entry_point: str,
@@ -290,13 +258,13 @@ def _cached_script_checks(
 
 def check_entry_point(ctx: Context) -> list[Finding]:
     """Run the training-script checks when the entry point is a local file."""
-    script = _script_path(ctx.spec) if ctx.spec.check_script else None
-    if script is None:
+    if not ctx.spec.check_script or ctx.script_file is None:
         return []
     spec = ctx.spec
-    fingerprint = _source_fingerprint(ctx, script)
     return list(
-        _cached_script_checks(spec.entry_point, spec.source_dir, script_context(ctx), fingerprint)
+        _cached_script_checks(
+            spec.entry_point, spec.source_dir, script_context(ctx), ctx.script_fingerprint
+        )
     )
 
 

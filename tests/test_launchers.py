@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -716,3 +717,72 @@ def test_a_disabled_parameter_server_says_nothing(sagemaker_session, role):
         distribution={"parameter_server": {"enabled": False}},
     )
     assert "distribution.parameter_server" not in warnings_of(est)
+
+
+# --- one process over every GPU: device_map="auto", DataParallel ----------------------------
+
+SPREADING_SCRIPTS = {
+    "device_map": """
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("tiiuae/falcon-40b", device_map="auto")
+    """,
+    "device_map through a name": """
+        from transformers import AutoModelForCausalLM
+        placement = "balanced_low_0"
+        model = AutoModelForCausalLM.from_pretrained(name, device_map=placement)
+    """,
+    "data_parallel": """
+        import torch
+        model = torch.nn.DataParallel(build_model()).cuda()
+    """,
+}
+
+
+def _script(tmp_path: Path, source: str) -> str:
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(source))
+    return str(path)
+
+
+@pytest.mark.parametrize("source", SPREADING_SCRIPTS.values(), ids=SPREADING_SCRIPTS.keys())
+def test_one_process_over_every_gpu_of_one_instance_is_not_told_to_add_a_launcher(
+    source, sagemaker_session, role, tmp_path
+):
+    # A launcher would start that process once per GPU: a 40B model loaded four times.
+    est = hf(sagemaker_session, role, instance_type="ml.g5.12xlarge",
+             entry_point=_script(tmp_path, source))  # fmt: skip
+    assert "distribution" not in warnings_of(est)
+    assert est.distribution in (None, {})
+
+
+def test_one_process_over_the_gpus_on_two_instances_trains_two_copies(
+    sagemaker_session, role, tmp_path
+):
+    est = hf(sagemaker_session, role, instance_type="ml.g5.12xlarge", instance_count=2,
+             entry_point=_script(tmp_path, SPREADING_SCRIPTS["device_map"]))  # fmt: skip
+    found = warnings_of(est)["distribution"]
+    assert "spreads its model (device_map) in one process over each instance's 4 GPUs" in found
+    assert "the 2 instances (ml.g5.12xlarge) train independent copies" in found
+    assert "use instance_count=1" in found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'model = AutoModelForCausalLM.from_pretrained(name, device_map={"": local_rank})\n',
+        "model = build_model().to('cuda')\n",
+    ],
+    ids=["per-process device_map", "one gpu"],
+)
+def test_a_script_on_one_gpu_still_leaves_the_others_idle(
+    source, sagemaker_session, role, tmp_path
+):
+    est = hf(sagemaker_session, role, instance_type="ml.g5.12xlarge",
+             entry_point=_script(tmp_path, source))  # fmt: skip
+    assert "3 GPUs sit idle" in warnings_of(est)["distribution"]
+
+
+def test_with_the_script_checks_off_the_script_is_not_read(sagemaker_session, role, tmp_path):
+    est = hf(sagemaker_session, role, instance_type="ml.g5.12xlarge", check_script=False,
+             entry_point=_script(tmp_path, SPREADING_SCRIPTS["device_map"]))  # fmt: skip
+    assert "3 GPUs sit idle" in warnings_of(est)["distribution"]

@@ -14,6 +14,7 @@ import instance_catalog
 import safe_estimators
 from safe_estimators import ConfigError, MemoryEstimate, ModelShape
 from safe_estimators._cli import main
+from safe_estimators._memory import job_of
 from safe_estimators._memory.accounting import (
     checkpointed_layer,
     estimate,
@@ -716,3 +717,30 @@ def test_a_qlora_spec_builds_with_the_sdk_and_explains_its_quantized_weights(
     assert memory.fits and memory.weights < 9e9
     assert "frozen weights counted at 4bit, except the embeddings" in memory.notes
     assert est.hyperparameters()["bf16"] == "true"
+
+
+def test_a_model_spread_over_the_gpus_by_device_map_is_divided_among_them(tmp_path):
+    # Falcon 40B with QLoRA on 4 x A10G (24 GB each): one process, device_map="auto".
+    spread = tmp_path / "spread.py"
+    spread.write_text(
+        "from transformers import AutoModelForCausalLM\n"
+        'model = AutoModelForCausalLM.from_pretrained(name, device_map="auto")\n'
+    )
+    plain = tmp_path / "plain.py"
+    plain.write_text("model = build_model().to('cuda')\n")
+    job = {
+        "estimator": "huggingface", "instance_type": "ml.g5.12xlarge",
+        "transformers_version": "4.36.0", "pytorch_version": "2.1.0", "py_version": "py310",
+        "hyperparameters": {"bf16": True, "gradient_checkpointing": True,
+                            "per_device_train_batch_size": 1, "max_seq_length": 2048},
+        "model": {"parameters": "40B", "trainable_parameters": "30M", "layers": 60,
+                  "hidden_size": 8192, "attention_heads": 128, "vocab_size": 65024,
+                  "quantization": "4bit"},
+    }  # fmt: skip
+    ctx, problems, _ = check_arguments({**job, "entry_point": str(spread)})
+    _, result, _ = job_of(ctx)
+    assert result.layout == "one process over the GPUs (device_map) over 4 accelerators, pipeline 4"
+    assert result.fits and [p.path for p in problems] == []
+    # The same job whose script puts the model on one GPU holds all of it there.
+    _, problems, _ = check_arguments({**job, "entry_point": str(plain)})
+    assert ("model", "error") in [(p.path, p.severity) for p in problems]

@@ -68,7 +68,16 @@ def job_of(ctx: Any) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
         distribution=spec.distribution,
         model_parallel=spec.model_parallel if ctx.model_parallel is None else ctx.model_parallel,
         library=ctx.model_parallel_library,
+        spread_by_script=_spreads(ctx),
     )
+
+
+def _spreads(ctx: Any) -> bool:
+    # The script is read only where it could matter: several GPUs and no launcher.
+    gpus = ctx.instance.accelerator_count if ctx.instance is not None else 0
+    if gpus <= 1 or ctx.model_parallel is not None or ctx.distribution:
+        return False
+    return bool(ctx.script_device_use == "device_map")
 
 
 def check_memory(ctx: Any) -> tuple[MemoryEstimate | None, list[Problem]]:

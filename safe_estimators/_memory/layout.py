@@ -104,22 +104,39 @@ def memory_layout(
     distribution: Mapping[str, Any] | None = None,
     model_parallel: Any = None,
     library: int | None = None,
+    spread_by_script: bool = False,
 ) -> MemoryLayout:
     """The layout of a job from its launcher options (the typed model-parallel options, if
-    any, and the library generation they run as, when the rules know it)."""
+    any, and the library generation they run as, when the rules know it).
+
+    ``spread_by_script``: the script's one process spreads the model over its instance's GPUs
+    (``device_map="auto"``), which counts only for a job without a launcher.
+    """
     gpus = max(1, gpus_per_instance)
     v2 = smp_v2_parameters(distribution, model_parallel, library)
     if v2 is not None:
         return _smp_v2(v2, gpus, instance_count)
     if model_parallel is not None and hasattr(model_parallel, "sharded_data_parallel_degree"):
         return _smp_v1(model_parallel, gpus, instance_count)
+    launched = bool(set(distribution or {}) & _SCRIPT_SHARDING_LAUNCHERS)
+    if spread_by_script and not launched and gpus > 1:
+        # Accelerate's big-model loading splits the layers over the GPUs, and one batch passes
+        # through them in turn: a pipeline of the instance's GPUs with one micro-batch in flight.
+        return MemoryLayout(
+            world_size=gpus * instance_count,
+            gpus_per_instance=gpus,
+            pipeline=gpus,
+            in_flight=1,
+            launcher="one process over the GPUs (device_map)",
+            notes=("the layers are counted as split evenly over the GPUs by device_map",),
+        )
     return MemoryLayout(
         world_size=gpus * instance_count,
         gpus_per_instance=gpus,
         launcher="data-parallel",
         # A distributed launcher runs whatever the script does: FSDP or DeepSpeed ZeRO shard
         # without the launcher knowing.
-        script_may_shard=bool(set(distribution or {}) & _SCRIPT_SHARDING_LAUNCHERS),
+        script_may_shard=launched,
     )
 
 

@@ -56,8 +56,10 @@ def job_estimate(
     distribution: Mapping[str, Any] | None,
     model_parallel: Any,
     library: int | None = None,
+    spread_by_script: bool = False,
 ) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
-    """The estimate of one job (None without ``model``), and problems reading its shape."""
+    """The estimate of one job (None without ``model``), and problems reading its shape
+    (``spread_by_script``: see ``memory_layout``)."""
     if shape is None:
         return None, None, []
     complete, problems = shape_of_job(shape, hyperparameters, model_parallel)
@@ -78,6 +80,7 @@ def job_estimate(
         distribution=distribution,
         model_parallel=model_parallel,
         library=library,
+        spread_by_script=spread_by_script,
     )
     gpu = instance is not None and instance.accelerator_kind == "gpu"
     if instance is None or not gpu or not instance.accelerator_memory_mib:

@@ -191,6 +191,42 @@ class Context:
         return walk_tree(self.source_folder)
 
     @functools.cached_property
+    def script_file(self) -> str | None:
+        """The entry point as a readable local file, or None (S3, git, pipeline variable)."""
+        spec = self.spec
+        if spec.extra.get("git_config") or not isinstance(spec.entry_point, str):
+            return None
+        if isinstance(spec.source_dir, str) and "://" in spec.source_dir:
+            return None
+        path = os.path.join(spec.source_dir or "", spec.entry_point)
+        return path if os.path.isfile(path) else None
+
+    @functools.cached_property
+    def script_fingerprint(self) -> tuple[tuple[str, int, int], ...]:
+        """Name, size and modification time of every Python file the script checks may read:
+        what their results are remembered by."""
+        script = self.script_file
+        if script is None:
+            return ()
+        found = [(script, *_size_and_mtime(script))]
+        if self.spec.source_dir is not None:
+            tree = self.source_tree  # the walk the upload rule made; None for a folder too wide
+        else:  # the script's own folder: what it imports from beside it
+            tree = walk_tree(os.path.dirname(script) or ".")
+        if tree is not None:
+            found += [(path, *_size_and_mtime(path)) for path in tree.files if path.endswith(".py")]
+        return tuple(sorted(found))
+
+    @functools.cached_property
+    def script_device_use(self) -> str | None:
+        """How the local script's one process uses several GPUs itself (``_script_checks``'
+        ``device_use``: "device_map" or "data_parallel"), or None; nothing is read when the
+        spec turns the script checks off."""
+        if not self.spec.check_script or self.script_file is None:
+            return None
+        return _device_use(self.spec.entry_point, self.spec.source_dir, self.script_fingerprint)
+
+    @functools.cached_property
     def launchers(self) -> tuple[str, ...]:
         """What the job launches with, as the keys of ``_facts.reserved``'s tables.
 
@@ -239,6 +275,24 @@ class Context:
 
 
 Rule = Callable[[Context], Iterator[Problem]]
+
+
+def _size_and_mtime(path: str) -> tuple[int, int]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _device_use(
+    entry_point: str, source_dir: str | None, fingerprint: tuple[tuple[str, int, int], ...]
+) -> str | None:
+    # Remembered per content, as the script checks are (_resolve._cached_script_checks).
+    from safe_estimators._script_checks import device_use
+
+    return device_use(entry_point, source_dir=source_dir)
 
 
 def version_at_least(version: str | None, minimum: str) -> bool:

@@ -146,6 +146,23 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
     if total <= 1:
         return
     idle = total - ctx.instance_count
+    spread = ctx.script_device_use if idle else None
+    if spread is not None:
+        # One process uses every GPU of its instance (the model spread by device_map, or
+        # DataParallel): nothing idles, and a launcher would start that process once per GPU.
+        if ctx.instance_count == 1:
+            return
+        how = _SPREADS[spread]
+        yield warning(
+            "distribution",
+            f"is not set, and the script {how} over each instance's {count(per_instance, noun)}; "
+            f"SageMaker starts one training process per instance, so the {ctx.instance_count} "
+            f"instances ({ctx.instance_name}) train independent copies.",
+            "use instance_count=1, or give each GPU its own process (a launcher such as "
+            "torch_distributed, with the model on that process's GPU) to train one model across "
+            "the instances.",
+        )
+        return
     if idle:
         effect = f"unless the script spreads itself over them, {count(idle, noun)} sit idle"
         if ctx.instance_count > 1:
@@ -159,6 +176,13 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
         f"process per instance, so {effect}.",
         _launcher_hint(ctx, noun),
     )
+
+
+# What Context.script_device_use found, in words.
+_SPREADS = {
+    "device_map": "spreads its model (device_map) in one process",
+    "data_parallel": "replicates its model with torch.nn.DataParallel in one process",
+}
 
 
 TORCHRUN: dict[str, Any] = {"torch_distributed": {"enabled": True}}

@@ -110,7 +110,7 @@ from safe_estimators._script_checks.rules.xla import (
 )
 from safe_estimators._script_checks.summary import _parse
 
-__all__ = ["Finding", "ScriptContext", "check_script", "check_source"]
+__all__ = ["Finding", "ScriptContext", "check_script", "check_source", "device_use"]
 
 def check_script(
     entry_point: str | os.PathLike[str],
@@ -170,11 +170,41 @@ def _check_text(source: str, filename: str, context: ScriptContext) -> list[Find
 def _check_files(
     path: Path, shown: str, given: Path, base: Path | None, context: ScriptContext
 ) -> list[Finding]:
+    program, findings = _load_program(path, shown, given, base)
+    if program is not None:
+        findings.extend(_run_rules(program, context))
+    return sorted(findings, key=_order)
+
+
+def device_use(
+    entry_point: str | os.PathLike[str], *, source_dir: str | os.PathLike[str] | None = None
+) -> str | None:
+    """How the script's one process uses several GPUs without a launcher: ``"device_map"``
+    (``from_pretrained(..., device_map="auto")`` spreads the model over them), ``"data_parallel"``
+    (``torch.nn.DataParallel``), or None (one GPU, or not readable). Never raises."""
+    given = Path(entry_point)
+    base = Path(source_dir) if source_dir is not None else None
+    path = base / given if base is not None else given
+    if path.suffix != ".py":
+        return None
+    with _gc_paused():
+        return _device_use(path, given, base)
+
+
+def _device_use(path: Path, given: Path, base: Path | None) -> str | None:
+    program, _ = _load_program(path, _display_name(path, base, given), given, base)
+    return None if program is None else program.device_use
+
+
+def _load_program(
+    path: Path, shown: str, given: Path, base: Path | None
+) -> tuple[_Program | None, list[Finding]]:
+    """The entry point and the local modules it imports, and findings about unreadable ones."""
     roots = _search_roots(path, base)
     budget = _Budget()
     loaded = _load(path, shown, required=True, roots=roots, budget=budget)
     if isinstance(loaded, Finding):
-        return [loaded]
+        return None, [loaded]
     findings: list[Finding] = []
     modules = [loaded]
     # Helpers are named relative to source_dir, else beside the entry point as given.
@@ -197,8 +227,7 @@ def _check_files(
                 continue
             modules.append(helper)
             queue.append(helper)
-    findings.extend(_run_rules(_Program(modules), context))
-    return sorted(findings, key=_order)
+    return _Program(modules), findings
 
 
 # Every rule runs on every check; each gates itself on the job configuration first.

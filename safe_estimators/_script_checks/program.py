@@ -44,6 +44,11 @@ _UTILITIES = frozenset({
     "rm", "cp", "mv", "ln", "chmod", "tar", "find", "head", "tail", "wc", "ps", "which",
     "pip", "pip3", "nvcc", "lscpu", "uname", "date", "sync",
 })  # fmt: skip
+# Hugging Face `device_map` values that spread one process's model over every visible GPU
+# (Accelerate's big-model loading: transformers `from_pretrained`, `accelerate.dispatch_model`);
+# a dict or a per-process index puts the model on one device.
+_SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+_DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})
 # Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
 _MARK_STEP_NAMES = frozenset({f"{_XM}.mark_step", "torch_xla.sync"})
 _REDUCE_TAILS = frozenset({"reduce_gradients", "all_reduce"})
@@ -100,6 +105,27 @@ class _Program:
             call.name.startswith(_PROGRAM_RUNNERS) and not _runs_a_utility(call)
             for _, call in self.calls() if call.tail in _PROGRAM_RUNNER_TAILS
         )
+
+    @cached_property
+    def device_use(self) -> str | None:
+        """How one process of this program uses several GPUs: ``"device_map"`` (the model is
+        spread over them), ``"data_parallel"`` (torch.nn.DataParallel replicates it), or None."""
+        found = None
+        for module, call in self.calls():
+            if call.name in _DATA_PARALLEL:
+                found = found or "data_parallel"
+            value = _keyword(call.node, "device_map")
+            if value is not None and self._spreading(module, value):
+                return "device_map"
+        return found
+
+    @staticmethod
+    def _spreading(module: _Module, value: ast.expr) -> bool:
+        # A literal, or a name whose every assignment in the file is one of those literals.
+        if isinstance(value, ast.Name):
+            assigned = module.assigns_by_target.get(value.id, [])
+            return bool(assigned) and all(_spreading_literal(a.value) for a in assigned)
+        return _spreading_literal(value)
 
     @cached_property
     def process_group_inits(self) -> list[tuple[_Module, _Call]]:
@@ -300,3 +326,7 @@ _SHELL_SEPARATORS = re.compile(r"\|\||&&|[|;&`()]|\$\(")
 
 def _utility(word: object) -> bool:
     return isinstance(word, str) and word.rpartition("/")[2] in _UTILITIES
+
+
+def _spreading_literal(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value in _SPREADING_DEVICE_MAPS
