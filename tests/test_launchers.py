@@ -454,6 +454,15 @@ def test_trainium_without_torchrun_warns_in_neuroncores(sagemaker_session, role)
     assert "distribution" not in warnings_of(est)
 
 
+def test_one_idle_neuroncore_is_counted_in_the_singular(sagemaker_session, role):
+    # ml.trn1.2xlarge has 2 NeuronCores: a single-process script leaves one of them idle.
+    est = pt(
+        sagemaker_session, role, instance_type="ml.trn1.2xlarge", framework_version="1.11.0",
+        py_version="py38",
+    )  # fmt: skip
+    assert "1 NeuronCore sits idle" in warnings_of(est)["distribution"]
+
+
 # Jobs that get the no-launcher warning, where torchrun as-is is refused by our own rules (and
 # two where it is not): each fix the warning names must silence it without a new error.
 NO_LAUNCHER_JOBS = [

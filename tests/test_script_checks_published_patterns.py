@@ -225,3 +225,87 @@ def test_a_utility_run_for_logs_leaves_the_whole_file_rules_on(runner: str) -> N
 def test_another_program_may_still_hold_the_training(runner: str) -> None:
     source = NO_TSM_INIT.format(runner=runner)
     assert "smp-v2-no-init" not in rules(source, SMP_V2)
+
+
+# -- Trainium (torch-neuronx) and large-scale examples -----------------------------------------
+# Found by running the checks over aws-neuron/aws-neuron-samples, aws-neuron/neuronx-distributed,
+# aws-samples/sagemaker-trainium-examples and aws-samples/awsome-distributed-training.
+
+TRAINIUM = ScriptContext(
+    launcher="torchrun", processes=64, instance_type="ml.trn1.32xlarge", pytorch_version="1.11.0",
+)
+
+NEMO_TRAINER = """
+    from nemo.collections.nlp.parts.nlp_overrides import NLPDDPStrategy, {trainer}
+
+    def main(cfg):
+        strategy = NLPDDPStrategy(find_unused_parameters=False)
+        trainer = {trainer}(strategy=strategy, **cfg.trainer)
+        trainer.fit(build_model(cfg, trainer))
+
+    main(load_config())
+"""
+
+
+def test_a_nemo_trainer_sets_up_the_process_group_itself() -> None:
+    # NeMo's trainers are Lightning Trainers: the strategy initialises torch.distributed.
+    source = "import torch\n" + textwrap.dedent(NEMO_TRAINER.format(trainer="NLPTrainer"))
+    assert "no-process-group" not in rules(source, TRAINIUM)
+
+
+def test_a_nemo_helper_that_is_not_a_trainer_does_not_count() -> None:
+    source = "import torch\n" + textwrap.dedent(NEMO_TRAINER.format(trainer="NLPRunner"))
+    assert "no-process-group" in rules(source, TRAINIUM)
+
+
+def test_the_missing_process_group_fix_on_trainium_is_the_xla_backend() -> None:
+    source = "import torch\nmodel = torch.nn.Linear(4, 4)\n"
+    (finding,) = [f for f in check_source(source, TRAINIUM) if f.rule == "no-process-group"]
+    assert 'init_process_group("xla")' in finding.hint
+    assert "nccl" not in finding.hint and "cuda" not in finding.hint
+    (gpu,) = [f for f in check_source(source, TORCHRUN) if f.rule == "no-process-group"]
+    assert "nccl" in gpu.hint
+
+
+ROOT_FLAG = """
+    import torch
+    import torch.distributed as dist
+    import torch_xla.core.xla_model as xm
+    import torch_xla.distributed.xla_backend
+
+    def train(flags, model):
+        dist.init_process_group("xla")
+        is_root = {flag}
+        for step in range(flags.steps):
+            if is_root and not flags.dry_run:
+                torch.save({{"model": model.state_dict()}}, flags.output_dir + "/ckpt.pt")
+
+    train(parse_flags(), build_model())
+"""
+
+
+def test_a_rank_test_kept_in_a_variable_guards_the_save() -> None:
+    source = ROOT_FLAG.format(flag="xm.is_master_ordinal(local=False)")
+    assert "save-on-every-rank" not in rules(source, TRAINIUM)
+
+
+def test_a_variable_that_is_not_a_rank_test_still_does_not_guard_it() -> None:
+    source = ROOT_FLAG.format(flag="flags.save_checkpoints")
+    assert "save-on-every-rank" in rules(source, TRAINIUM)
+
+
+def test_an_early_return_on_a_rank_variable_guards_the_save() -> None:
+    source = """
+        import torch
+        import torch.distributed as dist
+
+        def save(model, path):
+            dist.init_process_group("xla")
+            leader = dist.get_rank() == 0
+            if not leader:
+                return
+            torch.save(model.state_dict(), path)
+
+        save(build_model(), "/opt/ml/model/model.pt")
+    """
+    assert "save-on-every-rank" not in rules(source, TRAINIUM)

@@ -164,7 +164,8 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
         )
         return
     if idle:
-        effect = f"unless the script spreads itself over them, {count(idle, noun)} sit idle"
+        verb = "sits" if idle == 1 else "sit"
+        effect = f"unless the script spreads itself over them, {count(idle, noun)} {verb} idle"
         if ctx.instance_count > 1:
             effect += f", and the {ctx.instance_count} instances train independent copies"
     else:

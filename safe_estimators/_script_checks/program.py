@@ -27,8 +27,10 @@ _MAX_CALLER_DEPTH = 4
 # (names only one rule looks for sit beside that rule).
 _XM = "torch_xla.core.xla_model"
 # Packages whose `*Trainer` runs the loop itself: data sharding, device loader, optimizer step.
+# NeMo's trainers (`nemo...NLPTrainer`, the Neuron NeMo-Megatron port's too) are Lightning
+# Trainers: Lightning's strategy sets up the process group and the sampler.
 _TRAINER_PACKAGES = frozenset(
-    {"transformers", "trl", "optimum", "setfit", "lightning", "pytorch_lightning"}
+    {"transformers", "trl", "optimum", "setfit", "lightning", "pytorch_lightning", "nemo"}
 )
 # Calls that run another program: (module prefixes, and the call names that can be one).
 _PROGRAM_RUNNERS = ("subprocess.", "os.system", "os.exec", "os.spawn", "runpy.", "os.popen")

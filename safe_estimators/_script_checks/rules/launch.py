@@ -93,10 +93,28 @@ def _rule_no_process_group(program: _Program, context: ScriptContext) -> Iterato
         "Hugging Face Trainer, accelerate, Lightning or DeepSpeed to do it): each process trains "
         "its own copy of the model and their gradients are never combined, or the first "
         "torch.distributed call fails.",
-        "call `torch.distributed.init_process_group(backend=\"nccl\")` at start-up, then "
-        "`torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))` and wrap the model in "
-        "DistributedDataParallel or FSDP.",
+        _TRAINIUM_INIT if _trainium(context) else _GPU_INIT,
     )
+
+
+# The fixes for a missing process group. Trainium has no CUDA: its NeuronCores join through
+# torch_xla's xla backend, on the XLA device (AWS Neuron docs, "Developer Guide for Training
+# with PyTorch NeuronX", distributed training with torchrun).
+_GPU_INIT = (
+    "call `torch.distributed.init_process_group(backend=\"nccl\")` at start-up, then "
+    "`torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))` and wrap the model in "
+    "DistributedDataParallel or FSDP."
+)
+_TRAINIUM_INIT = (
+    "`import torch_xla.distributed.xla_backend`, call "
+    "`torch.distributed.init_process_group(\"xla\")` at start-up, put the model on "
+    "`xm.xla_device()` and all-reduce the gradients (`xm.optimizer_step(optimizer)`), or "
+    "use a trainer that does (optimum-neuron's NeuronTrainer, neuronx-distributed)."
+)
+
+
+def _trainium(context: ScriptContext) -> bool:
+    return (context.instance_type or "").startswith("ml.trn")
 
 
 def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> Iterator[Finding]:
@@ -142,7 +160,7 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
 
 def _rule_hard_coded_device(program: _Program, context: ScriptContext) -> Iterator[Finding]:
     """``"cuda:0"``, ``.cuda(0)``, ``torch.device("cuda", 0)``: every process on the same GPU."""
-    if not _launches_many(context) or (context.instance_type or "").startswith("ml.trn"):
+    if not _launches_many(context) or _trainium(context):
         return
     if any(w.key == "CUDA_VISIBLE_DEVICES" for m in program.modules for w in m.env_writes):
         return  # one visible GPU per process: cuda:0 is the process's own
@@ -279,7 +297,7 @@ def _guarded(
         return True
     body = scope.body if isinstance(scope, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) \
         else []
-    if _guarded_in(body, call.line):
+    if _guarded_in(body, module, call):
         return True
     if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
@@ -321,27 +339,41 @@ def _calls_local(call: _Call, name: str, program: _Program) -> bool:
     return call.name == name or head in ("self", "cls") or head in program.local_names
 
 
-def _guarded_in(body: list[ast.stmt], line: int) -> bool:
-    """Walk down the statements that contain ``line``, looking for a rank test on the way."""
+def _guarded_in(body: list[ast.stmt], module: _Module, call: _Call) -> bool:
+    """Walk down the statements that contain the call, looking for a rank test on the way."""
+    line = call.line
     while body:
         for stmt in body:
             if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
                 break
-            if _is_early_exit(stmt):
+            if _is_early_exit(stmt, module, call):
                 return True
         else:
             return False
-        if isinstance(stmt, ast.If | ast.While) and _RANK_TEST.search(_text(stmt.test)):
+        if isinstance(stmt, ast.If | ast.While) and _tests_rank(stmt.test, module, call):
             return True
         body = _inner_block(stmt, line)
     return False
 
 
-def _is_early_exit(stmt: ast.stmt) -> bool:
+def _tests_rank(test: ast.expr, module: _Module, call: _Call) -> bool:
+    """The condition names the rank, itself or through a variable assigned before the call
+    (``is_root = xm.is_master_ordinal(local=False)``, then ``if is_root and ...:``)."""
+    if _RANK_TEST.search(_text(test)):
+        return True
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name):
+            value = module.latest_value(node.id, call.scope, call.pos)
+            if value is not None and _RANK_TEST.search(_text(value)):
+                return True
+    return False
+
+
+def _is_early_exit(stmt: ast.stmt, module: _Module, call: _Call) -> bool:
     """``if rank != 0: return`` (or continue, break, raise) before the save."""
     return (
         isinstance(stmt, ast.If)
-        and bool(_RANK_TEST.search(_text(stmt.test)))
+        and _tests_rank(stmt.test, module, call)
         and bool(stmt.body)
         and isinstance(stmt.body[-1], ast.Return | ast.Continue | ast.Break | ast.Raise)
     )
