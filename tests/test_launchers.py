@@ -454,6 +454,28 @@ def test_trainium_without_torchrun_warns_in_neuroncores(sagemaker_session, role)
     assert "distribution" not in warnings_of(est)
 
 
+@pytest.mark.parametrize(
+    ("program", "quiet"),
+    [
+        ("neuron_parallel_compile torchrun --nproc_per_node=32 train.py --steps 10\n", True),
+        ("pip install -r requirements.txt\npython train.py\n", False),
+    ],
+    ids=["runs torchrun", "runs one python"],
+)
+def test_a_shell_entry_point_that_runs_its_own_launcher_uses_every_neuroncore(
+    program, quiet, sagemaker_session, role, tmp_path
+):
+    # Neuron's ahead-of-time compile step is a shell script around torchrun, with no
+    # distribution: its 32 processes use the 32 NeuronCores.
+    script = tmp_path / "compile.sh"
+    script.write_text(program)
+    est = pt(
+        sagemaker_session, role, instance_type="ml.trn1.32xlarge", framework_version="1.11.0",
+        py_version="py38", entry_point=str(script),
+    )  # fmt: skip
+    assert ("distribution" not in warnings_of(est)) is quiet
+
+
 def test_one_idle_neuroncore_is_counted_in_the_singular(sagemaker_session, role):
     # ml.trn1.2xlarge has 2 NeuronCores: a single-process script leaves one of them idle.
     est = pt(
@@ -744,6 +766,18 @@ SPREADING_SCRIPTS = {
         import torch
         model = torch.nn.DataParallel(build_model()).cuda()
     """,
+    "xmp.spawn": """
+        import torch_xla.distributed.xla_multiprocessing as xmp
+        xmp.spawn(train_worker, args=(flags,))
+    """,
+    "torch.multiprocessing.spawn": """
+        import torch.multiprocessing as mp
+        mp.spawn(train_worker, nprocs=4)
+    """,
+    "a launcher it runs": """
+        import subprocess
+        subprocess.run(["tune", "run", "--nproc_per_node", "4", "lora_finetune"], check=True)
+    """,
 }
 
 
@@ -780,8 +814,9 @@ def test_one_process_over_the_gpus_on_two_instances_trains_two_copies(
     [
         'model = AutoModelForCausalLM.from_pretrained(name, device_map={"": local_rank})\n',
         "model = build_model().to('cuda')\n",
+        'import subprocess\nsubprocess.run(["python", "prepare.py"], check=True)\n',
     ],
-    ids=["per-process device_map", "one gpu"],
+    ids=["per-process device_map", "one gpu", "another program, no launcher"],
 )
 def test_a_script_on_one_gpu_still_leaves_the_others_idle(
     source, sagemaker_session, role, tmp_path

@@ -220,7 +220,7 @@ class Context:
     @functools.cached_property
     def script_device_use(self) -> str | None:
         """How the local script's one process uses several GPUs itself (``_script_checks``'
-        ``device_use``: "device_map" or "data_parallel"), or None; nothing is read when the
+        ``device_use``: "device_map", "data_parallel" or "spawn"), or None; nothing is read when the
         spec turns the script checks off."""
         if not self.spec.check_script or self.script_file is None:
             return None

@@ -148,8 +148,9 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
     idle = total - ctx.instance_count
     spread = ctx.script_device_use if idle else None
     if spread is not None:
-        # One process uses every GPU of its instance (the model spread by device_map, or
-        # DataParallel): nothing idles, and a launcher would start that process once per GPU.
+        # One process uses every GPU of its instance (the model spread by device_map,
+        # DataParallel, or workers it spawns itself): nothing idles, and a launcher would start
+        # that process once per GPU.
         if ctx.instance_count == 1:
             return
         how = _SPREADS[spread]
@@ -183,6 +184,8 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
 _SPREADS = {
     "device_map": "spreads its model (device_map) in one process",
     "data_parallel": "replicates its model with torch.nn.DataParallel in one process",
+    "spawn": "starts its own worker processes (xmp.spawn, torch.multiprocessing, or a launcher "
+    "it runs)",
 }
 
 

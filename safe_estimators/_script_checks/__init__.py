@@ -55,7 +55,7 @@ from safe_estimators._script_checks.files import (
     _too_large,
 )
 from safe_estimators._script_checks.findings import Finding, ScriptContext
-from safe_estimators._script_checks.program import _Program
+from safe_estimators._script_checks.program import _LAUNCHER_OPTIONS, _Program
 from safe_estimators._script_checks.rules.amp import (
     _rule_amp_clip_before_unscale,
     _rule_amp_reduce_after_clip,
@@ -181,14 +181,26 @@ def device_use(
 ) -> str | None:
     """How the script's one process uses several GPUs without a launcher: ``"device_map"``
     (``from_pretrained(..., device_map="auto")`` spreads the model over them), ``"data_parallel"``
-    (``torch.nn.DataParallel``), or None (one GPU, or not readable). Never raises."""
+    (``torch.nn.DataParallel``), ``"spawn"`` (``xmp.spawn``, ``torch.multiprocessing.spawn``, or a
+    launcher it runs), or None (one GPU, or not readable). Never raises."""
     given = Path(entry_point)
     base = Path(source_dir) if source_dir is not None else None
     path = base / given if base is not None else given
     if path.suffix != ".py":
-        return None
+        return _program_spawns(path)
     with _gc_paused():
         return _device_use(path, given, base)
+
+
+def _program_spawns(path: Path) -> str | None:
+    """A shell entry point that runs a launcher itself (``torchrun --nproc_per_node=32 ...``,
+    as Neuron's ``neuron_parallel_compile`` examples do): ``"spawn"``."""
+    try:
+        with path.open("rb") as file:
+            text = file.read(_MAX_BYTES).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+    return "spawn" if any(option in text for option in _LAUNCHER_OPTIONS) else None
 
 
 def _device_use(path: Path, given: Path, base: Path | None) -> str | None:

@@ -51,6 +51,13 @@ _UTILITIES = frozenset({
 # a dict or a per-process index puts the model on one device.
 _SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
 _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})
+# Calls that start one worker per device from inside the script (torch_xla's xmp.spawn uses every
+# NeuronCore or GPU of the host: AWS Neuron docs, "Distributed Data Parallel Training Tutorial").
+_SPAWNERS = frozenset({
+    "torch_xla.distributed.xla_multiprocessing.spawn", "torch.multiprocessing.spawn",
+})  # fmt: skip
+# What a script that runs another program passes to the launcher it runs (torchrun, `tune run`).
+_LAUNCHER_OPTIONS = ("--nproc_per_node", "--nproc-per-node")
 # Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
 _MARK_STEP_NAMES = frozenset({f"{_XM}.mark_step", "torch_xla.sync"})
 _REDUCE_TAILS = frozenset({"reduce_gradients", "all_reduce"})
@@ -111,14 +118,22 @@ class _Program:
     @cached_property
     def device_use(self) -> str | None:
         """How one process of this program uses several GPUs: ``"device_map"`` (the model is
-        spread over them), ``"data_parallel"`` (torch.nn.DataParallel replicates it), or None."""
+        spread over them), ``"data_parallel"`` (torch.nn.DataParallel replicates it),
+        ``"spawn"`` (it starts a worker per device itself: xmp.spawn, torch.multiprocessing's
+        spawn, or a launcher such as torchrun that it runs), or None."""
         found = None
         for module, call in self.calls():
             if call.name in _DATA_PARALLEL:
                 found = found or "data_parallel"
+            elif call.name in _SPAWNERS:
+                found = found or "spawn"
             value = _keyword(call.node, "device_map")
             if value is not None and self._spreading(module, value):
                 return "device_map"
+        if found is None and self.runs_other_programs and any(
+            self.mentions(option) for option in _LAUNCHER_OPTIONS
+        ):
+            return "spawn"
         return found
 
     @staticmethod
