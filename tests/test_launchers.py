@@ -476,6 +476,23 @@ def test_a_shell_entry_point_that_runs_its_own_launcher_uses_every_neuroncore(
     assert ("distribution" not in warnings_of(est)) is quiet
 
 
+def test_the_hugging_face_estimator_on_trainium_needs_an_image_uri(sagemaker_session, role):
+    # The SDK's image lookup takes only PyTorch on Trainium: our rule says so before the build.
+    arguments = {
+        "instance_type": "ml.trn1.32xlarge", "transformers_version": "4.36.2",
+        "pytorch_version": "1.13.1", "py_version": "py310", "distribution": TORCHRUN,
+    }
+    error = refusal(hf, sagemaker_session, role, **arguments)
+    assert "image_uri" in problem_at(error, "instance_type").hint
+    image = (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training-neuronx:"
+        "1.13.1-transformers4.36.2-neuronx-py310-sdk2.18.0-ubuntu20.04"
+    )
+    est = hf(sagemaker_session, role, **arguments, image_uri=image)
+    assert est.training_image_uri() == image
+    assert est.hyperparameters()["sagemaker_torch_distributed_enabled"] == "true"
+
+
 def test_one_idle_neuroncore_is_counted_in_the_singular(sagemaker_session, role):
     # ml.trn1.2xlarge has 2 NeuronCores: a single-process script leaves one of them idle.
     est = pt(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import instance_catalog
+from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import Container, framework_container, huggingface_container
 from safe_estimators._problems import Problem, count, did_you_mean
@@ -128,6 +129,8 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
     if family.startswith(("trn", "inf")):
         if spec.estimator == "pytorch":
             yield from _neuron_versions(ctx)
+        elif family.startswith("trn"):
+            yield from _trainium_framework(ctx)
         return  # other Neuron containers: the build step resolves them eagerly
     if spec.estimator == "pytorch":
         if ctx.model_parallel_library == 2:
@@ -135,6 +138,25 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
         yield from _pytorch_versions(ctx)
     else:
         yield from _huggingface_versions(ctx)
+
+
+def _trainium_framework(ctx: Context) -> Iterator[Problem]:
+    """The SDK looks up Trainium training images for the frameworks in its
+    ``image_uris.TRAINIUM_ALLOWED_FRAMEWORKS`` only (PyTorch): the Hugging Face estimator's
+    lookup fails on ml.trn* whatever the versions, though Hugging Face Neuron containers exist."""
+    allowed = sdk_constant("image_uris.py", "TRAINIUM_ALLOWED_FRAMEWORKS")
+    if ctx.spec.estimator in allowed:  # the SDK's own test (a string, read as a substring)
+        return
+    yield Problem(
+        "instance_type",
+        f"{ctx.instance_name} is a Trainium instance, and the SageMaker SDK finds Trainium "
+        f"training images for {allowed} only: the {ctx.spec.estimator} estimator cannot pick "
+        "one (it fails while resolving the image, whatever transformers_version and "
+        "pytorch_version say).",
+        "pass image_uri= with a Hugging Face Neuron training container "
+        "(huggingface-pytorch-training-neuronx), or use the pytorch estimator with that "
+        "image_uri.",
+    )
 
 
 def _neuron_versions(ctx: Context) -> Iterator[Problem]:
