@@ -237,7 +237,7 @@ def _launcher_hint(ctx: Context, noun: str) -> str:
     if fixes == [{"distribution": TORCHRUN}]:
         return (
             "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process "
-            f"per {noun} and one job across the instances), or use a single {noun}."
+            f"per {noun} and one job across the instances), or {_one_device(noun)}."
         )
     refusal = _refused(ctx, {}, TORCHRUN)[0]
     why = _why_not_torchrun(ctx, refusal.path)
@@ -261,7 +261,15 @@ def _launcher_hint(ctx: Context, noun: str) -> str:
             else refusal.hint.rstrip(".")
         )
         return f"{why}{first}, then add distribution={{'torch_distributed': {{'enabled': True}}}}."
-    return why + "; or ".join(ways) + f"; or use a single {noun}."
+    return why + "; or ".join(ways) + f"; or {_one_device(noun)}."
+
+
+def _one_device(noun: str) -> str:
+    """The other way out: one device per instance. Every Trainium type has several
+    NeuronCores (ml.trn1.2xlarge has 2), so there it means leaving the others idle."""
+    if noun == "NeuronCore":
+        return "keep one process per instance if the script is written for one NeuronCore"
+    return f"use a single {noun}"
 
 
 def _why_not_torchrun(ctx: Context, path: str) -> str:
