@@ -25,6 +25,10 @@ IMAGE_CONFIGS: dict[tuple[str, bool], str] = {
 # The SDK table for PyTorch training containers on Trainium (ml.trn*) instances.
 NEURON_IMAGE_CONFIG = "pytorch-neuron"
 
+# The first Neuron SDK release with Trainium2 (ml.trn2*): AWS Neuron release notes, Neuron 2.21.0
+# (2024-12-20), which added Trn2 and NeuronCore-v3. Containers built on older releases predate it.
+TRN2_FIRST_NEURON_SDK = "2.21.0"
+
 # Distribution strategies the PyTorch and Hugging Face estimators read, with the keys each one
 # reads. The SDK silently ignores anything else, so a typo there means a job that is not
 # distributed at all.

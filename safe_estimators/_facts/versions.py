@@ -92,6 +92,13 @@ def framework_container(config_name: str, version: str) -> Container:
     )
 
 
+def neuron_sdk_versions(config_name: str, version: str) -> tuple[str, ...]:
+    """The Neuron SDK releases a Neuron container line is built on (``sdk_versions`` in the
+    SDK's table, ``sdk2.4.0`` -> ``2.4.0``); empty when the table does not say."""
+    entry = _training_config(config_name).get("versions", {}).get(version, {})
+    return tuple(str(v).removeprefix("sdk") for v in entry.get("sdk_versions", ()))
+
+
 @functools.lru_cache(maxsize=_CACHED_VERSIONS)
 def huggingface_container(
     config_name: str, transformers_version: str, base_version: str, base: str = "pytorch"

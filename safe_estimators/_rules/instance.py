@@ -7,8 +7,14 @@ from collections.abc import Iterator
 import instance_catalog
 from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
-from safe_estimators._facts.versions import Container, framework_container, huggingface_container
-from safe_estimators._problems import Problem, count, did_you_mean
+from safe_estimators._facts.versions import (
+    Container,
+    framework_container,
+    huggingface_container,
+    neuron_sdk_versions,
+    parse_version,
+)
+from safe_estimators._problems import Problem, count, did_you_mean, warning
 from safe_estimators._rules.context import Context
 
 
@@ -179,6 +185,25 @@ def _neuron_versions(ctx: Context) -> Iterator[Problem]:
         )
         return
     yield from _py_version(ctx, container, f"PyTorch {container.version} Neuron")
+    yield from _trn2_container(ctx, container.version)
+
+
+def _trn2_container(ctx: Context, version: str) -> Iterator[Problem]:
+    """The SDK's Neuron containers for ml.trn2 may be built on a Neuron SDK older than Trn2."""
+    if ctx.instance is None or not ctx.instance.family.startswith("trn2"):
+        return
+    releases = neuron_sdk_versions(tables.NEURON_IMAGE_CONFIG, version)
+    first = tables.TRN2_FIRST_NEURON_SDK
+    if not releases or any(parse_version(r) >= parse_version(first) for r in releases):
+        return
+    yield warning(
+        "instance_type",
+        f"{ctx.instance_name} is Trainium2, and the SageMaker SDK's PyTorch {version} Neuron "
+        f"container is built on Neuron SDK {', '.join(releases)}; Trainium2 needs Neuron SDK "
+        f"{first} or later, so this container's runtime is unlikely to drive its NeuronCores.",
+        "pass image_uri= with a pytorch-training-neuronx container of Neuron SDK "
+        f"{first} or later (the Neuron deep learning containers list names them).",
+    )
 
 
 def _compiler_words(compiler: bool) -> str:
