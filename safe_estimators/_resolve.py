@@ -169,6 +169,10 @@ def script_context(ctx: Context) -> ScriptContext:
         checkpoint_in_hyperparameters=any(
             isinstance(v, str) and checkpoint_dir in v for v in spec.hyperparameters.values()
         ),
+        transformers_version=spec.transformers_version if spec.estimator == "huggingface" else None,
+        accelerate_device_map_bypass=str(
+            spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP", "")
+        ).lower() == "true",
     )
 
 

@@ -391,3 +391,82 @@ def test_a_save_inside_main_process_first_races_only_among_the_waiting_processes
     findings = [f for f in check_source(MAIN_PROCESS_FIRST_SCRIPT, context)
                 if f.rule == "save-on-every-rank"]
     assert [f.line for f in findings] == lines
+
+
+# --- device_map="auto" under a launcher -----------------------------------------------------
+
+DEVICE_MAP_TRAINER = """\
+import os
+from transformers import AutoModelForCausalLM, Trainer
+
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf", device_map={device_map})
+Trainer(model=model, args=training_args, train_dataset=dataset).train()
+"""
+
+
+def hf_context(**arguments: Any) -> ScriptContext:
+    job = {
+        "estimator": "huggingface", "entry_point": "train.py", "instance_type": "ml.g5.12xlarge",
+        "transformers_version": "4.36.0", "pytorch_version": "2.1.0", "py_version": "py310",
+        "distribution": TORCHRUN, **arguments,
+    }  # fmt: skip
+    ctx, _, _ = check_arguments(job)
+    assert ctx is not None
+    return script_context(ctx)
+
+
+def device_map_findings(device_map: str, context: ScriptContext) -> list[tuple[str, str]]:
+    source = DEVICE_MAP_TRAINER.format(device_map=device_map)
+    return [(f.rule, f.severity) for f in check_source(source, context)]
+
+
+def test_a_trainer_model_on_every_gpu_under_torchrun_is_refused_as_accelerate_refuses_it() -> None:
+    findings = device_map_findings('"auto"', hf_context())
+    assert ("device-map-under-launcher", "error") in findings
+    [finding] = [
+        f for f in check_source(DEVICE_MAP_TRAINER.format(device_map='"auto"'), hf_context())
+        if f.rule == "device-map-under-launcher"
+    ]
+    assert finding.line == 4 and "starts 4 processes" in finding.message
+    assert "device_map={'': int(os.environ['LOCAL_RANK'])}" in finding.hint
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        hf_context(transformers_version="4.28.1", pytorch_version="2.0.0"),
+        hf_context(environment={"ACCELERATE_BYPASS_DEVICE_MAP": "true"}),
+        context_of(instance_type="ml.g5.12xlarge", distribution=TORCHRUN),  # accelerate unpinned
+    ],
+    ids=["transformers-4.28", "bypass", "pytorch-estimator"],
+)
+def test_where_accelerate_may_not_refuse_it_is_a_warning(context: ScriptContext) -> None:
+    assert ("device-map-under-launcher", "warning") in device_map_findings('"auto"', context)
+
+
+@pytest.mark.parametrize(
+    ("device_map", "context"),
+    [
+        ("{'': int(os.environ['LOCAL_RANK'])}", hf_context()),  # one GPU per process
+        ('"auto"', hf_context(distribution=None)),  # one process over the GPUs: what it is for
+        ('"auto"', hf_context(instance_type="ml.g5.2xlarge", instance_count=2)),  # one GPU each
+    ],
+    ids=["per-process", "no-launcher", "one-gpu-instances"],
+)
+def test_device_map_where_it_fits_the_launcher_is_not_reported(
+    device_map: str, context: ScriptContext
+) -> None:
+    rules = [rule for rule, _ in device_map_findings(device_map, context)]
+    assert "device-map-under-launcher" not in rules
+
+
+def test_and_the_factory_refuses_the_job_at_entry_point(tmp_path: Path) -> None:
+    from safe_estimators import huggingface
+
+    (tmp_path / "train.py").write_text(DEVICE_MAP_TRAINER.format(device_map='"auto"'))
+    with pytest.raises(ConfigError) as raised:
+        huggingface(entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
+                    instance_type="ml.g5.12xlarge", transformers_version="4.36.0",
+                    pytorch_version="2.1.0", py_version="py310", distribution=TORCHRUN)
+    assert [p.path for p in raised.value.problems] == ["entry_point"]
+    assert "train.py:4: `" in raised.value.problems[0].message

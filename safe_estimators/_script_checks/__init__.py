@@ -63,6 +63,7 @@ from safe_estimators._script_checks.rules.amp import (
 )
 from safe_estimators._script_checks.rules.environ import _rule_environ_values
 from safe_estimators._script_checks.rules.launch import (
+    _rule_device_map_under_launcher,
     _rule_hard_coded_device,
     _rule_no_distributed_sampler,
     _rule_no_process_group,
@@ -270,6 +271,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule_no_distributed_sampler,
     _rule_hard_coded_device,
     _rule_save_every_rank,
+    _rule_device_map_under_launcher,
     _rule_smddp_not_imported,
     _rule_smddp_job_uses_nccl,
     _rule_smp_v2_no_init,

@@ -40,6 +40,10 @@ class ScriptContext:
         checkpoint_dir: the local folder SageMaker syncs with ``checkpoint_s3_uri``.
         checkpoint_in_hyperparameters: a hyperparameter names ``checkpoint_dir``, so the
             script may read it from its arguments.
+        transformers_version: the Hugging Face container's transformers version; ``None`` when
+            unknown (the PyTorch estimator installs it from requirements.txt).
+        accelerate_device_map_bypass: the environment sets ``ACCELERATE_BYPASS_DEVICE_MAP=true``,
+            which turns off Accelerate's refusal of device_map models in distributed mode.
     """
 
     training_compiler: bool = False
@@ -59,6 +63,8 @@ class ScriptContext:
     use_spot_instances: bool = False
     checkpoint_dir: str = "/opt/ml/checkpoints"
     checkpoint_in_hyperparameters: bool = False
+    transformers_version: str | None = None
+    accelerate_device_map_bypass: bool = False
 
     @property
     def multi_process(self) -> bool | None:

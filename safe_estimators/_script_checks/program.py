@@ -51,6 +51,8 @@ _UTILITIES = frozenset({
 # a dict or a per-process index puts the model on one device.
 _SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
 _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})
+# Packages whose `*Trainer` prepares the model with Accelerate.
+_ACCELERATE_TRAINER_PACKAGES = frozenset({"transformers", "trl"})
 # Calls that start one worker per device from inside the script (torch_xla's xmp.spawn uses every
 # NeuronCore or GPU of the host: AWS Neuron docs, "Distributed Data Parallel Training Tutorial").
 _SPAWNERS = frozenset({
@@ -121,20 +123,42 @@ class _Program:
         spread over them), ``"data_parallel"`` (torch.nn.DataParallel replicates it),
         ``"spawn"`` (it starts a worker per device itself: xmp.spawn, torch.multiprocessing's
         spawn, or a launcher such as torchrun that it runs), or None."""
+        if self.spreading_device_maps:
+            return "device_map"
         found = None
-        for module, call in self.calls():
+        for _, call in self.calls():
             if call.name in _DATA_PARALLEL:
                 found = found or "data_parallel"
             elif call.name in _SPAWNERS:
                 found = found or "spawn"
-            value = _keyword(call.node, "device_map")
-            if value is not None and self._spreading(module, value):
-                return "device_map"
         if found is None and self.runs_other_programs and any(
             self.mentions(option) for option in _LAUNCHER_OPTIONS
         ):
             return "spawn"
         return found
+
+    @cached_property
+    def spreading_device_maps(self) -> list[tuple[_Module, _Call]]:
+        """Calls that load a model over every visible GPU (``device_map="auto"``, ...)."""
+        return [
+            (module, call)
+            for module, call in self.calls()
+            if (value := _keyword(call.node, "device_map")) is not None
+            and self._spreading(module, value)
+        ]
+
+    @cached_property
+    def accelerate_based(self) -> bool:
+        """Hugging Face Accelerate prepares the model: ``accelerator.prepare`` in the script, or
+        a Transformers or TRL ``*Trainer`` (the Trainer is built on Accelerate)."""
+        if self.accelerate_prepared:
+            return True
+        names = [call.name for _, call in self.calls()]
+        names += [b for module in self.modules for _, bases in module.class_bases for b in bases]
+        return any(
+            name.partition(".")[0] in _ACCELERATE_TRAINER_PACKAGES and name.endswith("Trainer")
+            for name in names
+        )
 
     @staticmethod
     def _spreading(module: _Module, value: ast.expr) -> bool:

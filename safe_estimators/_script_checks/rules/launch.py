@@ -11,6 +11,8 @@ import ast
 import re
 from collections.abc import Iterator
 
+from packaging.version import InvalidVersion, Version
+
 from safe_estimators._script_checks.findings import Finding, ScriptContext
 from safe_estimators._script_checks.program import _Program
 from safe_estimators._script_checks.summary import _Call, _keyword, _Module, _short, _src
@@ -393,3 +395,52 @@ def _inner_block(stmt: ast.stmt, line: int) -> list[ast.stmt]:
         if block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno):
             return block
     return []
+
+
+# Accelerate's `prepare` refuses a model whose device_map spans several devices in any
+# distributed mode (accelerate/accelerator.py, `verify_device_map`), and the Hugging Face
+# Trainer prepares its model with Accelerate. Transformers 4.36 needs an Accelerate that has
+# the check; below it (or with the version unknown) the finding is a warning.
+_ACCELERATE_REFUSES_FROM = Version("4.36")
+_DATA_PARALLEL_LAUNCHERS = frozenset({"torchrun", "pytorchddp", "smddp", "mpi"})
+
+
+def _rule_device_map_under_launcher(
+    program: _Program, context: ScriptContext
+) -> Iterator[Finding]:
+    """``device_map="auto"`` spreads a process's model over every GPU it sees; a launcher that
+    starts several processes gives each one all of them."""
+    if context.launcher not in _DATA_PARALLEL_LAUNCHERS or not _launches_many(context):
+        return
+    if (context.gpus_per_instance or 0) <= 1 or not program.spreading_device_maps:
+        return
+    module, call = program.spreading_device_maps[0]
+    refused = _accelerate_refuses(program, context)
+    effect = (
+        "Accelerate, with which the Hugging Face Trainer prepares the model, refuses a model "
+        "spread over several devices in distributed mode, so the job stops before its first "
+        "step (\"You can't train a model that has been loaded with device_map='auto' in any "
+        "distributed mode\")."
+        if refused
+        else "each process loads its own copy spread over the same GPUs: with Accelerate (the "
+        "Hugging Face Trainer) the job stops before its first step, and without it the copies "
+        "train independently in the GPUs' shared memory."
+    )
+    yield Finding(
+        module.file, call.line, "error" if refused else "warning", "device-map-under-launcher",
+        f"`{_short(call)}` at line {call.line} spreads the model over every GPU of the instance "
+        f"(device_map), but the job's launcher ({context.launcher}) starts "
+        f"{_processes(context)}: {effect}",
+        "put each process's model on its own GPU: device_map={'': int(os.environ['LOCAL_RANK'])} "
+        "(or no device_map); or remove the launcher, to keep one process that spreads the model "
+        "over the GPUs.",
+    )
+
+
+def _accelerate_refuses(program: _Program, context: ScriptContext) -> bool:
+    if context.accelerate_device_map_bypass or not program.accelerate_based:
+        return False
+    try:
+        return Version(context.transformers_version or "") >= _ACCELERATE_REFUSES_FROM
+    except InvalidVersion:
+        return False
