@@ -398,9 +398,12 @@ def _inner_block(stmt: ast.stmt, line: int) -> list[ast.stmt]:
 
 
 # Accelerate's `prepare` refuses a model whose device_map spans several devices in any
-# distributed mode (accelerate/accelerator.py, `verify_device_map`), and the Hugging Face
-# Trainer prepares its model with Accelerate. Transformers 4.36 needs an Accelerate that has
-# the check; below it (or with the version unknown) the finding is a warning.
+# distributed mode (accelerate/accelerator.py, `verify_device_map`; since Accelerate 0.22.0,
+# PR #1810), and the Hugging Face Trainer prepares its model with Accelerate. The Hugging Face
+# training containers ship Accelerate 0.19.0 with transformers 4.28 (PyTorch 2.0) and 0.26.0
+# with transformers 4.36 (PyTorch 2.1; aws/deep-learning-containers, huggingface/pytorch/
+# training/docker/*/Dockerfile.gpu): from 4.36 the job fails, below it (or with the version
+# unknown) the finding is a warning.
 _ACCELERATE_REFUSES_FROM = Version("4.36")
 _DATA_PARALLEL_LAUNCHERS = frozenset({"torchrun", "pytorchddp", "smddp", "mpi"})
 
