@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from packaging.version import InvalidVersion, Version
 
@@ -265,12 +265,20 @@ def _rule_save_every_rank(program: _Program, context: ScriptContext) -> Iterator
 def _names_rank(target: ast.expr, module: _Module, call: _Call) -> bool:
     """The destination mentions the rank, itself or through a variable assigned before the
     save (``name = f"rank_{smp.rank()}_" + x`` then ``os.path.join(folder, name)``)."""
-    if "rank" in _text(target).lower():
+    return _says(target, module, call, lambda text: "rank" in text.lower())
+
+
+def _says(
+    node: ast.expr, module: _Module, call: _Call, test: Callable[[str], object]
+) -> bool:
+    """``test`` holds for the source of ``node``, or of the value a name in it was last
+    assigned before ``call``."""
+    if test(_text(node)):
         return True
-    for node in ast.walk(target):
-        if isinstance(node, ast.Name):
-            value = module.latest_value(node.id, call.scope, call.pos)
-            if value is not None and "rank" in _text(value).lower():
+    for name in ast.walk(node):
+        if isinstance(name, ast.Name):
+            value = module.latest_value(name.id, call.scope, call.pos)
+            if value is not None and test(_text(value)):
                 return True
     return False
 
@@ -361,14 +369,7 @@ def _guarded_in(body: list[ast.stmt], module: _Module, call: _Call) -> bool:
 def _tests_rank(test: ast.expr, module: _Module, call: _Call) -> bool:
     """The condition names the rank, itself or through a variable assigned before the call
     (``is_root = xm.is_master_ordinal(local=False)``, then ``if is_root and ...:``)."""
-    if _RANK_TEST.search(_text(test)):
-        return True
-    for node in ast.walk(test):
-        if isinstance(node, ast.Name):
-            value = module.latest_value(node.id, call.scope, call.pos)
-            if value is not None and _RANK_TEST.search(_text(value)):
-                return True
-    return False
+    return _says(test, module, call, _RANK_TEST.search)
 
 
 def _is_early_exit(stmt: ast.stmt, module: _Module, call: _Call) -> bool:
