@@ -130,9 +130,7 @@ def check_script(
     error, or a file too large or too deeply nested to analyse each give one finding; this
     function does not raise on any file content.
     """
-    given = Path(entry_point)
-    base = Path(source_dir) if source_dir is not None else None
-    path = base / given if base is not None else given
+    path, given, base = _located(entry_point, source_dir)
     shown = _display_name(path, base, given)
     if path.suffix != ".py" and path.is_file():
         # SageMaker runs a non-.py entry point as a program (shell script, binary), not with
@@ -184,13 +182,21 @@ def device_use(
     (``from_pretrained(..., device_map="auto")`` spreads the model over them), ``"data_parallel"``
     (``torch.nn.DataParallel``), ``"spawn"`` (``xmp.spawn``, ``torch.multiprocessing.spawn``, or a
     launcher it runs), or None (one GPU, or not readable). Never raises."""
-    given = Path(entry_point)
-    base = Path(source_dir) if source_dir is not None else None
-    path = base / given if base is not None else given
+    path, given, base = _located(entry_point, source_dir)
     if path.suffix != ".py":
         return _program_spawns(path)
     with _gc_paused():
         return _device_use(path, given, base)
+
+
+def _located(
+    entry_point: str | os.PathLike[str], source_dir: str | os.PathLike[str] | None
+) -> tuple[Path, Path, Path | None]:
+    """The entry point's path (relative to ``source_dir``, SageMaker's convention), as given,
+    and ``source_dir``."""
+    given = Path(entry_point)
+    base = Path(source_dir) if source_dir is not None else None
+    return (base / given if base is not None else given), given, base
 
 
 def _program_spawns(path: Path) -> str | None:
