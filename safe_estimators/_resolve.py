@@ -262,7 +262,7 @@ def _cached_script_checks(
 
 def check_entry_point(ctx: Context) -> list[Finding]:
     """Run the training-script checks when the entry point is a local file."""
-    if not ctx.spec.check_script or ctx.script_file is None:
+    if ctx.script_file is None:
         return []
     spec = ctx.spec
     return list(

@@ -192,9 +192,12 @@ class Context:
 
     @functools.cached_property
     def script_file(self) -> str | None:
-        """The entry point as a readable local file, or None (S3, git, pipeline variable)."""
+        """The entry point as a local file the script checks read, or None (S3, git, a
+        pipeline variable, a missing file, or ``check_script`` off)."""
         spec = self.spec
-        if spec.extra.get("git_config") or not isinstance(spec.entry_point, str):
+        if not spec.check_script or spec.extra.get("git_config"):
+            return None
+        if not isinstance(spec.entry_point, str):
             return None
         if isinstance(spec.source_dir, str) and "://" in spec.source_dir:
             return None
@@ -220,9 +223,8 @@ class Context:
     @functools.cached_property
     def script_device_use(self) -> str | None:
         """How the local script's one process uses several GPUs itself (``_script_checks``'
-        ``device_use``: "device_map", "data_parallel" or "spawn"), or None; nothing is read when the
-        spec turns the script checks off."""
-        if not self.spec.check_script or self.script_file is None:
+        ``device_use``: "device_map", "data_parallel" or "spawn"), or None (no ``script_file``)."""
+        if self.script_file is None:
             return None
         return _device_use(self.spec.entry_point, self.spec.source_dir, self.script_fingerprint)
 
