@@ -20,7 +20,7 @@ from safe_estimators._bounds import (
     shape_problems,
     too_wide_to_package,
 )
-from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._problems import ConfigError, Problem, value_at
 from safe_estimators._spec import JobSpec, spec_arguments
 
 SUFFIXES = (".yaml", ".yml", ".json", ".toml")
@@ -236,13 +236,7 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
     if "model.config" in outside:
         arguments["model"] = {k: v for k, v in arguments["model"].items() if k != "config"}
     if _PARAMETERS_PATH in outside:
-        distribution = arguments["distribution"]
-        smdistributed = distribution["smdistributed"]
-        block = {**smdistributed["modelparallel"], "parameters": {}}
-        arguments["distribution"] = {
-            **distribution,
-            "smdistributed": {**smdistributed, "modelparallel": block},
-        }
+        arguments = _with_parameters(arguments, {})
     return arguments
 
 
@@ -359,10 +353,17 @@ _PARAMETERS_PATH = "distribution.smdistributed.modelparallel.parameters"
 
 def _parameters_file(data: Mapping[str, Any]) -> str | None:
     """The model parallel parameters file a spec names, or None."""
-    found: Any = data
-    for key in _PARAMETERS_PATH.split("."):
-        found = found.get(key) if isinstance(found, dict) else None
+    found = value_at(data, _PARAMETERS_PATH)
     return found if isinstance(found, str) and found else None
+
+
+def _with_parameters(arguments: dict[str, Any], parameters: object) -> dict[str, Any]:
+    """``arguments`` with the model parallel ``parameters`` replaced (the others as they are)."""
+    distribution = arguments["distribution"]
+    smdistributed = distribution["smdistributed"]
+    block = {**smdistributed["modelparallel"], "parameters": parameters}
+    smdistributed = {**smdistributed, "modelparallel": block}
+    return {**arguments, "distribution": {**distribution, "smdistributed": smdistributed}}
 
 
 def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
@@ -373,11 +374,7 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
         out["model"] = {**model, "config": str(folder / model["config"])}
     parameters = _parameters_file(out)
     if parameters is not None:
-        distribution = out["distribution"]
-        smdistributed = distribution["smdistributed"]
-        block = {**smdistributed["modelparallel"], "parameters": str(folder / parameters)}
-        smdistributed = {**smdistributed, "modelparallel": block}
-        out["distribution"] = {**distribution, "smdistributed": smdistributed}
+        out = _with_parameters(out, str(folder / parameters))
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")

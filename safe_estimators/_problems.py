@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 import attrs
@@ -90,3 +90,11 @@ def count(number: object, noun: str) -> str:
 def join_path(*parts: object) -> str:
     """Join path parts with dots, skipping empty ones (``join_path("", "a") == "a"``)."""
     return ".".join(str(p) for p in parts if p not in ("", None))
+
+
+def value_at(data: object, path: str) -> object:
+    """What a dotted path names in nested mappings (``value_at(d, "a.b") == d["a"]["b"]``), or
+    None where one of its keys is missing."""
+    for key in path.split("."):
+        data = data.get(key) if isinstance(data, Mapping) else None
+    return data

@@ -40,6 +40,7 @@ from safe_estimators._problems import (
     closest,
     did_you_mean,
     join_path,
+    value_at,
     warning,
 )
 
@@ -628,17 +629,11 @@ _KEYWORD_OWNERS: tuple[tuple[str, frozenset[str]], ...] = (
 
 def _misplaced_hint(hints: Mapping[str, str], value: object, distribution: object) -> str:
     """The table's hint for the launcher the job enables (``""``: any other job)."""
-    enabled = next((name for name in hints if name and is_enabled(_block(distribution, name))), "")
+    launchers = (name for name in hints if name and is_enabled(value_at(distribution, name)))
+    enabled = next(launchers, "")
     shown = quote(value)
     quoted = isinstance(value, str) and len(shown) > 1 and shown[0] == shown[-1] in "'\""
     return hints[enabled].format(value=shown, text=shown[1:-1] if quoted else shown)
-
-
-def _block(distribution: object, dotted: str) -> object:
-    """``distribution["smdistributed"]["dataparallel"]`` for "smdistributed.dataparallel"."""
-    for part in dotted.split("."):
-        distribution = distribution.get(part) if isinstance(distribution, Mapping) else None
-    return distribution
 
 
 def _v2_names(data: Mapping[Any, Any], path: str) -> tuple[dict[Any, Any], list[Problem]]:
