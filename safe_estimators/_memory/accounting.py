@@ -274,13 +274,13 @@ def _quantized_weights(
     outside the embeddings (0 without ``quantization``)."""
     if shape.quantization is None:
         return 0.0
-    frozen = params - trainable
-    if frozen <= 0:
+    if not shape.trains_adapters:
         notes.append(
             f"quantization {shape.quantization} not counted: every parameter is trainable "
             "(give trainable_parameters, the adapters' count)"
         )
         return 0.0
+    frozen = params - trainable
     embeddings = shape.embedding_parameters
     if embeddings is None:
         notes.append(

@@ -76,6 +76,11 @@ class CompleteShape:
         return min(self.trainable_parameters or self.parameters, self.parameters)
 
     @property
+    def trains_adapters(self) -> bool:
+        """Only some parameters train (LoRA-style adapters); the rest are frozen weights."""
+        return self.parameters is not None and self.trainable < self.parameters
+
+    @property
     def embedding_parameters(self) -> int | None:
         """The input (and, untied, output) embeddings: bitsandbytes leaves them unquantized."""
         if self.vocab_size is None or self.hidden_size is None:

@@ -137,7 +137,7 @@ def _micro_batch(job: Job) -> Iterator[tuple[str, Job]]:
 def _quantize(job: Job) -> Iterator[tuple[str, Job]]:
     # Frozen weights only (LoRA-style jobs): bitsandbytes' quantized layers take no gradients.
     shape = job.shape
-    if shape.parameters is None or shape.trainable >= shape.parameters:
+    if not shape.trains_adapters:
         return
     steps = {None: ("8bit", "4bit"), "8bit": ("4bit",)}.get(shape.quantization, ())
     for bits in steps:

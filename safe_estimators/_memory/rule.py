@@ -159,9 +159,7 @@ def _fits_if_quantized(job: Job) -> bool:
     # Adapter training (trainable_parameters below parameters) with no word on quantization:
     # QLoRA scripts load the frozen model in 4 bits, which the job's options cannot show.
     shape = job.shape
-    if shape.quantization is not None or shape.parameters is None:
-        return False
-    if shape.trainable >= shape.parameters:
+    if shape.quantization is not None or not shape.trains_adapters:
         return False
     quantized = attrs.evolve(shape, quantization="4bit")
     return bool(attrs.evolve(job, shape=quantized).estimate().fits)
