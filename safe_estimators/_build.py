@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from safe_estimators._cache import cache_folder, write_atomically
-from safe_estimators._distributions.instance_groups import describe, total_instances
+from safe_estimators._distributions.instance_groups.spec import describe, total_instances
 from safe_estimators._distributions.torchrun import concrete_instance_type_needed
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import instance_catalog
+from safe_estimators._context import LOCAL_TYPES, Context
 from safe_estimators._distributions import is_enabled
-from safe_estimators._distributions.instance_groups import (
+from safe_estimators._distributions.instance_groups.spec import (
     launch_group,
     named_groups,
     total_instances,
@@ -31,7 +32,7 @@ from safe_estimators._facts import tables
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
-from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
+from safe_estimators._rules import run_rules
 from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._spec import (
     JobSpec,

@@ -32,7 +32,7 @@ from safe_estimators._facts.versions import (
 from safe_estimators._problems import Problem, warning
 
 if TYPE_CHECKING:
-    from safe_estimators._rules.context import Context
+    from safe_estimators._context import Context
 
 PATH = "distribution.torch_distributed"
 

@@ -71,9 +71,9 @@ def placements(
 
 def placements_of_file(path: str) -> list[Placement]:
     """``placements`` of a spec file (its model-parallel options parsed as the rules do)."""
+    from safe_estimators._context import Context
     from safe_estimators._files import load_spec
     from safe_estimators._resolve import _model_parallel
-    from safe_estimators._rules import Context
 
     spec = load_spec(path)
     model_parallel = _model_parallel(spec)[0]

@@ -3,12 +3,14 @@
 Every rule runs; their problems are gathered into one ConfigError. No rule raises for a user
 mistake and none imports ``sagemaker``. A new check is one function in the module of its
 concern in this folder (``instance``, ``compiler``, ``distribution``, ``safety``), listed in
-``RULES`` below; ``context`` holds what every rule reads. Rules that belong to one distribution
-strategy (model parallelism, a launcher) live with that strategy in ``_distributions/``.
+``RULES`` below; every rule reads the job's ``Context`` (``safe_estimators._context``). Rules
+that belong to one distribution strategy (model parallelism, a launcher) live with that
+strategy in ``_distributions/``.
 """
 
 from __future__ import annotations
 
+from safe_estimators._context import Context, Rule
 from safe_estimators._problems import Problem
 from safe_estimators._rules.compiler import (
     compiler_debugging_tools,
@@ -19,7 +21,6 @@ from safe_estimators._rules.compiler import (
     compiler_multi_gpu,
     compiler_profiling_asked,
 )
-from safe_estimators._rules.context import LOCAL_TYPES, Context, Rule
 from safe_estimators._rules.distribution import (
     distribution_needs_gpus,
     distribution_shape,
@@ -45,7 +46,7 @@ from safe_estimators._rules.safety import (
 )
 from safe_estimators._rules.source import source_code_exists
 
-__all__ = ["LOCAL_TYPES", "RULES", "Context", "Rule", "run_rules"]
+__all__ = ["RULES", "run_rules"]
 
 RULES: tuple[Rule, ...] = (
     source_code_exists,

@@ -7,11 +7,11 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._context import Context
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.launchers import LAUNCHER_RULES
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, did_you_mean, join_path, warning
-from safe_estimators._rules.context import Context
 from safe_estimators._rules.instance import pipeline_parameter_instance_type
 
 

@@ -1,4 +1,10 @@
-"""What the rules look at: a typed spec with its catalog entry and parsed parts."""
+"""What the rules look at: a typed spec with its catalog entry and parsed parts.
+
+The core of the rules stage: the job-level rules (``_rules/``), the launchers
+(``_distributions/``), the memory fit and the resolver read it, and it reads only what lies
+below them (the typed spec, the facts, the catalog and the launcher selection of
+``_distributions.selection``), so that no import circle runs through it.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +19,8 @@ from packaging.version import InvalidVersion
 import instance_catalog
 from safe_estimators._bounds import Tree, too_wide_to_package, walk_tree
 from safe_estimators._distributions import is_enabled
-from safe_estimators._distributions.dropped import huggingface_launcher
 from safe_estimators._distributions.model_parallel import library_generation
-from safe_estimators._distributions.mpi import injects_processes
+from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import (
     framework_container,
@@ -65,7 +70,12 @@ class Context:
     @property
     def gpu_derived(self) -> bool:
         """Values computed from the GPU count are injected (compiler, model parallelism, MPI)."""
-        return self.compiler or self.model_parallel is not None or injects_processes(self)
+        return self.compiler or self.model_parallel is not None or self.mpi_processes_derived
+
+    @property
+    def mpi_processes_derived(self) -> bool:
+        """MPI's process count is derived from the GPUs per instance (``mpi.injects_processes``)."""
+        return mpi_processes_derived(self.distribution, self.spec.estimator, self.gpus_per_instance)
 
     @property
     def gpu_assumption(self) -> str:
@@ -235,7 +245,7 @@ class Context:
         The one model of each estimator's dispatch (the SDK-added hyperparameters and the
         launcher the script checks assume both read it): the PyTorch estimator runs
         ``pytorchddp`` as ``smdistributed.dataparallel``; the Hugging Face estimator's enabled
-        ``pytorchddp`` or ``torch_distributed`` is sent alone (``dropped.huggingface_launcher``);
+        ``pytorchddp`` or ``torch_distributed`` is sent alone (``selection.huggingface_launcher``);
         the PyTorch estimator's ``torch_distributed`` is sent alone unless ``smdistributed`` is
         beside it.
         """
@@ -262,7 +272,7 @@ class Context:
         mpi = distribution.get("mpi")
         if isinstance(mpi, Mapping):
             found.append("mpi")
-            if mpi.get("processes_per_host") or injects_processes(self):
+            if mpi.get("processes_per_host") or self.mpi_processes_derived:
                 found.append("mpi.processes_per_host")
         smdistributed = distribution.get("smdistributed")
         if smdistributed is not None:
