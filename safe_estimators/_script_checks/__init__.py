@@ -23,6 +23,7 @@ Where things are, so that a new check is one small function in the file named af
 - ``program``: ``_Program`` groups the entry point with its local modules and answers
   program-wide questions (is it built on the Hugging Face Trainer? does it import torch_xla?).
 - ``files``: reading files and finding the local modules an import names.
+- ``libraries``: the libraries each absence rule knows (the severity policy below).
 - ``rules/``: the rules, one module per family, each rule a generator over the program and the
   context: ``rules.xla`` (xla_spawn jobs), ``rules.environ`` (``os.environ``, GPU_NUM_DEVICES),
   ``rules.padding``, ``rules.amp`` (GradScaler order), ``rules.smp`` (model parallelism fp16),
@@ -33,6 +34,25 @@ Where things are, so that a new check is one small function in the file named af
 
 The rules are heuristics over names. They prefer silence to crying wolf: each one says which
 patterns it accepts, and an expression it cannot read (``padding=args.padding``) is not a finding.
+
+The severity policy, which every rule follows:
+
+- Positive evidence (a call that is wrong in itself: ``os.environ["GPU_NUM_DEVICES"] = 4``,
+  ``init_process_group("nccl")`` on Trainium, ``tsm.init()`` before the smddp group) may be an
+  error: the job fails or trains wrongly whatever else the program does.
+- A finding that rests on an absence ("never initialises the process group", "never calls
+  ``smp.init()``", "never imports ``torch_smddp``", "no ``_mp_fn``") is an error only when the
+  whole program is visible to that rule: every module it imports is the standard library, a
+  library the rule knows (its table in ``libraries``, each entry with the source that shows what
+  the library does), or a local module the checks read. Otherwise it is a warning that names what
+  could not be seen (``megatron``, an unknown framework, the local modules the read budget left
+  unread): a framework we have not heard of may do the missing thing itself. A local package that
+  shadows an installed one (a ``megatron/`` folder in source_dir) is read like any local module,
+  within the read budget.
+- Frameworks verified to set up the process group themselves (Megatron's ``pretrain`` and
+  ``initialize_megatron``, NeMo, Composer, Ray Train, Accelerate, DeepSpeed, Lightning, ...)
+  are in ``libraries.PROCESS_GROUP_INITIALISERS``, each with its source line; a script that
+  calls one has no finding at all.
 """
 
 from __future__ import annotations
@@ -109,7 +129,7 @@ from safe_estimators._script_checks.rules.xla import (
     _rule_mark_step,
     _rule_mp_fn,
 )
-from safe_estimators._script_checks.summary import _parse
+from safe_estimators._script_checks.summary import _Module, _parse
 
 __all__ = ["Finding", "ScriptContext", "check_script", "check_source", "device_use"]
 
@@ -231,22 +251,39 @@ def _load_program(
     name_roots.append((_real(path).parent, given.parent))
     seen = {_real(path)}
     queue = [loaded]
-    while queue and not budget.exhausted:
+    unread: list[str] = []
+    while queue:
         module = queue.pop(0)
         for candidate in _local_imports(module, roots):
             real = _real(candidate)
-            if real in seen or budget.exhausted:
+            if real in seen:
                 continue
             seen.add(real)
             # Named where it was found: a link is not followed to name its target.
             name = _helper_name(_real(candidate.parent) / candidate.name, name_roots)
+            if budget.exhausted:
+                unread.append(name)
+                continue
             helper = _load(candidate, name, required=False, roots=roots, budget=budget)
             if isinstance(helper, Finding):
                 findings.append(helper)
+                unread.append(name)
                 continue
             modules.append(helper)
             queue.append(helper)
-    return _Program(modules), findings
+    program = _Program(modules, local_tops=_local_tops(modules, roots), unread=tuple(unread))
+    return program, findings
+
+
+def _local_tops(modules: list[_Module], roots: list[Path]) -> frozenset[str]:
+    """The top-level names the program imports that Python finds in the search roots (a
+    module, or a package with ``__init__.py``)."""
+    tops = {name.partition(".")[0] for m in modules for name, _, lvl in m.raw_imports if not lvl}
+    return frozenset(
+        top for top in tops
+        if top and any((r / f"{top}.py").is_file() or (r / top / "__init__.py").is_file()
+                       for r in roots)
+    )
 
 
 # Every rule runs on every check; each gates itself on the job configuration first.

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 
+from safe_estimators._problems import Severity
+from safe_estimators._script_checks.findings import Finding
+from safe_estimators._script_checks.libraries import STANDARD_LIBRARY
 from safe_estimators._script_checks.summary import (
     _Call,
     _dotted,
@@ -68,9 +71,19 @@ _OPTIMIZER_TAILS = frozenset({"AdamW", "Adafactor", "FusedAdam", "FusedLAMB", "L
 
 
 class _Program:
-    def __init__(self, modules: list[_Module]) -> None:
+    def __init__(
+        self,
+        modules: list[_Module],
+        *,
+        local_tops: frozenset[str] = frozenset(),
+        unread: tuple[str, ...] = (),
+    ) -> None:
         self.entry = modules[0]
         self.modules = modules
+        # Top-level names of the imports that resolved to local files (read or not), and the
+        # local modules the checks could not read (the read budget, unreadable files).
+        self.local_tops = local_tops
+        self.unread = unread
         self._mark_cache: dict[tuple[int, int], tuple[tuple[int, int], set[int]]] = {}
 
     def calls(self) -> Iterator[tuple[_Module, _Call]]:
@@ -94,6 +107,58 @@ class _Program:
             for module in self.modules
             for name in module.imported
         )
+
+    @cached_property
+    def libraries(self) -> frozenset[str]:
+        """Top-level names of what the program imports that is neither the standard library nor
+        one of its local modules: ``{"torch", "megatron"}``."""
+        names = set()
+        for module in self.modules:
+            for name, _, level in module.raw_imports:
+                top = name.partition(".")[0]
+                if not level and top and top not in STANDARD_LIBRARY:
+                    names.add(top)
+        return frozenset(names - self.local_tops - self.local_names)
+
+    def unseen(self, known: Mapping[str, str]) -> list[str]:
+        """What a rule that reports an absence cannot see into, given the libraries it
+        ``known``s (a table of ``libraries``): the other libraries the program imports, and the
+        local modules left unread. Empty: the whole program is visible to that rule."""
+        hidden = sorted(name for name in self.libraries if name not in known)
+        if self.unread:
+            shown = ", ".join(self.unread[:3]) + (", ..." if len(self.unread) > 3 else "")
+            hidden.append(f"{len(self.unread)} local module(s) not read ({shown})")
+        return hidden
+
+    def absence(self, known: Mapping[str, str], severity: Severity = "error") -> tuple[
+        Severity, str
+    ]:
+        """The severity of a finding that rests on something missing, and what to add to its
+        message: ``severity`` when the whole program is visible to the rule (``unseen`` is
+        empty), else a warning naming what the checks could not see."""
+        hidden = self.unseen(known)
+        if not hidden:
+            return severity, ""
+        return "warning", (
+            f" The checks cannot see into {', '.join(hidden)}, which may do it for the script: "
+            "a warning, not an error."
+        )
+
+    def absent(
+        self,
+        known: Mapping[str, str],
+        rule: str,
+        message: str,
+        hint: str,
+        *,
+        severity: Severity = "error",
+        file: str | None = None,
+        line: int = 0,
+    ) -> Finding:
+        """A finding that rests on something missing, judged by ``absence``; about the whole
+        entry point unless ``file`` and ``line`` say where."""
+        judged, unseen = self.absence(known, severity)
+        return Finding(file or self.entry.file, line, judged, rule, message + unseen, hint)
 
     @cached_property
     def local_names(self) -> set[str]:
