@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -75,6 +75,7 @@ from safe_estimators._script_checks.files import (
     _too_large,
 )
 from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.memory_facts import ScriptMemoryFacts, memory_facts
 from safe_estimators._script_checks.program import _LAUNCHER_OPTIONS, _Program
 from safe_estimators._script_checks.rules.amp import (
     _rule_amp_clip_before_unscale,
@@ -131,7 +132,9 @@ from safe_estimators._script_checks.rules.xla import (
 )
 from safe_estimators._script_checks.summary import _Module, _parse
 
-__all__ = ["Finding", "ScriptContext", "check_script", "check_source", "device_use"]
+__all__ = [
+    "Finding", "ScriptContext", "check_script", "check_source", "device_use", "script_memory_facts",
+]
 
 def check_script(
     entry_point: str | os.PathLike[str],
@@ -207,6 +210,29 @@ def device_use(
         return _program_spawns(path)
     with _gc_paused():
         return _device_use(path, given, base)
+
+
+def script_memory_facts(
+    entry_point: str | os.PathLike[str],
+    hyperparameters: Mapping[str, object],
+    *,
+    source_dir: str | os.PathLike[str] | None = None,
+) -> ScriptMemoryFacts | None:
+    """What the script does that the memory estimate counts (``memory_facts``: sharding,
+    offload, checkpointing, precision, quantized loading, each with its line), run with
+    ``hyperparameters``; None when the entry point is not a readable Python file. Never
+    raises."""
+    path, given, base = _located(entry_point, source_dir)
+    if path.suffix != ".py":
+        return None
+    with _gc_paused():
+        program, _ = _load_program(path, _display_name(path, base, given), given, base)
+        if program is None:
+            return None
+        try:
+            return memory_facts(program, hyperparameters, base)
+        except Exception:  # a bug in one reading must not block the job: today's caveat
+            return None
 
 
 def _located(
