@@ -203,3 +203,32 @@ def test_an_unknown_library_leaves_the_sharding_undecided(tmp_path: Path) -> Non
     found = facts(tmp_path)
     assert found.sharding is None
     assert "my_trainer_lib" in found.undecided[0]
+
+
+PURE_BF16_DDP = DDP_SCRIPT.replace(
+    'from_pretrained("meta-llama/Llama-3.1-8B")',
+    'from_pretrained("meta-llama/Llama-3.1-8B", torch_dtype=torch.bfloat16)',
+)
+
+
+def test_weights_loaded_in_16_bits_make_the_refusal_a_warning(tmp_path: Path) -> None:
+    estimator = build(tmp_path, PURE_BF16_DDP)
+    [warning] = [w for w in safe_estimators.explain(estimator).warnings if w.path == "model"]
+    assert "unless the estimate counts high: the weights are 16-bit" in warning.message
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["from torch.distributed.tensor.parallel import parallelize_module\nparallelize_module(m)",
+     "from torch.distributed.pipelining import pipeline\npipeline(m)"],
+    ids=["tensor-parallel", "pipelining"],
+)
+def test_torch_tensor_or_pipeline_parallelism_is_undecided(tmp_path: Path, call: str) -> None:
+    write(tmp_path, "import torch\n" + call + "\n")
+    assert facts(tmp_path).undecided
+
+
+def test_zero_redundancy_optimizer_shards_the_optimizer_states(tmp_path: Path) -> None:
+    write(tmp_path, "import torch\nfrom torch.distributed.optim import ZeroRedundancyOptimizer\n"
+          "ZeroRedundancyOptimizer(m.parameters(), optimizer_class=torch.optim.AdamW)\n")
+    assert facts(tmp_path).sharding.value == ("optimizer", "world")

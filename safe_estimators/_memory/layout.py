@@ -30,7 +30,9 @@ class MemoryLayout:
     why, when it was read), so an estimate that only sharding would fix is a warning, not an
     error. ``gradient_shard`` divides the gradients besides ``optimizer_shard`` (ZeRO-2, FSDP
     SHARD_GRAD_OP); ``offload``: ``"optimizer"`` states, or ``"parameters"`` with their gradients
-    and optimizer states, in CPU memory; ``from_script``: the script facts used, with their lines.
+    and optimizer states, in CPU memory; ``from_script``: the script facts used, with their lines;
+    ``over_counted``: what the script does that the estimate counts high (a verdict that rests
+    on it is a warning).
     """
 
     world_size: int = 1
@@ -50,6 +52,7 @@ class MemoryLayout:
     offload: str | None = None
     from_script: tuple[str, ...] = ()
     script_unknown: tuple[str, ...] = ()
+    over_counted: tuple[str, ...] = ()
 
     @property
     def data_parallel(self) -> int:
@@ -181,7 +184,9 @@ def _scripted(plain: MemoryLayout, script: Any) -> MemoryLayout:
     if script.offload is not None:
         changes["offload"] = script.offload.value
         used.append(str(script.offload))
-    return attrs.evolve(plain, from_script=tuple(used), **changes)
+    return attrs.evolve(
+        plain, from_script=tuple(used), over_counted=tuple(script.over_counted), **changes
+    )
 
 
 _SCRIPT_SHARDING_LAUNCHERS = frozenset({"torch_distributed", "pytorchddp", "mpi", "smdistributed"})

@@ -71,6 +71,12 @@ _TRAINER_FSDP_WORDS = {
     "no_shard": (NONE, WORLD),
 }
 _MIXED = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
+# Tensor and pipeline parallelism of PyTorch's own: they split the weights, which the
+# data-parallel layout does not model.
+_OTHER_PARALLELISM = (
+    "torch.distributed.tensor", "torch.distributed._tensor", "torch.distributed.pipelining",
+    "torch.distributed.pipeline",
+)  # fmt: skip
 _ZERO_STAGES = {0: NONE, 1: OPTIMIZER, 2: GRADIENTS, 3: ALL}
 _FSDP_PREFIX = "torch.distributed.fsdp"
 _FULLY_SHARD = frozenset({
@@ -121,6 +127,8 @@ class ScriptMemoryFacts:
     (``"world"`` or each ``"instance"``'s GPUs). ``offload``: ``"optimizer"`` or
     ``"parameters"`` (with their gradients and optimizer states) in CPU memory.
     ``undecided``: why the sharding cannot be told from the script (empty when it can).
+    ``over_counted``: what the script does that the estimate counts high (weights loaded in 16
+    bits train without fp32 master weights: about 8 bytes per parameter with Adam, not 16).
     """
 
     sharding: ScriptFact | None = None
@@ -129,6 +137,7 @@ class ScriptMemoryFacts:
     precision: ScriptFact | None = None
     quantization: ScriptFact | None = None
     undecided: tuple[str, ...] = ()
+    over_counted: tuple[str, ...] = ()
 
 
 def memory_facts(
@@ -152,6 +161,7 @@ class _Reader:
         self.precision: list[ScriptFact] = []
         self.quantization: list[ScriptFact] = []
         self.undecided: list[str] = []
+        self.over_counted: list[str] = []
 
     def facts(self) -> ScriptMemoryFacts:
         program = self.program
@@ -177,6 +187,7 @@ class _Reader:
             precision=_first(self.precision),
             quantization=_first(self.quantization),
             undecided=tuple(dict.fromkeys(self.undecided)),
+            over_counted=tuple(dict.fromkeys(self.over_counted)),
         )
 
     def _fact(self, module: _Module, call: _Call, value: Any, how: str) -> ScriptFact:
@@ -231,6 +242,20 @@ class _Reader:
             self.checkpointing.append(self._fact(module, call, True, f"`{_short(call)}`"))
         elif tail in ("BitsAndBytesConfig", "from_pretrained"):
             self._quantized(module, call)
+            self._sixteen_bits(module, call, _keyword(node, "torch_dtype") or _keyword(
+                node, "dtype"
+            ))
+        elif tail in ("half", "bfloat16") and not node.args:
+            self._sixteen_bits(module, call, None)
+        elif tail == "to" and node.args:
+            self._sixteen_bits(module, call, node.args[0])
+        elif tail == "ZeroRedundancyOptimizer":
+            self._add(self.sharding, module, call, (OPTIMIZER, WORLD), "ZeroRedundancyOptimizer")
+        elif name.startswith(_OTHER_PARALLELISM):
+            self.undecided.append(
+                f"`{_short(call)}` at {module.file}:{call.line} splits the model in a way the "
+                "estimate does not read (tensor or pipeline parallelism)"
+            )
         elif tail == "autocast" and name.startswith("torch"):
             dtype = self.values.of(module, call, _keyword(node, "dtype"))
             mixed = _MIXED.get(str(dtype)) if dtype is not UNKNOWN else None
@@ -390,6 +415,22 @@ class _Reader:
         for mixed in ("bf16", "fp16"):
             if _truth(fields.get(mixed)):
                 self.precision.append(self._fact(module, call, mixed, f"{source} {mixed}"))
+
+    def _sixteen_bits(self, module: _Module, call: _Call, dtype: ast.expr | None) -> None:
+        """Weights loaded (``from_pretrained(torch_dtype=...)``) or cast (``model.half()``,
+        ``model.to(torch.bfloat16)``) to 16 bits: the optimizer may keep no fp32 copy."""
+        if call.tail == "from_pretrained":
+            if dtype is None or str(self.values.of(module, call, dtype)) not in _MIXED:
+                return
+        elif "model" not in call.receiver.lower() or (
+            dtype is not None and str(self.values.of(module, call, dtype)) not in _MIXED
+        ):
+            return
+        self.over_counted.append(
+            f"the weights are 16-bit ({_short(call)} at {module.file}:{call.line}): trained "
+            "without fp32 master weights they take about 8 bytes per parameter with Adam, not "
+            "the 16 counted"
+        )
 
     def _quantized(self, module: _Module, call: _Call) -> None:
         for flag, bits in (("load_in_4bit", "4bit"), ("load_in_8bit", "8bit")):
