@@ -169,6 +169,21 @@ class _Program:
             names.add(stem if stem != "__init__" else module.file.rpartition("/")[0])
         return names
 
+    def used(self, name: str) -> bool:
+        """Some file names ``name`` beyond its import lines (a call, an assignment, a string or
+        a comment): a name imported and never used is not a use."""
+        for module in self.modules:
+            count = module.text.count(name)
+            if not count:
+                continue
+            imported = sum(
+                1 for dotted, names, _ in module.raw_imports
+                for part in (dotted, *names) if name in part
+            )
+            if count > imported:
+                return True
+        return False
+
     def mentions(self, text: str) -> bool:
         """Some file names ``text`` anywhere (code, string or comment): a reason to stay quiet."""
         return any(text in module.text for module in self.modules)

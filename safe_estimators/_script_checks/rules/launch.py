@@ -30,8 +30,9 @@ _HELPER_INIT = re.compile(
 )
 # Names that shard the data without a DistributedSampler (HF datasets, webdataset, MosaicML
 # streaming, Lightning Fabric, torchdata), mentioned anywhere.
+# DistributedSampler counts when it is used, not when it is only imported.
 _SHARDING_NAMES = (
-    "DistributedSampler", "split_dataset_by_node", "split_by_node", "StreamingDataset",
+    "split_dataset_by_node", "split_by_node", "StreamingDataset",
     "setup_dataloaders", "ShardingFilter", "sharding_filter", ".shard(",
 )  # fmt: skip
 # files[rank::world_size]: the script shards by hand.
@@ -132,7 +133,9 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
             return  # no data parallelism left: every rank reads the same data
     if program.trainer_based or program.accelerate_prepared:
         return
-    if any(program.mentions(name) for name in _SHARDING_NAMES) or any(
+    if program.used("DistributedSampler") or any(
+        program.mentions(name) for name in _SHARDING_NAMES
+    ) or any(
         _RANK_SLICE.search(m.text) for m in program.modules
     ):
         return
