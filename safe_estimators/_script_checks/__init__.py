@@ -92,6 +92,7 @@ from safe_estimators._script_checks.rules.launch import (
 )
 from safe_estimators._script_checks.rules.outputs import (
     _rule_model_outside_model_dir,
+    _rule_spot_trainer_resume,
     _rule_spot_without_checkpoints,
 )
 from safe_estimators._script_checks.rules.padding import _rule_dynamic_padding
@@ -352,6 +353,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule_trainium_backend,
     _rule_model_outside_model_dir,
     _rule_spot_without_checkpoints,
+    _rule_spot_trainer_resume,
 )
 
 

@@ -202,7 +202,10 @@ class _Program:
         """How one process of this program uses several GPUs: ``"device_map"`` (the model is
         spread over them), ``"data_parallel"`` (torch.nn.DataParallel replicates it),
         ``"spawn"`` (it starts a worker per device itself: xmp.spawn, torch.multiprocessing's
-        spawn, or a launcher such as torchrun that it runs), or None."""
+        spawn, or a launcher such as torchrun that it runs), ``"trainer"`` (the Hugging Face
+        Trainer wraps the model in DataParallel over every GPU it sees: transformers
+        ``Trainer._wrap_model`` when ``args.n_gpu > 1``, except 8-bit (recently also 4-bit)
+        loaded models), or None."""
         if self.spreading_device_maps:
             return "device_map"
         found = None
@@ -215,7 +218,29 @@ class _Program:
             self.mentions(option) for option in _LAUNCHER_OPTIONS
         ):
             return "spawn"
+        if found is None and self.hugging_face_trainer and not self.quantized_loading:
+            return "trainer"
         return found
+
+    @cached_property
+    def hugging_face_trainer(self) -> bool:
+        """A Transformers or TRL ``*Trainer`` (or a subclass) trains the model."""
+        names = [call.name for _, call in self.calls()]
+        names += [b for module in self.modules for _, bases in module.class_bases for b in bases]
+        return any(
+            name.partition(".")[0] in _ACCELERATE_TRAINER_PACKAGES and name.endswith("Trainer")
+            for name in names
+        )
+
+    @cached_property
+    def quantized_loading(self) -> bool:
+        """Some call loads weights in 8 or 4 bits (``load_in_8bit=True``, bitsandbytes): the
+        Trainer does not wrap such a model in DataParallel."""
+        return any(
+            _is_const(_keyword(call.node, flag), True)
+            for _, call in self.calls()
+            for flag in ("load_in_8bit", "load_in_4bit")
+        )
 
     @cached_property
     def spreading_device_maps(self) -> list[tuple[_Module, _Call]]:
@@ -231,14 +256,7 @@ class _Program:
     def accelerate_based(self) -> bool:
         """Hugging Face Accelerate prepares the model: ``accelerator.prepare`` in the script, or
         a Transformers or TRL ``*Trainer`` (the Trainer is built on Accelerate)."""
-        if self.accelerate_prepared:
-            return True
-        names = [call.name for _, call in self.calls()]
-        names += [b for module in self.modules for _, bases in module.class_bases for b in bases]
-        return any(
-            name.partition(".")[0] in _ACCELERATE_TRAINER_PACKAGES and name.endswith("Trainer")
-            for name in names
-        )
+        return self.accelerate_prepared or self.hugging_face_trainer
 
     @staticmethod
     def _spreading(module: _Module, value: ast.expr) -> bool:

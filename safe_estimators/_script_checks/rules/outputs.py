@@ -138,5 +138,57 @@ def _rule_spot_without_checkpoints(program: _Program, context: ScriptContext) ->
         "job restarts the script from zero and the time trained so far is paid again.",
         f"save checkpoints to {context.checkpoint_dir} and resume from the latest one found "
         "there at start-up (the Hugging Face Trainer: `output_dir` there and "
-        "`resume_from_checkpoint=True` when it holds a checkpoint).",
+        "`trainer.train(resume_from_checkpoint=get_last_checkpoint(output_dir))`).",
     )
+
+
+# Trainer.train(resume_from_checkpoint=True) looks the last checkpoint up in output_dir and
+# raises ValueError("No valid checkpoint found in output directory") when there is none
+# (transformers, src/transformers/trainer.py, Trainer.train): on a spot job's first start the
+# folder is empty.
+_RESUME_FIX = (
+    "`from transformers.trainer_utils import get_last_checkpoint`, then "
+    "`last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None` "
+    "and `trainer.train(resume_from_checkpoint=last)`, with output_dir in {folder}."
+)
+
+
+def _rule_spot_trainer_resume(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """A spot job's Trainer resumes from the latest checkpoint it finds, and starts fresh when
+    there is none: ``resume_from_checkpoint=True`` fails on the first start, no argument never
+    resumes."""
+    folder = context.checkpoint_dir.rstrip("/") or "/"
+    if not context.use_spot_instances or not program.trainer_based:
+        return
+    if not (context.checkpoint_in_hyperparameters or program.mentions(folder)):
+        return  # spot-without-checkpoints says what matters first
+    values = _Values(program, dict(context.hyperparameters))
+    trains = [(m, c) for m, c in program.find("train") if "trainer" in c.receiver.lower()]
+    fix = _RESUME_FIX.format(folder=context.checkpoint_dir)
+    never: tuple[_Module, _Call] | None = None
+    for module, call in trains:
+        node = _keyword(call.node, "resume_from_checkpoint", 0)
+        value = values.of(module, call, node) if node is not None else None
+        if value is True:
+            yield Finding(
+                module.file, call.line, "warning", "spot-resume-without-checkpoint",
+                f"`{_short(call)}` at line {call.line} asks the Trainer to resume with "
+                "resume_from_checkpoint=True, which raises \"No valid checkpoint found in output "
+                "directory\" when output_dir holds none: on this spot job's first start it does "
+                "not.",
+                fix,
+            )
+            return
+        if value in (None, False):
+            never = never or (module, call)
+        else:
+            return  # a checkpoint path, or a value decided at run time: it may resume
+    if never is not None:
+        module, call = never
+        yield Finding(
+            module.file, call.line, "warning", "spot-trainer-never-resumes",
+            f"`{_short(call)}` at line {call.line} never resumes (no resume_from_checkpoint): "
+            f"when the spot instance is reclaimed, SageMaker restores {context.checkpoint_dir} "
+            "and restarts the script, which trains again from step 0.",
+            fix,
+        )
