@@ -232,3 +232,8 @@ def test_zero_redundancy_optimizer_shards_the_optimizer_states(tmp_path: Path) -
     write(tmp_path, "import torch\nfrom torch.distributed.optim import ZeroRedundancyOptimizer\n"
           "ZeroRedundancyOptimizer(m.parameters(), optimizer_class=torch.optim.AdamW)\n")
     assert facts(tmp_path).sharding.value == ("optimizer", "world")
+
+
+def test_a_script_that_runs_another_program_leaves_it_undecided(tmp_path: Path) -> None:
+    write(tmp_path, "import runpy\nrunpy.run_path('pretrain_real.py', run_name='__main__')\n")
+    assert facts(tmp_path).undecided == ("it runs another program, which the checks do not read",)

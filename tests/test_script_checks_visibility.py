@@ -84,10 +84,16 @@ def megatron_job(folder: Path, **extra: object) -> object:
     )
 
 
-@pytest.mark.parametrize("tree", [False, True], ids=["installed-megatron", "local-megatron"])
-def test_the_megatron_lm_example_builds(tmp_path: Path, tree: bool) -> None:
+@pytest.mark.parametrize(
+    "tree", ["none", "package", "namespace"],
+    ids=["installed-megatron", "local-megatron", "local-namespace-megatron"],
+)
+def test_the_megatron_lm_example_builds(tmp_path: Path, tree: str) -> None:
     (tmp_path / "pretrain_gpt.py").write_text(PRETRAIN_GPT)
-    for name, text in (LOCAL_MEGATRON.items() if tree else ()):
+    files = {} if tree == "none" else dict(LOCAL_MEGATRON)
+    if tree == "namespace":  # Megatron-LM's checkout has no megatron/__init__.py
+        del files["megatron/__init__.py"]
+    for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     estimator = megatron_job(tmp_path)
@@ -118,6 +124,14 @@ def test_a_local_module_left_unread_makes_it_a_warning(
     assert found["no-process-group"].severity == "warning"
     assert "1 local module(s) not read (helpers.py)" in found["no-process-group"].message
     assert found["script-budget"].severity == "warning"
+
+
+def test_a_local_namespace_package_is_read_like_a_package(tmp_path: Path) -> None:
+    (tmp_path / "mylib").mkdir()  # no __init__.py: a namespace package, as Python imports it
+    (tmp_path / "mylib" / "helpers.py").write_text("def build():\n    return None\n")
+    (tmp_path / "train.py").write_text("from mylib.helpers import build\n" + NEVER_INITIALISES)
+    [finding] = check_script("train.py", SIXTEEN, source_dir=tmp_path)
+    assert (finding.rule, finding.severity) == ("no-process-group", "error")  # all in sight
 
 
 def test_a_local_module_that_was_read_keeps_the_error(tmp_path: Path) -> None:
@@ -180,3 +194,11 @@ def test_the_mp_fn_behind_a_star_import_is_a_warning() -> None:
 )
 def test_every_known_library_says_where_its_behaviour_is_shown(table: dict[object, str]) -> None:
     assert table and all(isinstance(source, str) and len(source) > 10 for source in table.values())
+
+
+def test_a_folder_named_like_a_library_does_not_shadow_it(tmp_path: Path) -> None:
+    (tmp_path / "myframework").mkdir()  # a run's log folder, no Python in it
+    (tmp_path / "myframework" / "run.log").write_text("step 1\n")
+    (tmp_path / "train.py").write_text("import myframework\n" + NEVER_INITIALISES)
+    [finding] = check_script("train.py", SIXTEEN, source_dir=tmp_path)
+    assert finding.severity == "warning" and "myframework" in finding.message

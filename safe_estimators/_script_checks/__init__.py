@@ -70,6 +70,7 @@ from safe_estimators._script_checks.files import (
     _helper_name,
     _load,
     _local_imports,
+    _local_top,
     _real,
     _search_roots,
     _too_large,
@@ -304,12 +305,17 @@ def _load_program(
 
 def _local_tops(modules: list[_Module], roots: list[Path]) -> frozenset[str]:
     """The top-level names the program imports that Python finds in the search roots (a
-    module, or a package with ``__init__.py``)."""
+    module, a package, or a namespace package's folder)."""
     tops = {name.partition(".")[0] for m in modules for name, _, lvl in m.raw_imports if not lvl}
+    # A folder without __init__.py is a namespace package only where it holds a module the
+    # program imports (a run's log folder named like a library shadows nothing).
+    read = [_real(m.path) for m in modules if m.path is not None]
     return frozenset(
-        top for top in tops
-        if top and any((r / f"{top}.py").is_file() or (r / top / "__init__.py").is_file()
-                       for r in roots)
+        top for top in tops if top and any(
+            (r / f"{top}.py").is_file() or (r / top / "__init__.py").is_file()
+            or (_local_top(r, top) and any((r / top) in path.parents for path in read))
+            for r in roots
+        )
     )
 
 

@@ -170,7 +170,9 @@ class _Reader:
         self._read_argument_parser()
         sharding = self._one_sharding()
         if sharding is None and not self.undecided:
-            if program.trainer_based or program.accelerate_prepared:
+            if program.runs_other_programs:
+                self.undecided.append("it runs another program, which the checks do not read")
+            elif program.trainer_based or program.accelerate_prepared:
                 self.undecided.append(
                     "the Trainer/Accelerate may shard through a config file or the environment"
                 )
