@@ -147,11 +147,14 @@ def test_a_local_module_that_was_read_keeps_the_error(tmp_path: Path) -> None:
         "from composer import Trainer\nTrainer(model=None).fit()",
         "from ray.train.torch import TorchTrainer\nTorchTrainer(main).fit()",
         "from nemo.collections import llm\nllm.pretrain(model, data, trainer)",
+        "from nemo.collections.nlp.parts.megatron_trainer_builder import "
+        "MegatronTrainerBuilder\nMegatronTrainerBuilder(cfg).create_trainer().fit(model)",
         "from megatron.training.initialize import initialize_megatron\ninitialize_megatron()",
         "from transformers import AutoModelForCausalLM\n"
         "AutoModelForCausalLM.from_pretrained('m', tp_plan='auto')",
     ],
-    ids=["composer", "ray-train", "nemo-2", "initialize-megatron", "transformers-tp-plan"],
+    ids=["composer", "ray-train", "nemo-2", "nemo-1", "initialize-megatron",
+         "transformers-tp-plan"],
 )
 def test_frameworks_that_set_up_the_process_group_themselves(initialiser: str) -> None:
     assert check_source(f"import torch\n{initialiser}\n", SIXTEEN) == []

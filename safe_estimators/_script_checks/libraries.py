@@ -77,6 +77,9 @@ PROCESS_GROUP_INITIALISERS: Mapping[tuple[str, str], str] = {
     "(MegatronStrategy.setup_distributed)",
     ("nemo", "train"): "NVIDIA/NeMo nemo/collections/llm/api.py: train -> trainer.fit "
     "(MegatronStrategy.setup_distributed)",
+    ("nemo", "create_trainer"): "NVIDIA/NeMo nemo/collections/nlp/parts/"
+    "megatron_trainer_builder.py: MegatronTrainerBuilder.create_trainer returns a Lightning "
+    "Trainer with NLPDDPStrategy (nlp_overrides.py), whose setup_distributed joins the group",
 }  # fmt: skip
 # Hugging Face Transformers' from_pretrained(tp_plan=...) initialises torch.distributed itself
 # (src/transformers/integrations/tensor_parallel.py, initialize_tensor_parallelism).
