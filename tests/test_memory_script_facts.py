@@ -237,3 +237,34 @@ def test_zero_redundancy_optimizer_shards_the_optimizer_states(tmp_path: Path) -
 def test_a_script_that_runs_another_program_leaves_it_undecided(tmp_path: Path) -> None:
     write(tmp_path, "import runpy\nrunpy.run_path('pretrain_real.py', run_name='__main__')\n")
     assert facts(tmp_path).undecided == ("it runs another program, which the checks do not read",)
+
+
+OPTIONS_TO_TRAINING_ARGUMENTS = '''
+import argparse
+
+from transformers import Trainer, TrainingArguments
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--fsdp", default="")
+parser.add_argument("--gradient_checkpointing", action="store_true")
+args = parser.parse_args()
+training_args = TrainingArguments(
+    output_dir="/opt/ml/checkpoints", fsdp=args.fsdp,
+    gradient_checkpointing=args.gradient_checkpointing,
+)
+Trainer(model=model, args=training_args).train()
+'''
+
+
+def test_hyperparameters_reach_training_arguments_through_the_scripts_options(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, OPTIONS_TO_TRAINING_ARGUMENTS)
+    found = facts(tmp_path, {"fsdp": "full_shard auto_wrap", "gradient_checkpointing": "True"})
+    assert found.sharding.value == ("all", "world")
+    assert "fsdp='full_shard auto_wrap'" in str(found.sharding)
+    assert found.checkpointing.value is True
+    # Without them: the option's default (no FSDP), and the Trainer may still shard.
+    default = facts(tmp_path)
+    assert default.sharding is None and default.checkpointing.value is False
+    assert default.undecided
