@@ -239,6 +239,21 @@ class Context:
         return _device_use(self.spec.entry_point, self.spec.source_dir, self.script_fingerprint)
 
     @functools.cached_property
+    def script_memory(self) -> Any:
+        """What the local script does that the memory estimate counts (``_script_checks``'
+        ``script_memory_facts``: sharding, offload, checkpointing, precision, quantized
+        loading, each with its line, read with the job's hyperparameters), or None (no
+        ``script_file``)."""
+        if self.script_file is None:
+            return None
+        hyperparameters = tuple(
+            sorted((str(k), str(v)) for k, v in self.spec.hyperparameters.items())
+        )
+        return _memory_facts(
+            self.spec.entry_point, self.spec.source_dir, self.script_fingerprint, hyperparameters
+        )
+
+    @functools.cached_property
     def launchers(self) -> tuple[str, ...]:
         """What the job launches with, as the keys of ``_facts.reserved``'s tables.
 
@@ -305,6 +320,19 @@ def _device_use(
     from safe_estimators._script_checks import device_use
 
     return device_use(entry_point, source_dir=source_dir)
+
+
+@functools.lru_cache(maxsize=64)
+def _memory_facts(
+    entry_point: str,
+    source_dir: str | None,
+    fingerprint: tuple[tuple[str, int, int], ...],
+    hyperparameters: tuple[tuple[str, str], ...],
+) -> Any:
+    # Remembered per content and hyperparameters, as _device_use is.
+    from safe_estimators._script_checks import script_memory_facts
+
+    return script_memory_facts(entry_point, dict(hyperparameters), source_dir=source_dir)
 
 
 def version_at_least(version: str | None, minimum: str) -> bool:

@@ -174,6 +174,7 @@ def script_context(ctx: Context) -> ScriptContext:
         accelerate_device_map_bypass=str(
             spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP", "")
         ).lower() == "true",
+        hyperparameters=tuple(sorted((str(k), str(v)) for k, v in spec.hyperparameters.items())),
     )
 
 

@@ -22,7 +22,7 @@ class Placement:
 
 
 def placements(
-    spec: object, model_parallel: object = None, library: int | None = None
+    spec: object, model_parallel: object = None, library: int | None = None, script: object = None
 ) -> list[Placement]:
     """The GPU instance types (those its model parallel library runs on) on which ``spec``
     fits, each with the fewest instances (up to ``MAX_INSTANCE_COUNT``) its own launcher
@@ -35,7 +35,9 @@ def placements(
         raise ConfigError(
             [Problem("model", "is needed to estimate where the job fits.", "add a model: section.")]
         )
-    complete, problems = shape_of_job(shape, getattr(spec, "hyperparameters", {}), model_parallel)
+    complete, problems = shape_of_job(
+        shape, getattr(spec, "hyperparameters", {}), model_parallel, script
+    )
     if problems or complete.parameters is None:
         raise ConfigError(
             problems or [Problem("model", "gives no parameters.", "add parameters (e.g. \"7B\").")]
@@ -51,6 +53,7 @@ def placements(
                 distribution=getattr(spec, "distribution", None),
                 model_parallel=model_parallel,
                 library=library,
+                script=script,
             )
             allowed = library_instances(layout.launcher)
             if not valid(layout) or (allowed is not None and instance.name not in allowed):
@@ -79,5 +82,8 @@ def placements_of_file(path: str) -> list[Placement]:
     model_parallel = _model_parallel(spec)[0]
     # The library generation follows the container, not the instance type.
     context = Context(spec, None, {}, model_parallel)
-    return placements(spec, model_parallel, getattr(context, "model_parallel_library", None))
+    script = None if model_parallel is not None else getattr(context, "script_memory", None)
+    return placements(
+        spec, model_parallel, getattr(context, "model_parallel_library", None), script
+    )
 

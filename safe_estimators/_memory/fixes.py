@@ -89,7 +89,7 @@ def _shard(job: Job) -> Iterator[tuple[str, Job]]:
         return  # SMP v1 sharded data parallelism needs tensor and pipeline degree 1
     ranks = layout.world_size // (layout.tensor * layout.pipeline)
     for degree in range(layout.shard + 1, ranks + 1):
-        changed = attrs.evolve(layout, shard=degree, optimizer_shard=1)
+        changed = attrs.evolve(layout, shard=degree, optimizer_shard=1, gradient_shard=1)
         if valid(changed):
             yield _shard_names(layout, degree), attrs.evolve(job, layout=changed)
 
@@ -161,6 +161,9 @@ def relaid(layout: MemoryLayout, gpus: int, count: int) -> MemoryLayout:
         optimizer_shard=world // (layout.tensor * layout.pipeline)
         if layout.optimizer_shard > 1
         else 1,
+        gradient_shard=world // (layout.tensor * layout.pipeline)
+        if layout.gradient_shard > 1
+        else 1,
     )
 
 
@@ -219,7 +222,9 @@ def _more_instances(job: Job) -> Iterator[tuple[str, Job]]:
     for count in range(job.instance_count + 1, MAX_INSTANCE_COUNT + 1):
         world = gpus * count
         ranks = world // (layout.tensor * layout.pipeline)
-        changed = attrs.evolve(layout, world_size=world, shard=ranks, optimizer_shard=1)
+        changed = attrs.evolve(
+            layout, world_size=world, shard=ranks, optimizer_shard=1, gradient_shard=1
+        )
         if valid(changed):
             change = (
                 f"use instance_count={count} ({world} GPUs) and "
