@@ -32,6 +32,11 @@ from safe_estimators._rules.instance import (
     instance_type_known,
     pipeline_parameter_instance_type,
 )
+from safe_estimators._rules.platform import (
+    container_runs_on_gpu,
+    host_architecture,
+    sdk_instance_deprecation,
+)
 from safe_estimators._rules.request import (
     option_types,
     request_members,
@@ -71,6 +76,9 @@ RULES: tuple[Rule, ...] = (
     option_types,
     vpc_pair,
     source_dir_contents,
+    sdk_instance_deprecation,
+    host_architecture,
+    container_runs_on_gpu,
 )
 
 
