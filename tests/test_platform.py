@@ -289,3 +289,38 @@ def test_validate_and_plan_agree(tmp_path, instance_type, image):
     else:
         assert not errors
 
+
+# --- the SDK config's default bucket -----------------------------------------------------------
+
+
+def test_plan_uses_the_sdk_configs_default_bucket_and_prefix(tmp_path, monkeypatch):
+    import sagemaker
+
+    config = {
+        "SchemaVersion": "1.0",
+        "SageMaker": {
+            "PythonSDK": {
+                "Modules": {
+                    "TelemetryOptOut": True,
+                    "Session": {
+                        "DefaultS3Bucket": "org-ml-bucket",
+                        "DefaultS3ObjectKeyPrefix": "team-a",
+                    },
+                }
+            }
+        },
+    }
+    path = tmp_path / "sagemaker-config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(path))
+
+    def no_default_bucket(self):
+        raise AssertionError("plan called Session.default_bucket(), which calls S3")
+
+    monkeypatch.setattr(sagemaker.Session, "default_bucket", no_default_bucket)
+    plan = safe_estimators.plan(_spec(tmp_path, instance_type="ml.g5.xlarge", **_pt("2.8.0")))
+    output = plan.request["OutputDataConfig"]["S3OutputPath"]
+    code = plan.request["HyperParameters"]["sagemaker_submit_directory"]
+    assert output.startswith("s3://org-ml-bucket/team-a")
+    assert code.strip('"').startswith("s3://org-ml-bucket/team-a/")
+    assert not [p for p in plan.placeholders if p.startswith("bucket")]
