@@ -269,7 +269,9 @@ def test_no_pair_passes_validate_that_the_sdk_refuses():
 _GPU_TYPES = [n for n in TYPES if instance_catalog.get(n).accelerator_kind == "gpu"]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     instance_type=st.one_of(st.sampled_from(_GPU_TYPES), st.sampled_from(TYPES)),
     image=st.sampled_from(IMAGES),
@@ -324,3 +326,86 @@ def test_plan_uses_the_sdk_configs_default_bucket_and_prefix(tmp_path, monkeypat
     assert output.startswith("s3://org-ml-bucket/team-a")
     assert code.strip('"').startswith("s3://org-ml-bucket/team-a/")
     assert not [p for p in plan.placeholders if p.startswith("bucket")]
+
+
+# --- warm pools --------------------------------------------------------------------------------
+
+SPOT = {"use_spot_instances": True, "max_wait": 90000, "checkpoint_s3_uri": "s3://b/ckpt"}
+
+
+def test_a_warm_pool_with_spot_instances_is_refused(tmp_path):
+    spec = _spec(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=1800,
+                 **SPOT, **_pt("2.8.0"))
+    [problem] = _at(validate_file(spec), "keep_alive_period_in_seconds")
+    assert problem.severity == "error" and "spot" in problem.message
+
+
+def test_a_warm_pool_with_instance_groups_is_refused(tmp_path):
+    groups = [
+        {"instance_group_name": "train", "instance_type": "ml.g5.xlarge", "instance_count": 1},
+        {"instance_group_name": "data", "instance_type": "ml.c5.xlarge", "instance_count": 1},
+    ]
+    options = {"distribution": {"instance_groups": ["train"], "mpi": {"enabled": True}}}
+    data = {"instance_groups": groups, "keep_alive_period_in_seconds": 600, **options}
+    spec = _spec(tmp_path, **data, **_pt("2.8.0"))
+    problems = validate_file(spec)
+    assert [p.severity for p in _at(problems, "keep_alive_period_in_seconds")] == ["error"]
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [(3600, []), (7200, ["warning"])])
+def test_a_keep_alive_past_the_documented_hour_is_a_warning(tmp_path, seconds, expected):
+    spec = _spec(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=seconds,
+                 **_pt("2.8.0"))
+    problems = validate_file(spec)
+    assert [p.severity for p in _at(problems, "keep_alive_period_in_seconds")] == expected
+
+
+def test_the_warm_pool_is_sent_and_its_quota_explained(tmp_path):
+    spec = _spec(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=1800,
+                 **_pt("2.8.0"))
+    plan = safe_estimators.plan(spec)
+    assert plan.request["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 1800
+    injected = plan.explanation.injections
+    [injection] = [i for i in injected if i.path == "keep_alive_period_in_seconds"]
+    assert "quota" in injection.reason and " 0 " in injection.reason
+
+
+# --- instance storage --------------------------------------------------------------------------
+
+
+def test_the_catalog_records_nvme_instance_storage():
+    g5 = instance_catalog.get("ml.g5.2xlarge")
+    assert (g5.nvme_disks, g5.nvme_disk_gb) == (1, 450)
+    assert instance_catalog.get("ml.p4d.24xlarge").nvme_total_gb == 8000
+    assert instance_catalog.get("ml.m5.xlarge").nvme_total_gb == 0
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "size", "expected"),
+    [
+        ("ml.g5.2xlarge", 1000, ["error"]),  # one 450 GB NVMe disk
+        ("ml.g5.2xlarge", 400, []),
+        ("ml.g6.12xlarge", 2000, ["warning"]),  # 4 x 940 GB: above one disk, below the total
+        ("ml.g6.12xlarge", 4000, ["error"]),
+        ("ml.m5.xlarge", 1000, []),  # EBS only: volume_size sizes the EBS volume
+    ],
+)
+def test_volume_size_against_the_nvme_storage(tmp_path, instance_type, size, expected):
+    options = {"distribution": {"torch_distributed": {"enabled": True}}}
+    spec = _spec(tmp_path, instance_type=instance_type, volume_size=size, **options,
+                 **_pt("2.8.0"))
+    problems = validate_file(spec)
+    found = _at(problems, "volume_size")
+    assert [p.severity for p in found] == expected
+    if expected == ["error"]:
+        assert f"{size} GB" in found[0].message
+
+
+# --- Trainium2 ---------------------------------------------------------------------------------
+
+
+def test_trainium2_memory_is_the_neuron_docs_96_gib_per_chip():
+    entry = instance_catalog.get("ml.trn2.48xlarge")
+    assert entry.accelerator_memory_mib == 96 * 1024
+    assert entry.corrections == "supplement:neuron-trainium2"
+    assert (entry.accelerator_count, entry.neuron_cores) == (16, 64)

@@ -42,6 +42,7 @@ from safe_estimators._rules.request import (
     request_members,
     vpc_pair,
 )
+from safe_estimators._rules.resources import instance_storage, warm_pool
 from safe_estimators._rules.safety import (
     api_limits,
     no_secrets,
@@ -79,6 +80,8 @@ RULES: tuple[Rule, ...] = (
     sdk_instance_deprecation,
     host_architecture,
     container_runs_on_gpu,
+    warm_pool,
+    instance_storage,
 )
 
 
