@@ -409,3 +409,106 @@ def test_trainium2_memory_is_the_neuron_docs_96_gib_per_chip():
     assert entry.accelerator_memory_mib == 96 * 1024
     assert entry.corrections == "supplement:neuron-trainium2"
     assert (entry.accelerator_count, entry.neuron_cores) == (16, 64)
+
+
+# --- Trainium fits per NeuronCore; catalog --fits runs plan's checks -------------------------
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "memory-fit" / "job.yaml"
+QLORA_SCRIPT = """\
+import torch
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig, Trainer, TrainingArguments
+
+quantized = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)
+model = AutoModelForCausalLM.from_pretrained("/opt/ml/input/data/model", device_map="auto",
+                                             quantization_config=quantized)
+Trainer(model=model, args=TrainingArguments(output_dir="/opt/ml/model", bf16=True)).train()
+"""
+
+
+def _qlora_70b(folder: Path) -> Path:
+    (folder / "train.py").write_text(QLORA_SCRIPT)
+    data = {
+        **_hf("4.56.2", "2.8.0", "py312"),
+        "entry_point": "train.py",
+        "instance_type": "ml.g6.12xlarge",
+        "model": {
+            "parameters": "70B", "trainable_parameters": "0.2B", "quantization": "4bit",
+            "layers": 80, "hidden_size": 8192, "sequence_length": 1024, "micro_batch_size": 1,
+            "activation_checkpointing": True,
+        },
+    }
+    path = folder / "job.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _trainium(folder: Path) -> Path:
+    return _spec(
+        folder, instance_type="ml.trn1.32xlarge", framework_version="1.11.0", py_version="py38",
+        distribution={"torch_distributed": {"enabled": True}},
+        model={"parameters": "350M", "sequence_length": 1024, "micro_batch_size": 1},
+    )
+
+
+def test_a_trainium_job_gets_a_fit_verdict_per_neuroncore(tmp_path):
+    plan = safe_estimators.plan(_trainium(tmp_path))
+    memory = plan.explanation.memory
+    assert memory is not None and memory.fits is True
+    assert memory.device_memory == 16 * 1024**3  # 32 GiB per Trainium chip, 2 NeuronCores
+    assert "32 accelerators" in memory.layout
+
+
+def test_a_trainium2_job_is_estimated_at_24_gib_per_logical_neuroncore(tmp_path):
+    spec = _trainium(tmp_path)
+    plan = safe_estimators.plan(spec, instance_type="ml.trn2.48xlarge")
+    assert plan.explanation.memory is not None
+    assert plan.explanation.memory.device_memory == 24 * 1024**3
+    assert "64 accelerators" in plan.explanation.memory.layout
+
+
+def _fits(path: Path, capsys) -> list[dict[str, Any]]:
+    from safe_estimators._cli import main
+
+    assert main(["catalog", "--fits", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("make", [lambda _: EXAMPLE, _qlora_70b, _trainium], ids=["example",
+                                                                              "qlora-70b", "trn1"])
+def test_catalog_fits_and_plan_agree_on_every_listed_type(tmp_path, capsys, make):
+    path = make(tmp_path)
+    rows = _fits(path, capsys)
+    assert rows
+    for row in rows:
+        planned = safe_estimators.plan(
+            path, instance_type=row["instance_type"], instance_count=row["instance_count"]
+        )
+        memory = planned.explanation.memory
+        assert memory is not None and memory.fits is True
+        assert memory.total == row["memory"]["total"] and memory.layout == row["layout"]
+        if row["instance_count"] > 1:  # the fewest: one instance fewer does not pass plan
+            with pytest.raises(ConfigError):
+                safe_estimators.plan(
+                    path, instance_type=row["instance_type"],
+                    instance_count=row["instance_count"] - 1,
+                )
+
+
+def test_catalog_fits_counts_a_device_map_job_as_plan_does(tmp_path, capsys):
+    # One process spreads the 70B QLoRA model over the instance's GPUs (device_map="auto"):
+    # split four ways on ml.g6.12xlarge, as plan says, not replicated data-parallel.
+    rows = {r["instance_type"]: r for r in _fits(_qlora_70b(tmp_path), capsys)}
+    assert rows["ml.g6.12xlarge"]["instance_count"] == 1
+    assert "device_map" in rows["ml.g6.12xlarge"]["layout"]
+
+
+def test_catalog_fits_lists_trainium_and_never_a_gpu_the_image_cannot_run_on(tmp_path, capsys):
+    rows = [r["instance_type"] for r in _fits(_trainium(tmp_path), capsys)]
+    assert "ml.trn1.32xlarge" in rows
+    assert not [r for r in rows if instance_catalog.get(r).accelerator_kind == "gpu"]
+    # PyTorch 2.7.1's image has no Volta kernels: no p3 type is offered for it.
+    spec = _spec(tmp_path, instance_type="ml.g5.xlarge", **_pt("2.7.1"),
+                 model={"parameters": "125M", "sequence_length": 512, "micro_batch_size": 1})
+    listed = [r["instance_type"] for r in _fits(spec, capsys)]
+    assert "ml.g5.xlarge" in listed
+    assert not [r for r in listed if r.startswith(("ml.p3.", "ml.p3dn.", "ml.p2."))]
