@@ -5,7 +5,8 @@ device memory (AWS Neuron docs, "Trainium Architecture": 32 GiB per Trainium chi
 NeuronCore-v2; "Trainium2 Architecture": 96 GiB per chip, 8 NeuronCore-v3 grouped two by two
 under the default logical NeuronCore configuration, so 4 logical cores). So the estimate divides
 the job over ``neuron_cores`` devices of ``memory / cores`` each: 16 GiB per core on ml.trn1,
-24 GiB on ml.trn2.
+24 GiB on ml.trn2 (Neuron's "Best practices for training": "64 ranks per instance and
+approximately 24 GiB of HBM per rank" on trn2.48xlarge).
 """
 
 from __future__ import annotations

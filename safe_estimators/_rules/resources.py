@@ -1,8 +1,10 @@
 """Rules about the resources a job holds: managed warm pools and the instance's storage.
 
-Sources: AWS's "Train Using SageMaker Managed Warm Pools" page (Considerations: warm pools are
-not supported with managed spot training nor with heterogeneous clusters; KeepAlivePeriodInSeconds
-up to 3600 s; the default warm-pool quota of every account is 0), botocore's SageMaker model
+Sources: AWS's "Train Using SageMaker Managed Warm Pools" page (awsdocs/amazon-sagemaker-developer-
+guide doc_source/train-warm-pools.md; Considerations: warm pools "cannot be used with heterogeneous
+cluster training" nor "with spot instances", and are "limited to a KeepAlivePeriodInSeconds value
+of 3600 seconds"; resource limits: "The default resource limit for warm pools is 0", and without
+an increase "a warm pool is not retained after the completion of the training job"), botocore's SageMaker model
 (``KeepAlivePeriodInSeconds``: 0 to 21600, read by the request rules), the SDK's ``volume_size``
 docstring (on NVMe instance-store types SageMaker uses the NVMe volume, and a larger
 ``volume_size`` "returns an Invalid VolumeSizeInGB error") and DescribeInstanceTypes'
