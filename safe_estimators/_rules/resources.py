@@ -4,10 +4,10 @@ Sources: AWS's "Train Using SageMaker Managed Warm Pools" page (awsdocs/amazon-s
 guide doc_source/train-warm-pools.md; Considerations: warm pools "cannot be used with heterogeneous
 cluster training" nor "with spot instances", and are "limited to a KeepAlivePeriodInSeconds value
 of 3600 seconds"; resource limits: "The default resource limit for warm pools is 0", and without
-an increase "a warm pool is not retained after the completion of the training job"), botocore's SageMaker model
-(``KeepAlivePeriodInSeconds``: 0 to 21600, read by the request rules), the SDK's ``volume_size``
-docstring (on NVMe instance-store types SageMaker uses the NVMe volume, and a larger
-``volume_size`` "returns an Invalid VolumeSizeInGB error") and DescribeInstanceTypes'
+an increase "a warm pool is not retained after the completion of the training job"), botocore's
+SageMaker model (``KeepAlivePeriodInSeconds``: 0 to 21600, read by the request rules), the SDK's
+``volume_size`` docstring (on NVMe instance-store types SageMaker uses the NVMe volume, and a
+larger ``volume_size`` "returns an Invalid VolumeSizeInGB error") and DescribeInstanceTypes'
 ``InstanceStorageInfo`` (in the catalog: ``nvme_disks`` x ``nvme_disk_gb``).
 """
 
