@@ -210,6 +210,7 @@ def _plan(
         PLACEHOLDER_ROLE,
         build_estimator,
         capture_request,
+        configured_bucket,
         configured_role,
         offline_session,
     )
@@ -231,7 +232,8 @@ def _plan(
         )
     if region is None:
         placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")
-    if not arguments.get("output_path") or not arguments.get("code_location"):
+    no_bucket = not arguments.get("output_path") or not arguments.get("code_location")
+    if no_bucket and configured_bucket(session) is None:
         placeholders.append(
             f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket; no account is asked)"
         )

@@ -34,6 +34,7 @@ from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import run_rules
 from safe_estimators._rules.compiler import profiling_asked
+from safe_estimators._rules.resources import warm_pool_injections
 from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
@@ -395,6 +396,7 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         kwargs["encrypt_inter_container_traffic"] = True
         reason = _encryption_reason(ctx, instances)
         record.append(Injection("encrypt_inter_container_traffic", True, reason))
+    record += warm_pool_injections(ctx)
     return kwargs, record, layout
 
 

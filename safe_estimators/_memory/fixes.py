@@ -17,6 +17,7 @@ import instance_catalog
 from safe_estimators._memory.accounting import MIB, MemoryEstimate, estimate, gb
 from safe_estimators._memory.complete import CompleteShape
 from safe_estimators._memory.layout import MemoryLayout
+from safe_estimators._memory.neuron import per_core
 
 # How far the instance-count search looks (the largest SageMaker training clusters AWS
 # documents run 32-64 ml.p4d instances: the SMP v2 best-practices table, launcher-facts 1.6).
@@ -189,7 +190,7 @@ def _bigger_accelerator(job: Job) -> Iterator[tuple[str, Job]]:
     candidates = sorted(
         (
             t
-            for t in instance_catalog.instance_types()
+            for t in map(per_core, instance_catalog.instance_types())
             if t.accelerator_kind == job.instance.accelerator_kind
             and (allowed is None or t.name in allowed)
             and (t.accelerator_memory_mib or 0) > current

@@ -21,6 +21,7 @@ from safe_estimators._memory.complete import CompleteShape, complete_shape
 from safe_estimators._memory.facts import WARNING_FRACTION
 from safe_estimators._memory.fixes import Job, fixes, valid
 from safe_estimators._memory.layout import memory_layout
+from safe_estimators._memory.neuron import per_core
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._problems import Problem, warning
 
@@ -76,6 +77,8 @@ def job_estimate(
             )
         )
         return None, None, problems
+    if instance is not None:
+        instance = per_core(instance)  # Trainium: one process per NeuronCore
     gpus = instance.accelerator_count if instance is not None else 1
     layout = memory_layout(
         gpus_per_instance=gpus,
@@ -86,10 +89,8 @@ def job_estimate(
         spread_by_script=spread_by_script,
         script=script,
     )
-    gpu = instance is not None and instance.accelerator_kind == "gpu"
-    if instance is None or not gpu or not instance.accelerator_memory_mib:
-        # CPU, local mode, or Neuron: Neuron processes run per NeuronCore and the compiler
-        # plans their memory, which this GPU accounting does not model.
+    if instance is None or instance.accelerator_kind is None or not instance.accelerator_memory_mib:
+        # CPU, local mode, or an accelerator whose memory no source gives.
         return None, estimate(complete, layout), problems
     job = Job(complete, layout, instance, instance_count)
     return job, job.estimate(), problems

@@ -33,11 +33,17 @@ from safe_estimators._rules.instance import (
     instance_type_known,
     pipeline_parameter_instance_type,
 )
+from safe_estimators._rules.platform import (
+    container_runs_on_gpu,
+    host_architecture,
+    sdk_instance_deprecation,
+)
 from safe_estimators._rules.request import (
     option_types,
     request_members,
     vpc_pair,
 )
+from safe_estimators._rules.resources import instance_storage, warm_pool
 from safe_estimators._rules.safety import (
     api_limits,
     no_secrets,
@@ -72,6 +78,11 @@ RULES: tuple[Rule, ...] = (
     option_types,
     vpc_pair,
     source_dir_contents,
+    sdk_instance_deprecation,
+    host_architecture,
+    container_runs_on_gpu,
+    warm_pool,
+    instance_storage,
 )
 
 
