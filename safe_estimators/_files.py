@@ -275,6 +275,9 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     parameters = _parameters_file(data)
     if parameters is not None:
         checks.append((_PARAMETERS_PATH, parameters, os.path.join(base, parameters), real_root))
+    recipe = _recipe_file(data)
+    if recipe is not None:
+        checks.append(("training_recipe", recipe, os.path.join(base, recipe), real_root))
     dependencies = data.get("dependencies")
     if isinstance(dependencies, list):
         for i, dependency in enumerate(dependencies):
@@ -357,6 +360,14 @@ def _parameters_file(data: Mapping[str, Any]) -> str | None:
     return found if isinstance(found, str) and found else None
 
 
+def _recipe_file(data: Mapping[str, Any]) -> str | None:
+    """A local recipe file the spec names (the SDK reads a name ending in .yaml as a file)."""
+    recipe = data.get("training_recipe")
+    if isinstance(recipe, str) and recipe.endswith(".yaml") and "://" not in recipe:
+        return recipe
+    return None
+
+
 def _with_parameters(arguments: dict[str, Any], parameters: object) -> dict[str, Any]:
     """``arguments`` with the model parallel ``parameters`` replaced (the others as they are)."""
     distribution = arguments["distribution"]
@@ -375,6 +386,9 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     parameters = _parameters_file(out)
     if parameters is not None:
         out = _with_parameters(out, str(folder / parameters))
+    recipe = _recipe_file(out)
+    if recipe is not None:
+        out["training_recipe"] = str(folder / recipe)
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")

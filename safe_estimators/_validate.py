@@ -90,17 +90,21 @@ def _lint_target(
 
 @contextlib.contextmanager
 def offline() -> Iterator[None]:
-    """No lookup of the EC2 instance metadata service (credentials, region) while this runs.
+    """No lookup of the EC2 instance metadata service (credentials, region) while this runs,
+    and no recipe fetched (one without a local copy is an error).
 
     Without credentials botocore asks 169.254.169.254, which on a machine where that address
     is black-holed waits for a timeout, and on EC2 picks up the instance's credentials. The
     user's environment is as it was afterwards.
     """
+    from safe_estimators._recipes.load import offline_recipes
+
     name = "AWS_EC2_METADATA_DISABLED"
     previous = os.environ.get(name)
     os.environ[name] = "true"
     try:
-        yield
+        with offline_recipes():  # a recipe with no local copy is an error here
+            yield
     finally:
         if previous is None:
             os.environ.pop(name, None)
