@@ -270,8 +270,16 @@ def _yaml_shape(text: str) -> str | None:
 
 def _setup_resolvers() -> None:
     """The SDK's resolvers (``_setup_omegaconf_resolvers``), registered as it registers them."""
+    import warnings
+
     from omegaconf import OmegaConf
 
+    with warnings.catch_warnings():  # OmegaConf 2.4 calls the SDK's way of registering old
+        warnings.simplefilter("ignore", UserWarning)
+        _register(OmegaConf)
+
+
+def _register(OmegaConf: Any) -> None:
     if not OmegaConf.has_resolver("multiply"):
         OmegaConf.register_new_resolver("multiply", lambda x, y: x * y, replace=True)
     if not OmegaConf.has_resolver("divide_ceil"):
