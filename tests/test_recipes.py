@@ -340,3 +340,79 @@ def _hook(event: str, args: Any) -> None:
 
 sys.addaudithook(_hook)
 assert sagemaker  # imported for the bare SDK's side
+
+
+def test_the_sdk_facts_are_the_installed_sdks(tmp_path):
+    from omegaconf import OmegaConf
+    from sagemaker.pytorch import estimator as sdk
+
+    from safe_estimators._recipes import facts
+    from safe_estimators._recipes.load import recipe_kind
+
+    assert facts.recipes_config() == sdk._recipe_load_config()
+    for device in ("gpu", "trainium", "cpu"):
+        assert sdk._device_get_distribution(device) == facts.DISTRIBUTIONS.get(device, {})
+    for name in ("ml.p5.48xlarge", "ml.g5.2xlarge", "ml.trn1.32xlarge", "ml.trn2.48xlarge",
+                 "ml.c5.xlarge", "ml.inf2.xlarge", "ml.r5.24xlarge"):  # fmt: skip
+        kwargs = {"instance_type": name}
+        assert sdk.PyTorch._device_validate_and_get_type(kwargs, {"trainer": {}}) == (
+            facts.device_type(name)
+        )
+    for model_type, (folder, script) in facts.GPU_SCRIPTS.items():
+        code, source = tmp_path / model_type / "code", tmp_path / model_type / "source"
+        (code / "examples" / folder).mkdir(parents=True)
+        (code / "examples" / folder / script).write_text("")
+        source.mkdir()
+        recipe = {"model": {"model_type": model_type + "_variant"}}
+        assert sdk._get_training_recipe_gpu_script(str(code), recipe, str(source)) == script
+        assert facts.gpu_script(model_type + "_variant") == (folder, script)
+    for recipe in (
+        {"run": {"model_type": "amazon.nova-micro-v1:0:128k", "model_name_or_path": "x"}},
+        {"training_config": {"distillation_data": "true"}},
+        {"evaluation": {"task": "mmlu"}},
+        {"run": {"model_type": "llm_finetuning_aws"}, "training_config": {"a": 1}},
+        {"run": {"model_type": "verl"}, "training_config": {"a": 1}},
+        {"run": {"model_type": "verl"}},
+        {"run": {"model_type": "hf"}, "trainer": {"num_nodes": 1}},
+    ):
+        config = OmegaConf.create(recipe)
+        expected = (
+            "nova" if sdk._is_nova_recipe(config)
+            else "eval" if sdk._is_eval_recipe(config)
+            else "llmft" if sdk._is_llmft_recipe(config)
+            else "standard"
+        )  # fmt: skip
+        assert recipe_kind(recipe) == expected, recipe
+
+
+NOVA = {
+    "run": {"name": "n", "model_type": "amazon.nova-micro-v1:0:128k",
+            "model_name_or_path": "nova-micro/prod", "replicas": 2},
+    "training_config": {"max_length": 8192},
+}  # fmt: skip
+LLMFT = {
+    "run": {"name": "l", "model_type": "llm_finetuning_aws"},
+    "trainer": {"num_nodes": 1, "devices": 8},
+    "training_config": {"model_name_or_path": "x"},
+}
+
+
+@pytest.mark.parametrize(("recipe", "count"), [(NOVA, 2), (LLMFT, 1)], ids=["nova", "llmft"])
+def test_nova_and_fine_tuning_jobs_plan_offline_with_their_recipe_channel(
+    recipe, count, tmp_path, capsys
+):
+    write_recipe(tmp_path / "project" / "r.yaml", recipe)
+    spec = _spec(tmp_path, "r.yaml", image_uri="111122223333.dkr.ecr.us-west-2.amazonaws.com/r:1")
+    assert main(["--json", "plan", str(spec)]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["request"]["ResourceConfig"]["InstanceCount"] == count
+    assert [c["ChannelName"] for c in plan["request"]["InputDataConfig"]] == ["recipe"]
+    assert "inputs.recipe" in {i["path"] for i in plan["injected"]}
+
+
+def test_a_missing_source_dir_and_an_adapter_url_the_sdk_skips_are_refused(
+    repos, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("TRAINING_ADAPTER_GIT", str(tmp_path / "adapter"))
+    problems = _problems(source_dir=str(tmp_path / "missing"))
+    assert [p.path for p in problems] == ["source_dir", "$TRAINING_ADAPTER_GIT"]

@@ -11,6 +11,7 @@ Nova and LLM fine-tuning recipes have keys of their own: only what the SDK reads
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -80,6 +81,31 @@ def recipe_machines(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "training recipes\").",
             "pick a GPU type (ml.p5.48xlarge, ml.p4d.24xlarge, ml.g5.48xlarge) or a Trainium "
             "type (ml.trn1.32xlarge).",
+        )
+
+
+def recipe_sources(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """source_dir must be a local folder; the adapter URL must be one the SDK clones."""
+    source_dir = ctx.spec.source_dir
+    if source_dir is not None and not os.path.isdir(source_dir):
+        yield Problem(
+            "source_dir",
+            f"{source_dir!r} is not a local folder; the SDK copies the recipe's script into it "
+            "(\"When using training_recipe, source_dir must be a local directory\").",
+            "create the folder, or leave source_dir out (the SDK then uses the current folder).",
+        )
+    adapter = os.environ.get(facts.ADAPTER_VARIABLE)
+    if (
+        recipe.kind == "standard"
+        and _device(ctx) == "gpu"
+        and adapter
+        and not adapter.startswith(facts.CLONED_SCHEMES)
+    ):
+        yield Problem(
+            f"${facts.ADAPTER_VARIABLE}",
+            f"is {adapter!r}; the SDK clones only https://, git@ and ssh:// URLs and skips any "
+            "other without a word, then cannot find the adapter's script.",
+            "point it at an https:// or ssh:// URL of the adapter repository, or unset it.",
         )
 
 
@@ -324,6 +350,7 @@ def _below(capability: str, minimum: str) -> bool:
 
 RECIPE_RULES: tuple[RecipeRule, ...] = (
     recipe_machines,
+    recipe_sources,
     recipe_image,
     recipe_structure,
     recipe_devices,
@@ -411,6 +438,20 @@ def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> l
                 count_value,
                 f"the recipe's {key}; the SDK takes the instance count from it when "
                 "instance_count is not given.",
+            )
+        )
+    if recipe.kind in ("nova", "eval"):
+        run = _section(recipe.data, "run")
+        where = str(run.get("model_name_or_path") or "")
+        sent = {"model_type": run.get("model_type")}
+        if where:
+            sent["base_model_location" if where.startswith("s3://") else "base_model"] = where
+        record.append(
+            Injection(
+                "hyperparameters",
+                sent,
+                "the SDK sends the Nova model from the recipe's run section; it also turns off "
+                "remote debugging, the profiler and the Debugger hook for Nova jobs.",
             )
         )
     if recipe.kind != "standard":
