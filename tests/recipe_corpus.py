@@ -71,6 +71,9 @@ KEPT = (
     "model.do_finetune", "model.multi_modal", "model.peft.peft_type",
     "model.data.use_synthetic_data", "model.max_context_width", "model.num_hidden_layers",
     "model.hidden_size", "model.train_batch_size", "model.activation_checkpointing",
+    "model.vocab_size", "model.num_attention_heads", "model.intermediate_size", "model.moe",
+    "model.use_flash_attention", "model.offload_activations", "model.peft.rank",
+    "model.num_local_experts", "model.num_experts_per_tok",
     "distributed_strategy.tensor_model_parallel_size",
     "distributed_strategy.pipeline_model_parallel_size", "run.replicas", "run.model_type",
 )  # fmt: skip

@@ -416,3 +416,28 @@ def test_a_missing_source_dir_and_an_adapter_url_the_sdk_skips_are_refused(
     monkeypatch.setenv("TRAINING_ADAPTER_GIT", str(tmp_path / "adapter"))
     problems = _problems(source_dir=str(tmp_path / "missing"))
     assert [p.path for p in problems] == ["source_dir", "$TRAINING_ADAPTER_GIT"]
+
+
+def _dense_70b(nodes: int, shard: int) -> dict[str, Any]:
+    recipe = gpu_recipe(nodes=nodes, shard=shard, fp8=True)
+    recipe["model"].update(
+        num_hidden_layers=80, hidden_size=8192, num_attention_heads=64, vocab_size=128256,
+        intermediate_size=28672, activation_checkpointing=False,
+    )  # fmt: skip
+    return recipe
+
+
+def test_the_memory_estimate_warns_at_recipe_model_where_the_model_cannot_fit(tmp_path):
+    file = write_recipe(tmp_path / "one-node.yaml", _dense_70b(nodes=1, shard=8))
+    (problem,) = _problems(str(file), instance_count=1)
+    assert (problem.path, problem.severity) == ("recipe.model", "warning")
+    assert "GB per accelerator" in problem.message and "H100" in problem.message
+    sharded = mutated(_dense_70b(8, 64), "model.activation_checkpointing", True)
+    file = write_recipe(tmp_path / "many.yaml", sharded)
+    assert _problems(str(file), instance_count=8) == []
+
+
+def test_no_estimate_where_the_model_section_does_not_describe_the_whole_model(tmp_path):
+    recipe = mutated(_dense_70b(nodes=1, shard=8), "model.model_type", "deepseek_r1")
+    file = write_recipe(tmp_path / "deepseek.yaml", recipe)
+    assert _problems(str(file), instance_count=1) == []

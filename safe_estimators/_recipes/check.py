@@ -413,8 +413,14 @@ def dropped_arguments(spec: JobSpec) -> list[Problem]:
 
 
 def check_recipe(ctx: Context, recipe: Recipe) -> list[Problem]:
-    """Every recipe rule's problems, in the table's order."""
-    return [problem for rule in RECIPE_RULES for problem in rule(ctx, recipe)]
+    """Every recipe rule's problems, in the table's order; the memory estimate's warnings
+    once the rest holds."""
+    from safe_estimators._recipes.memory import recipe_memory
+
+    found = [problem for rule in RECIPE_RULES for problem in rule(ctx, recipe)]
+    if any(p.severity == "error" for p in found):
+        return found
+    return found + list(recipe_memory(ctx, recipe))
 
 
 def recipe_instance_count(recipe: Recipe) -> tuple[object, str]:
