@@ -441,3 +441,18 @@ def test_no_estimate_where_the_model_section_does_not_describe_the_whole_model(t
     recipe = mutated(_dense_70b(nodes=1, shard=8), "model.model_type", "deepseek_r1")
     file = write_recipe(tmp_path / "deepseek.yaml", recipe)
     assert _problems(str(file), instance_count=1) == []
+
+
+@pytest.mark.parametrize("prefix", ["", "."], ids=["absolute", "relative"])
+def test_interpolations_that_repeat_each_other_are_refused_before_they_are_resolved(
+    tmp_path, prefix
+):
+    # 10 characters doubled 21 times: 20 MB if resolved; refused past 100,000 characters.
+    lines = ["x:", "  a0: xxxxxxxxxx"]
+    lines += [f"  a{i}: ${{{prefix or 'x.'}a{i - 1}}}${{{prefix or 'x.'}a{i - 1}}}"
+              for i in range(1, 22)]  # fmt: skip
+    file = tmp_path / "grows.yaml"
+    file.write_text("\n".join(lines) + "\n")
+    (problem,) = _problems(str(file), recipe_overrides=None, instance_count=1)
+    assert problem.path == "recipe.x.a14"
+    assert "more than 100,000 characters" in problem.message

@@ -168,12 +168,16 @@ def recipe_devices(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         if unit == "NeuronCore"
         else "the adapter refuses it: \"'devices' does not equal actual number of devices\""
     )
+    # Trainium2's count depends on the logical NeuronCore setting (64 by default, 128 without
+    # pairing): a warning there; Trainium1's 32 is fixed.
+    sure = unit == "GPU" or ctx.instance_name.startswith(facts.FIXED_CORE_FAMILIES)
     yield Problem(
         "recipe.trainer.devices",
         f"is {devices}, but {ctx.instance_name} has {count(per_instance, unit)} and the job "
         f"starts one process per {unit}; {checker}.",
         f"set recipe_overrides={{'trainer': {{'devices': {per_instance}}}}}, or pick an "
         f"instance type with {count(devices, unit)}.",
+        "error" if sure else "warning",
     )
 
 

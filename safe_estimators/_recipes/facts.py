@@ -43,6 +43,9 @@ DISTRIBUTIONS: dict[str, dict[str, Any]] = {
 # ``_device_validate_and_get_type``: the second part of the instance type name decides.
 GPU_PREFIXES = ("p", "g")
 TRAINIUM_PREFIX = "trn"
+# Trainium types whose NeuronCores per instance (the processes torchrun starts) do not depend
+# on the Neuron runtime's logical NeuronCore setting.
+FIXED_CORE_FAMILIES = ("ml.trn1.", "ml.trn1n.")
 
 # The adapter's defaults where a recipe leaves a key out (config_schemas.py, BaseConfig and
 # BaseModelConfig): the SMP model implementation and fp8 are on, and so is fine-tuning.

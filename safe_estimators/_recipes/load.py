@@ -18,6 +18,7 @@ import functools
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -314,6 +315,9 @@ def _merge_and_resolve(
         message = f"cannot be merged into the recipe: {quote(str(exc), 200)}."
         return None, [Problem("recipe_overrides", message)]
     merged_text = OmegaConf.to_yaml(merged)
+    grown = _expansion(OmegaConf.to_container(merged, resolve=False))
+    if grown is not None:
+        return None, [Problem(grown[0], grown[1], "write the value out instead.")]
     _setup_resolvers()
     # The SDK's attempts (_recipe_resolve_and_save): the recipe itself, then under the key
     # "recipes", then under "training". OmegaConf.resolve works in place, as there.
@@ -335,6 +339,96 @@ def _merge_and_resolve(
     if not isinstance(data, dict):
         return None, [Problem("training_recipe", "must hold a mapping at the top level.")]
     return Recipe(name, path, merged_text, data, recipe_kind(data)), []
+
+
+# The longest resolved string read: interpolations that repeat each other could grow without end.
+MAX_RESOLVED_CHARS = 100_000
+_INNERMOST = re.compile(r"\$\{([^${}]*)\}")
+_SHORT = 32  # a number, or what a resolver returns
+
+
+def _expansion(root: Any) -> tuple[str, str] | None:
+    """The first value whose interpolations would resolve to more than MAX_RESOLVED_CHARS
+    characters (its path and the message), or None. Sizes are over-estimated: a reference
+    counts as its target's whole size, a resolver call as a number."""
+    sizes: dict[tuple[str, ...], int] = {}
+    visiting: set[tuple[str, ...]] = set()
+
+    def node(path: tuple[str, ...]) -> Any:
+        value = root
+        for key in path:
+            if isinstance(value, Mapping) and key in value:
+                value = value[key]
+            elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+                value = value[int(key)]
+            else:
+                return None
+        return value
+
+    def target(where: tuple[str, ...], key: str) -> tuple[str, ...]:
+        if key.startswith("."):
+            dots = len(key) - len(key.lstrip("."))
+            base = where[: max(0, len(where) - (dots - 1))]
+            return base + tuple(k for k in key.lstrip(".").split(".") if k)
+        parts = tuple(key.split("."))
+        if parts[0] in ("recipes", "training") and parts[0] not in root:
+            parts = parts[1:]  # the SDK's second and third attempts wrap the recipe in that key
+        return parts
+
+    def size(path: tuple[str, ...]) -> int:
+        if path in sizes:
+            return sizes[path]
+        if path in visiting:
+            return _SHORT  # a cycle: OmegaConf refuses it
+        visiting.add(path)
+        value = node(path)
+        if isinstance(value, Mapping):
+            total = sum(size((*path, str(k))) + len(str(k)) + 4 for k in value)
+        elif isinstance(value, list):
+            total = sum(size((*path, str(i))) + 2 for i in range(len(value)))
+        elif isinstance(value, str) and "${" in value:
+            total = text_size(path[:-1], value)
+        else:
+            total = len(str(value))
+        visiting.discard(path)
+        sizes[path] = min(total, MAX_RESOLVED_CHARS + 1)
+        return sizes[path]
+
+    def text_size(where: tuple[str, ...], text: str) -> int:
+        total = 0
+        while True:
+            found = _INNERMOST.search(text)
+            if found is None:
+                return total + len(text)
+            inner = found.group(1).strip()
+            if ":" in inner or not inner:
+                total += _SHORT
+            else:
+                total += size(target(where, inner))
+            if total > MAX_RESOLVED_CHARS:
+                return total
+            text = text[: found.start()] + text[found.end() :]
+
+    def walk(path: tuple[str, ...], value: Any) -> tuple[str, str] | None:
+        if isinstance(value, Mapping):
+            items: Any = ((str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            items = ((str(i), v) for i, v in enumerate(value))
+        else:
+            if isinstance(value, str) and "${" in value and size(path) > MAX_RESOLVED_CHARS:
+                return (
+                    "recipe." + ".".join(path),
+                    f"would resolve to more than {MAX_RESOLVED_CHARS:,} characters: its "
+                    "interpolations repeat values that repeat others.",
+                )
+            return None
+        for key, item in items:
+            found = walk((*path, key), item)
+            if found is not None:
+                return found
+        return None
+
+    return walk((), root)
 
 
 def _unresolved(errors: list[tuple[str | None, Exception]], text: str) -> Problem:
