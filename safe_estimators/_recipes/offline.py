@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -144,6 +145,17 @@ def planned_recipe_job(kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
     if kwargs.get("training_recipe") is None:
         yield kwargs
         return
+    # The redirect lives in os.environ, which every thread shares: one recipe plan at a time,
+    # so that none ends another's redirect while its clone runs.
+    with _PLANNING, _planned(kwargs) as handed:
+        yield handed
+
+
+_PLANNING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _planned(kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
     root = tempfile.mkdtemp(prefix="safe-estimators-plan-")
     try:
         source = os.path.join(root, "source")
