@@ -1,7 +1,8 @@
 """The ``safe-estimators`` command: validate, plan, submit, lint, catalog and schema.
 
 Every command prints text, or with ``--json`` one JSON document on stdout, errors included:
-``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity"}]}``.
+``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity", "file", "line",
+"column"}]}``. ``--format github|sarif|codeclimate`` reports the problems for CI (see _report).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import sys
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from safe_estimators._bounds import MAX_PROBLEMS, printable
 from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._report import FORMATS, Entry, Reporter, located
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -89,36 +91,8 @@ def _quiet(verbose: bool, sdk: bool = True) -> Iterator[None]:
                     os.environ.pop(_V2_WARNING, None)
 
 
-# A problem is one line for a human; a path or message longer than this quotes a value whole.
-_MAX_LINE = 2_000
-
-
-def _print_problem(out: TextIO, source: str, problem: Problem) -> None:
-    # Every part may hold the user's text: escaped, none can start a line or reach the terminal.
-    label = "warning: " if problem.severity == "warning" else ""
-    hint = f" ({problem.hint})" if problem.hint else ""
-    path = problem.path if len(problem.path) <= 200 else problem.path[:199] + "…"
-    line = printable(f"{source}: {path}: {label}{problem.message}{hint}")
-    out.write((line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…") + "\n")
-
-
-def _print_problems(out: TextIO, source: str, problems: Sequence[Problem]) -> None:
-    for problem in problems[:MAX_PROBLEMS]:
-        _print_problem(out, source, problem)
-    if len(problems) > MAX_PROBLEMS:
-        more = len(problems) - MAX_PROBLEMS
-        out.write(printable(f"{source}: ... and {more:,} more problems (the first "
-                            f"{MAX_PROBLEMS} are shown)") + "\n")  # fmt: skip
-
-
-def _problem_json(source: str | None, problem: Problem) -> dict[str, Any]:
-    return {
-        "source": source,
-        "path": problem.path,
-        "message": problem.message,
-        "hint": problem.hint,
-        "severity": problem.severity,
-    }
+def _problems_json(source: str | None, problems: Sequence[Problem]) -> list[dict[str, Any]]:
+    return [entry.as_json() for entry in located(source, problems)]
 
 
 def _emit_json(document: Any) -> None:
@@ -127,7 +101,7 @@ def _emit_json(document: Any) -> None:
 
 
 def _failure(source: str | None, problems: Sequence[Problem]) -> dict[str, Any]:
-    return {"ok": False, "source": source, "problems": [_problem_json(source, p) for p in problems]}
+    return {"ok": False, "source": source, "problems": _problems_json(source, problems)}
 
 
 # --- validate -------------------------------------------------------------------------------
@@ -153,27 +127,29 @@ def _validate(args: argparse.Namespace) -> int:
         results += [(path, validate_file(path, project_root=args.project_root)) for path in files]
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
     if args.json:
+        per_file = [
+            {
+                "source": source,
+                "ok": not any(p.severity == "error" for p in found),
+                "problems": _problems_json(source, found),
+            }
+            for source, found in results
+        ]
         _emit_json(
             {
                 "ok": not invalid,
-                "problems": [_problem_json(s, p) for s, found in results for p in found],
+                "problems": [p for file in per_file for p in file["problems"]],
                 "skipped": skipped,
-                "files": [
-                    {
-                        "source": source,
-                        "ok": not any(p.severity == "error" for p in found),
-                        "problems": [_problem_json(source, p) for p in found],
-                    }
-                    for source, found in results
-                ],
+                "files": per_file,
             }
         )
         return EXIT_INVALID if invalid else EXIT_OK
+    report: Reporter = args.report
     for source, problems in results:
-        _print_problems(sys.stdout, source, problems)
-        if not any(p.severity == "error" for p in problems):
+        report.problems(source, problems)
+        if report.human and not any(p.severity == "error" for p in problems):
             print(f"{printable(source)}: valid")
-    for path in skipped:
+    for path in skipped if report.human else ():
         print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if invalid else EXIT_OK
 
@@ -207,13 +183,17 @@ def _plan(args: argparse.Namespace) -> int:
             problems = [p for d in documents for p in d["problems"]]
             _emit_json({"ok": not failed, "problems": problems, "plans": documents})
     else:
+        report: Reporter = args.report
         for index, item in enumerate(texts):
-            if index:
+            if index and report.human:
                 print()
             if isinstance(item, ConfigError):
-                _print_problems(sys.stdout, item.source or args.files[index], item.problems)
-            else:
+                report.problems(item.source or args.files[index], item.problems)
+                continue
+            if report.human:
                 print(item)
+            if report.format != "text":  # the text of a plan shows its warnings
+                report.problems(item.source, item.explanation.warnings)
     return EXIT_INVALID if failed else EXIT_OK
 
 
@@ -229,7 +209,7 @@ def _strict_json(document: Any, source: str) -> None:
 
 
 def _warnings_json(result: Any) -> list[dict[str, Any]]:
-    return [_problem_json(result.source, w) for w in result.explanation.warnings]
+    return _problems_json(result.source, result.explanation.warnings)
 
 
 # --- submit ---------------------------------------------------------------------------------
@@ -312,7 +292,7 @@ def _submit(args: argparse.Namespace) -> int:
         raise ConfigError([problem], source=path) from exc
     if args.json:
         _emit_json({"ok": True, "problems": [], "source": path, "job_name": name})
-    else:
+    elif args.report.human:
         print(name)
     return EXIT_OK
 
@@ -359,38 +339,54 @@ def _lint(args: argparse.Namespace) -> int:
 
     results = [(t, lint_target(t, project_root=args.project_root)) for t in args.files]
     failed = any(f.severity == "error" for _, findings in results for f in findings)
+    entries = {target: [_finding_entry(target, f) for f in found] for target, found in results}
     if args.json:
-        _emit_json(
-            {
-                "ok": not failed,
-                "problems": [
-                    {
-                        "source": target,
-                        "path": f"{f.file}:{f.line}",
-                        "message": f.message,
-                        "hint": f.hint,
-                        "severity": f.severity,
-                        "rule": f.rule,
-                    }
-                    for target, findings in results
-                    for f in findings
-                ],
-            }
-        )
+        problems = [
+entry.as_json() for found in entries.values() for entry in found]
+        _emit_json({"ok": not failed, "problems": problems})
         return EXIT_INVALID if failed else EXIT_OK
+    report: Reporter = args.report
     for target, findings in results:
-        for finding in findings[:MAX_PROBLEMS]:
-            print(printable(str(finding)))
-        if len(findings) > MAX_PROBLEMS:
-            print(f"{printable(target)}: ... and {len(findings) - MAX_PROBLEMS:,} more findings")
-        if not findings:
+        if report.format != "text":
+            report.add(entries[target])
+        else:
+            for finding in findings[:MAX_PROBLEMS]:
+                print(printable(str(finding)))
+            if len(findings) > MAX_PROBLEMS:
+                more = len(findings) - MAX_PROBLEMS
+                print(f"{printable(target)}: ... and {more:,} more findings")
+        if not findings and report.human:
             print(f"{printable(target)}: no findings")
     return EXIT_INVALID if failed else EXIT_OK
 
 
+def _finding_entry(target: str, finding: Any) -> Entry:
+    """A script finding where it is written: its file is relative to the spec's source_dir,
+    or as the command line gave it."""
+    file = finding.file
+    if not os.path.isfile(file) and file != target:
+        from safe_estimators._files import read_spec_data
+
+        data, _ = read_spec_data(target)
+        source_dir = data.get("source_dir") if data else None
+        if isinstance(source_dir, str):
+            inside = os.path.join(os.path.dirname(target), source_dir, file)
+            file = os.path.normpath(inside) if os.path.isfile(inside) else file
+    return Entry(
+        target,
+        f"{finding.file}:{finding.line}",
+        finding.message,
+        finding.hint,
+        finding.severity,
+        rule=finding.rule,
+        file=file,
+        line=finding.line or None,
+    )
+
+
 # --- catalog and schema ---------------------------------------------------------------------
 
-def _fits(path: str, as_json: bool) -> int:
+def _fits(path: str, as_json: bool, report: Reporter) -> int:
     from safe_estimators._memory.catalog import placements_of_file
 
     found = placements_of_file(path)
@@ -403,8 +399,19 @@ def _fits(path: str, as_json: bool) -> int:
         _emit_json(rows)
         return EXIT_OK
     if not found:
-        print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 instances)")
+        if report.format == "text":
+            print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 "
+                  "instances)")  # fmt: skip
+        else:
+            nowhere = Problem(
+                "model",
+                "fits on no instance type of the catalog (up to 64 instances).",
+                "make the model smaller, or shard it over more devices.",
+            )
+            report.problems(path, [nowhere])
         return EXIT_INVALID
+    if not report.human:
+        return EXIT_OK
     table = [("instance type", "count", "accelerators", "memory/device", "estimate", "use")]
     table += [
         (
@@ -444,7 +451,7 @@ def _catalog(args: argparse.Namespace) -> int:
     import instance_catalog
 
     if args.fits:
-        return _fits(args.fits, args.json)
+        return _fits(args.fits, args.json, args.report)
 
     every = instance_catalog.instance_types()
     known = sorted({t.accelerator_name for t in every if t.accelerator_name})
@@ -469,6 +476,8 @@ def _catalog(args: argparse.Namespace) -> int:
         import attrs
 
         _emit_json([attrs.asdict(t) for t in rows])
+        return EXIT_OK
+    if not args.report.human:
         return EXIT_OK
     header = (
         "instance type", "GPUs", "accelerator", "devices", "memory/device", "vCPUs", "EFA",
@@ -499,7 +508,8 @@ def _yes_no(value: bool | None) -> str:
 def _schema(args: argparse.Namespace) -> int:
     from safe_estimators._schema import spec_schema
 
-    _emit_json(spec_schema())
+    _emit_json(spec_schema())  # in every format: the schema is what was asked for
+    args.report.printed = True
     return EXIT_OK
 
 
@@ -523,12 +533,19 @@ def _count(text: str) -> int:
 
 
 def _global_flags(parser: argparse.ArgumentParser, default: Any) -> None:
-    """--verbose, --json and --project-root, accepted before and after the command."""
+    """--verbose, --json, --format and --project-root, accepted before and after the command."""
     parser.add_argument(
         "--verbose", action="store_true", default=default, help="show the SageMaker SDK's logs"
     )
     parser.add_argument(
         "--json", action="store_true", default=default, help="one JSON document on stdout"
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text" if default is False else default,
+        help="text (default), json (as --json), github (workflow-command annotations), sarif "
+        "(SARIF 2.1.0) or codeclimate (GitLab Code Quality)",
     )
     parser.add_argument(
         "--project-root",
@@ -595,13 +612,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _usage(parser: argparse.ArgumentParser, message: str, as_json: bool) -> int:
-    if as_json:
+def _usage(parser: argparse.ArgumentParser, message: str, output: str) -> int:
+    if output == "json":
         _emit_json(_failure(None, [Problem("<usage>", message, "see safe-estimators --help.")]))
-    else:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    Reporter(output, sys.stdout).finish(failure=message)
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _requested_format(arguments: Sequence[str]) -> str:
+    """The output format the command line asks for, read before it is parsed (a usage error
+    is reported in it too)."""
+    if "--json" in arguments:
+        return "json"
+    chosen = "text"
+    for index, argument in enumerate(arguments):
+        value = None
+        if argument == "--format" and index + 1 < len(arguments):
+            value = arguments[index + 1]
+        elif argument.startswith("--format="):
+            value = argument.partition("=")[2]
+        if value in FORMATS:
+            chosen = value
+    return chosen
 
 
 # The commands that load the SageMaker SDK; the others never load logging just to quiet it.
@@ -611,25 +646,30 @@ _SDK_COMMANDS = (_plan, _submit)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see ``EXIT_CODES``)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in arguments
+    output = _requested_format(arguments)
     parser = _parser()
     try:
         args = parser.parse_args(arguments)
     except _UsageError as exc:
-        return _usage(parser, str(exc), as_json)
+        return _usage(parser, str(exc), output)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.json:
+        args.format = "json"
+    args.json = args.format == "json"
+    report = args.report = Reporter(args.format, sys.stdout)
     try:
         with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS):
             result: Any = args.run(args)
     except _UsageError as exc:
-        return _usage(parser, str(exc), args.json)
+        return _usage(parser, str(exc), args.format)
     except ConfigError as error:
         source = error.source or next(iter(getattr(args, "files", [])), None) or "spec"
         if args.json:
             _emit_json(_failure(source, error.problems))
         else:
-            _print_problems(sys.stdout, source, error.problems)
+            report.problems(source, error.problems)
+            report.finish()
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
@@ -643,12 +683,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             internal = Problem("<internal>", message, "run again with --verbose and report it.")
             _emit_json(_failure(None, [internal]))
+        elif report.format != "text":
+            report.finish(failure=message)
         print(
             f"safe-estimators: {message}\n"
             "Run again with --verbose for the traceback, and please report it.",
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+    report.finish()
     return int(result)
 
 
