@@ -107,27 +107,46 @@ def _failure(source: str | None, problems: Sequence[Problem]) -> dict[str, Any]:
 # --- validate -------------------------------------------------------------------------------
 
 
-def _validate(args: argparse.Namespace) -> int:
-    from safe_estimators._validate import is_job_spec, spec_files, validate_file
+def _targets(args: argparse.Namespace) -> tuple[list[tuple[str, bool]], list[str]]:
+    """The files the command line names, each with whether it is a folder that holds no spec
+    (a folder stands for the job specs in it; with --specs-only a spec-suffixed file that
+    names no estimator is skipped too), and the files skipped."""
+    from safe_estimators._files import SUFFIXES
+    from safe_estimators._validate import is_job_spec, spec_files
 
-    results = []
+    out: list[tuple[str, bool]] = []
     skipped: list[str] = []
     for target in args.files:
         files = spec_files(target)
-        if os.path.isdir(target):
-            skipped += [path for path in files if not is_job_spec(path)]
-            files = [path for path in files if path not in skipped]
-        if not files:
-            empty = Problem(
-                "<folder>",
-                "holds no spec files (.yaml, .yml, .json, .toml).",
-                "give the folder of your job specs, or the files themselves.",
-            )
-            results.append((target, [empty]))
-        results += [(path, validate_file(path, project_root=args.project_root)) for path in files]
+        folder = os.path.isdir(target)
+        if folder or getattr(args, "specs_only", False):
+            spec = [p for p in files if not p.lower().endswith(SUFFIXES) or is_job_spec(p)]
+            skipped += [path for path in files if path not in spec]
+            files = spec
+        if folder and not files:
+            out.append((target, True))
+        out += [(path, False) for path in files]
+    return out, skipped
+
+
+_EMPTY_FOLDER = Problem(
+    "<folder>",
+    "holds no spec files (.yaml, .yml, .json, .toml).",
+    "give the folder of your job specs, or the files themselves.",
+)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from safe_estimators._validate import validate_file
+
+    targets, skipped = _targets(args)
+    results: list[tuple[str, list[Problem]]] = [
+        (path, [_EMPTY_FOLDER] if empty else validate_file(path, project_root=args.project_root))
+        for path, empty in targets
+    ]
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
     if args.json:
-        per_file = [
+        per_file: list[dict[str, Any]] = [
             {
                 "source": source,
                 "ok": not any(p.severity == "error" for p in found),
@@ -335,9 +354,16 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
 
 
 def _lint(args: argparse.Namespace) -> int:
+    import attrs
+
     from safe_estimators._validate import lint_target
 
-    results = [(t, lint_target(t, project_root=args.project_root)) for t in args.files]
+    targets, skipped = _targets(args)
+    root = args.project_root
+    results = [
+        (path, [_folder_finding(path)] if empty else lint_target(path, project_root=root))
+        for path, empty in targets
+    ]
     failed = any(f.severity == "error" for _, findings in results for f in findings)
     entries = {target: [_finding_entry(target, f) for f in found] for target, found in results}
     if args.json:
@@ -350,14 +376,23 @@ entry.as_json() for found in entries.values() for entry in found]
         if report.format != "text":
             report.add(entries[target])
         else:
-            for finding in findings[:MAX_PROBLEMS]:
-                print(printable(str(finding)))
+            for finding, entry in zip(findings[:MAX_PROBLEMS], entries[target], strict=False):
+                print(printable(str(attrs.evolve(finding, file=entry.file))))
             if len(findings) > MAX_PROBLEMS:
                 more = len(findings) - MAX_PROBLEMS
                 print(f"{printable(target)}: ... and {more:,} more findings")
         if not findings and report.human:
             print(f"{printable(target)}: no findings")
+    for path in skipped if report.human else ():
+        print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if failed else EXIT_OK
+
+
+def _folder_finding(folder: str) -> Any:
+    from safe_estimators._script_checks import Finding
+
+    empty = _EMPTY_FOLDER
+    return Finding(folder, 0, "error", "invalid-spec", empty.message, empty.hint)
 
 
 def _finding_entry(target: str, finding: Any) -> Entry:
@@ -556,6 +591,15 @@ def _global_flags(parser: argparse.ArgumentParser, default: Any) -> None:
     )
 
 
+def _specs_only(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--specs-only",
+        action="store_true",
+        help="skip YAML, JSON and TOML files that name no estimator, as in a folder (for "
+        "pre-commit, which passes every changed file)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="safe-estimators",
@@ -581,6 +625,7 @@ def _parser() -> argparse.ArgumentParser:
 
     validate = command("validate", "check spec files or folders of them (no AWS, no sagemaker)")
     validate.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
+    _specs_only(validate)
     validate.set_defaults(run=_validate)
 
     plan = command("plan", "show the resolved job and its request, offline")
@@ -593,7 +638,8 @@ def _parser() -> argparse.ArgumentParser:
     submit.set_defaults(run=_submit)
 
     lint = command("lint", "check training scripts, or the scripts of specs")
-    lint.add_argument("files", nargs="+", metavar="FILE_OR_SPEC")
+    lint.add_argument("files", nargs="+", metavar="FILE_SPEC_OR_DIR")
+    _specs_only(lint)
     lint.set_defaults(run=_lint)
 
     catalog = command("catalog", "list training instance types")

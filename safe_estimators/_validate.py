@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from safe_estimators._bounds import MAX_SPEC_BYTES
 from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
 from safe_estimators._problems import Problem
 from safe_estimators._resolve import check_arguments, finding_problem, script_context
@@ -36,7 +38,33 @@ def is_job_spec(path: str | os.PathLike[str]) -> bool:
     """A file found in a folder is a job spec when it names an estimator (``estimator: ...``);
     other YAML, JSON or TOML files (a copier.yml, a package.json) live beside specs."""
     data, _ = read_spec_data(path)
-    return data is None or isinstance(data.get("estimator"), str)
+    if data is None:  # unreadable or refused: a spec when it visibly names an estimator
+        return _names_estimator(path)
+    return isinstance(data.get("estimator"), str)
+
+
+# A top-level estimator key in YAML or TOML (estimator: / estimator =), or a JSON key.
+_ESTIMATOR_KEY = r"""(?m)^["']?estimator["']?[ \t]*[:=]|"estimator"\s*:"""
+
+
+def _names_estimator(path: str | os.PathLike[str]) -> bool:
+    """Whether a file that cannot be read as a spec still names an estimator: a GitHub
+    workflow's ``on:`` (refused as YAML 1.1) or a large package-lock.json is not a job spec, a
+    job spec with a syntax error or padded past the size limit is (and is reported)."""
+    import re
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return True  # reported as it is: missing, unreadable
+    try:
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                return True
+            head = file.read(MAX_SPEC_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return True
+    return re.search(_ESTIMATOR_KEY, head) is not None
 
 
 def validate_file(
@@ -82,7 +110,10 @@ def _lint_target(
     if arguments is not None and not problems:
         ctx, problems, _ = check_arguments(arguments)
     if ctx is None:
-        return [Finding(str(path), 0, "error", "invalid-spec", str(p), p.hint) for p in problems]
+        return [
+            Finding(str(path), 0, "error", "invalid-spec", f"{p.path}: {p.message}", p.hint)
+            for p in problems
+        ]
     spec = ctx.spec
     # Run even where the spec says check_script: false: linting is what was asked for.
     return check_script(spec.entry_point, script_context(ctx), source_dir=spec.source_dir)

@@ -303,3 +303,39 @@ def test_plan_reports_its_problems_in_the_format(capsys, tmp_path):
     code, out = run(capsys, "plan", "--format", "github", path)
     assert code == 1
     assert out.startswith(f"::error file={escape_property(str(path))},line=3,col=1,")
+
+
+# --- what the pre-commit hooks pass ---------------------------------------------------------
+
+
+def test_specs_only_skips_files_that_name_no_estimator_but_not_broken_specs(capsys, tmp_path):
+    good = _spec(tmp_path, "yaml")
+    good.write_text(SPEC_TEXTS["yaml"].replace("ml.p3.2xlarg\n", "ml.p3.2xlarge\n").replace(
+        f"environment: {{HF_TOKEN: {FAKE_TOKEN}}}\n", ""))  # fmt: skip
+    workflow = tmp_path / "ci.yml"
+    workflow.write_text("name: ci\non: push\n")  # refused as YAML 1.1, names no estimator
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("estimator: pytorch\ninstance_type: [ml.p3.2xlarge\n")
+    code, out = run(capsys, "validate", "--specs-only", good, workflow, broken)
+    assert code == 1
+    assert f"{good}: valid" in out
+    assert f"{workflow}: skipped (names no estimator: not a job spec)" in out
+    assert f"{broken}:3:1: <file>: is not valid YAML" in out
+    code, out = run(capsys, "lint", "--specs-only", good, workflow)
+    assert code == 0
+    assert out.splitlines() == [
+        f"{good}: no findings", f"{workflow}: skipped (names no estimator: not a job spec)"
+    ]  # fmt: skip
+
+
+def test_lint_takes_a_folder_and_names_the_script_inside_source_dir(capsys, tmp_path):
+    project = _project(tmp_path)
+    (project / "src").mkdir()
+    (project / "src" / "train.py").write_text('import os\nos.environ["NCCL_DEBUG"] = 1\n')
+    (project / "job.yaml").write_text(
+        "estimator: pytorch\nentry_point: train.py\nsource_dir: src\n"
+        "instance_type: ml.p3.2xlarge\nframework_version: '2.1.0'\npy_version: py310\n"
+    )
+    code, out = run(capsys, "lint", project)
+    assert code == 1
+    assert out.startswith(f"{project / 'src' / 'train.py'}:2: error: `os.environ")
