@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -139,9 +140,17 @@ _EMPTY_FOLDER = Problem(
 def _validate(args: argparse.Namespace) -> int:
     from safe_estimators._validate import validate_file
 
+    def check(path: str, root: Any) -> list[Problem]:
+        return validate_file(path, project_root=root)
+
+    if not args.no_cache:  # an unchanged spec's verdict is read back (see _verdicts)
+        from safe_estimators._verdicts import validate_cached
+
+        check = functools.partial(validate_cached, validate=check)
+
     targets, skipped = _targets(args)
     results: list[tuple[str, list[Problem]]] = [
-        (path, [_EMPTY_FOLDER] if empty else validate_file(path, project_root=args.project_root))
+        (path, [_EMPTY_FOLDER] if empty else check(path, args.project_root))
         for path, empty in targets
     ]
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
@@ -626,6 +635,11 @@ def _parser() -> argparse.ArgumentParser:
     validate = command("validate", "check spec files or folders of them (no AWS, no sagemaker)")
     validate.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
     _specs_only(validate)
+    validate.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="check every spec again instead of reusing the verdict of an unchanged one",
+    )
     validate.set_defaults(run=_validate)
 
     plan = command("plan", "show the resolved job and its request, offline")
