@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import os
 import re
@@ -121,9 +120,9 @@ def _targets(args: argparse.Namespace) -> tuple[list[tuple[str, bool]], list[str
         files = spec_files(target)
         folder = os.path.isdir(target)
         if folder or getattr(args, "specs_only", False):
-            spec = [p for p in files if not p.lower().endswith(SUFFIXES) or is_job_spec(p)]
-            skipped += [path for path in files if path not in spec]
-            files = spec
+            kept = {p for p in files if not p.lower().endswith(SUFFIXES) or is_job_spec(p)}
+            skipped += [path for path in files if path not in kept]
+            files = [path for path in files if path in kept]
         if folder and not files:
             out.append((target, True))
         out += [(path, False) for path in files]
@@ -140,17 +139,15 @@ _EMPTY_FOLDER = Problem(
 def _validate(args: argparse.Namespace) -> int:
     from safe_estimators._validate import validate_file
 
-    def check(path: str, root: Any) -> list[Problem]:
-        return validate_file(path, project_root=root)
+    def check(path: str, project_root: str | os.PathLike[str] | None) -> list[Entry]:
+        return located(path, validate_file(path, project_root=project_root))
 
     if not args.no_cache:  # an unchanged spec's verdict is read back (see _verdicts)
-        from safe_estimators._verdicts import validate_cached
-
-        check = functools.partial(validate_cached, validate=check)
+        from safe_estimators._verdicts import validate_cached as check
 
     targets, skipped = _targets(args)
-    results: list[tuple[str, list[Problem]]] = [
-        (path, [_EMPTY_FOLDER] if empty else check(path, args.project_root))
+    results: list[tuple[str, list[Entry]]] = [
+        (path, located(path, [_EMPTY_FOLDER]) if empty else check(path, args.project_root))
         for path, empty in targets
     ]
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
@@ -159,7 +156,7 @@ def _validate(args: argparse.Namespace) -> int:
             {
                 "source": source,
                 "ok": not any(p.severity == "error" for p in found),
-                "problems": _problems_json(source, found),
+                "problems": [entry.as_json() for entry in found],
             }
             for source, found in results
         ]
@@ -174,7 +171,7 @@ def _validate(args: argparse.Namespace) -> int:
         return EXIT_INVALID if invalid else EXIT_OK
     report: Reporter = args.report
     for source, problems in results:
-        report.problems(source, problems)
+        report.add(problems)
         if report.human and not any(p.severity == "error" for p in problems):
             print(f"{printable(source)}: valid")
     for path in skipped if report.human else ():

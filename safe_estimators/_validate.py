@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from safe_estimators._bounds import MAX_SPEC_BYTES
 from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
@@ -36,56 +37,80 @@ def spec_files(target: str | os.PathLike[str]) -> list[str]:
 
 def is_job_spec(path: str | os.PathLike[str]) -> bool:
     """A file found in a folder is a job spec when it names an estimator (``estimator: ...``);
-    other YAML, JSON or TOML files (a copier.yml, a package.json) live beside specs."""
+    other YAML, JSON or TOML files (a copier.yml, a package.json) live beside specs.
+
+    Decided from the text where that is certain (a folder of specs is read once more for
+    this): a file that does not hold the word, or that names one of the estimators as a spec
+    does. Checking a file that is not a spec is the safe mistake, so the text may say yes too
+    readily, and says no only where no reading of it can hold the key.
+    """
+    head = _head(path)
+    if head is None:
+        return True  # unreadable: reported as it is
+    if "estimator" not in head and "\\" not in head:  # a key may be written with escapes
+        return False
+    if _named().search(head):
+        return True
     data, _ = read_spec_data(path)
     if data is None:  # unreadable or refused: a spec when it visibly names an estimator
-        return _names_estimator(path)
+        return re.search(_ESTIMATOR_KEY, head) is not None
     return isinstance(data.get("estimator"), str)
 
 
 # A top-level estimator key in YAML or TOML (estimator: / estimator =), or a JSON key.
 _ESTIMATOR_KEY = r"""(?m)^["']?estimator["']?[ \t]*[:=]|"estimator"\s*:"""
+# A line that names an estimator as a spec does, in YAML, TOML or JSON.
+_NAMED = (
+    r"""(?m)^["']?estimator["']?[ \t]*[:=][ \t]*["']?(?:huggingface|pytorch)\b"""
+    r'|"estimator"\s*:\s*"(?:huggingface|pytorch)"'
+)
+_NAMED_RE: list[re.Pattern[str]] = []
 
 
-def _names_estimator(path: str | os.PathLike[str]) -> bool:
-    """Whether a file that cannot be read as a spec still names an estimator: a GitHub
-    workflow's ``on:`` (refused as YAML 1.1) or a large package-lock.json is not a job spec, a
-    job spec with a syntax error or padded past the size limit is (and is reported)."""
-    import re
+def _named() -> re.Pattern[str]:
+    if not _NAMED_RE:
+        _NAMED_RE.append(re.compile(_NAMED))
+    return _NAMED_RE[0]
 
+
+def _head(path: str | os.PathLike[str]) -> str | None:
+    """The text of a regular file (its first MAX_SPEC_BYTES), or None."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return True  # reported as it is: missing, unreadable
+    except (OSError, ValueError):
+        return None
     try:
         with os.fdopen(fd, "rb") as file:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return True
-            head = file.read(MAX_SPEC_BYTES).decode("utf-8", "replace")
+                return None
+            return file.read(MAX_SPEC_BYTES).decode("utf-8", "replace")
     except OSError:
-        return True
-    return re.search(_ESTIMATOR_KEY, head) is not None
+        return None
 
 
 def validate_file(
     path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
 ) -> list[Problem]:
     """Every problem (errors and warnings) of one spec file, its training script included."""
+    return validate_spec(path, project_root=project_root)[1]
+
+
+def validate_spec(
+    path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
+) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """``validate_file``'s problems, and the keyword arguments the spec stands for (paths
+    resolved; None when the file cannot be read as a spec): what the verdict cache records."""
     with offline():
-        return _validate_file(path, project_root)
-
-
-def _validate_file(
-    path: str | os.PathLike[str], project_root: str | os.PathLike[str] | None
-) -> list[Problem]:
-    arguments, problems = read_spec(path, project_root=project_root)
-    if arguments is None:
-        return problems
-    problems += offline_problems(arguments)
-    if problems:  # a path outside the project, or in git: its files are not to be read
-        arguments = {**arguments, "check_script": False}
-    _, found, findings = check_arguments(arguments)
-    return problems + found + [finding_problem(f) for f in findings if f.severity == "warning"]
+        arguments, problems = read_spec(path, project_root=project_root)
+        if arguments is None:
+            return None, problems
+        problems += offline_problems(arguments)
+        checked = arguments
+        if problems:  # a path outside the project, or in git: its files are not to be read
+            checked = {**arguments, "check_script": False}
+        _, found, findings = check_arguments(checked)
+    warnings = [finding_problem(f) for f in findings if f.severity == "warning"]
+    return arguments, problems + found + warnings
 
 
 def lint_target(

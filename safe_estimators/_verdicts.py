@@ -27,10 +27,10 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from safe_estimators._problems import Problem
+from safe_estimators._report import Entry, located
 
 FORMAT = 1
 MAX_ENTRY_BYTES = 1_000_000
@@ -51,28 +51,47 @@ _READ_SUFFIXES = (".py", ".pyi", ".sh")
 _MAX_HASHED = 1_000_000  # a larger file is fingerprinted by size and modification time
 _MAX_TREE = 20_000  # entries of a code folder: past this the verdict is not cached
 
-Validate = Callable[[str, "str | os.PathLike[str] | None"], list[Problem]]
+def validate_cached(path: str, project_root: str | os.PathLike[str] | None) -> list[Entry]:
+    """``validate_file(path, project_root=...)``'s problems, each where the file writes it
+    (``_report.located``), from the cache when nothing they depend on changed."""
+    from safe_estimators import _validate
 
-
-def validate_cached(
-    path: str, project_root: str | os.PathLike[str] | None, validate: Validate
-) -> list[Problem]:
-    """``validate(path, project_root)``, from the cache when nothing it depends on changed."""
-    from safe_estimators._cache import cache_folder
-
-    folder = cache_folder()
+    folder = _folder()
     key = _key(path, project_root) if folder is not None else None
     if folder is None or key is None:
-        return validate(path, project_root)
-    entry = folder / "verdicts" / key[:2] / f"{key}.json"
-    found = _read(entry, key)
+        return located(path, _validate.validate_file(path, project_root=project_root))
+    entry = _shard(folder, key[:2]) / f"{key}.json"
+    found = _read(entry, key, path)
     if found is not None:
         return found
-    problems = validate(path, project_root)
-    dependencies = _dependencies(path, project_root)
-    if dependencies is not None:
-        _write(entry, key, dependencies, problems)
-    return problems
+    arguments, problems = _validate.validate_spec(path, project_root=project_root)
+    entries = located(path, problems)
+    dependencies = _dependencies(path, arguments, project_root)
+    # A problem about the cache itself is this process's, not the spec's: never kept.
+    if dependencies is not None and not any(p.path == "<cache>" for p in problems):
+        _write(entry, key, dependencies, entries)
+    return entries
+
+
+_FOLDERS: dict[tuple[str | None, ...], Path | None] = {}
+_SHARDS: dict[tuple[Path, str], Path] = {}
+
+
+def _folder() -> Path | None:
+    """The cache folder's ``verdicts`` (once per process for the same environment)."""
+    environment = tuple(os.environ.get(n) for n in ("SAFE_ESTIMATORS_CACHE_DIR", "XDG_CACHE_HOME"))
+    if environment not in _FOLDERS:
+        from safe_estimators._cache import cache_folder
+
+        found = cache_folder()
+        _FOLDERS[environment] = found / "verdicts" if found is not None else None
+    return _FOLDERS[environment]
+
+
+def _shard(folder: Path, name: str) -> Path:
+    if (folder, name) not in _SHARDS:
+        _SHARDS[folder, name] = folder / name
+    return _SHARDS[folder, name]
 
 
 # --- the key --------------------------------------------------------------------------------
@@ -80,24 +99,40 @@ def validate_cached(
 
 def _key(path: str, project_root: str | os.PathLike[str] | None) -> str | None:
     """The key of the spec at ``path``, or None (unreadable: not worth caching)."""
-    from safe_estimators._files import _read_bounded
-
-    try:
-        data = _read_bounded(Path(path))
-    except Exception:
+    data = _spec_bytes(path)
+    if data is None:
         return None
     digest = hashlib.sha256(data)
     context = [
-        FORMAT,
         path,
         os.path.abspath(path),
         os.getcwd(),
         None if project_root is None else os.fspath(project_root),
-        [os.environ.get(name) for name in ENVIRONMENT],
+        *(os.environ.get(name) for name in ENVIRONMENT),
         _installed(),
     ]
-    digest.update(json.dumps(context).encode("utf-8", "surrogatepass"))
+    digest.update(repr(context).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def _spec_bytes(path: str) -> bytes | None:
+    """The spec's bytes, if it is a regular file of at most a spec's size (else not cached)."""
+    from safe_estimators._bounds import MAX_SPEC_BYTES
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SPEC_BYTES:
+            return None
+        data = os.read(fd, MAX_SPEC_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= MAX_SPEC_BYTES else None
 
 
 _INSTALLED: list[str] = []
@@ -111,7 +146,7 @@ def _installed() -> str:
         return _INSTALLED[0]
     import importlib.util
 
-    digest = hashlib.sha256(sys.version.encode())
+    digest = hashlib.sha256(f"{FORMAT}:{sys.version}".encode())
     here = Path(__file__).parent
     for root in (here, here.parent / "instance_catalog"):
         for folder, folders, names in os.walk(root):
@@ -142,14 +177,11 @@ def _metadata(path: str) -> str:
 
 
 def _dependencies(
-    path: str, project_root: str | os.PathLike[str] | None
+    path: str, arguments: dict[str, Any] | None, project_root: str | os.PathLike[str] | None
 ) -> list[list[str]] | None:
     """``[kind, name, fingerprint]`` of everything the verdict of the spec read or looked for
     (``path``: a file or folder; ``project``: the project found above the spec's folder), or
     None when one of them cannot be fingerprinted (too large a folder)."""
-    from safe_estimators._files import read_spec
-
-    arguments, _ = read_spec(path, project_root=project_root)
     out = []
     if project_root is None:
         folder = os.path.dirname(path) or "."
@@ -187,9 +219,13 @@ def _dependencies(
 
 
 def _project(folder: str) -> str:
-    from safe_estimators._bounds import project_folder
+    """The project above ``folder`` (once per folder and process, like a fingerprint)."""
+    key = "project:" + folder
+    if key not in _FINGERPRINTS:
+        from safe_estimators._bounds import project_folder
 
-    return str(project_folder(folder))
+        _FINGERPRINTS[key] = str(project_folder(folder))
+    return _FINGERPRINTS[key] or ""
 
 
 def _now(kind: str, name: str) -> str | None:
@@ -267,7 +303,7 @@ def _file_print(path: str, info: os.stat_result, read: bool) -> str:
 # --- entries --------------------------------------------------------------------------------
 
 
-def _read(entry: Path, key: str) -> list[Problem] | None:
+def _read(entry: Path, key: str, source: str) -> list[Entry] | None:
     """The problems recorded at ``entry`` for ``key``, if it is ours, whole, and nothing it
     depends on changed; None otherwise (a miss)."""
     from safe_estimators._cache import read_cached
@@ -282,7 +318,7 @@ def _read(entry: Path, key: str) -> list[Problem] | None:
         for kind, name, recorded in document["dependencies"]:
             if _now(kind, name) != recorded:
                 return None
-        problems = [_problem(item) for item in document["problems"]]
+        problems = [_entry(item, source) for item in document["problems"]]
     except Exception:  # corrupt, or not written by this version: a miss
         return None
     if any(p is None for p in problems):
@@ -290,23 +326,34 @@ def _read(entry: Path, key: str) -> list[Problem] | None:
     return [p for p in problems if p is not None]
 
 
-def _problem(item: object) -> Problem | None:
-    if not (isinstance(item, list) and len(item) == 4 and all(isinstance(v, str) for v in item)):
+def _entry(item: object, source: str) -> Entry | None:
+    """A recorded problem, or None when it is not one: path, message, hint, severity, and the
+    file, line and column it is written at."""
+    if not (isinstance(item, list) and len(item) == 7):
         return None
-    path, message, hint, severity = item
+    path, message, hint, severity, file, line, column = item
+    if not all(isinstance(v, str) for v in (path, message, hint, file)):
+        return None
     if severity not in ("error", "warning"):
         return None
-    return Problem(path, message, hint, "error" if severity == "error" else "warning")
+    position = (line, column)
+    if position != (None, None) and not all(type(v) is int and v > 0 for v in position):
+        return None
+    return Entry(source, path, message, hint, severity, file=file, line=line, column=column)
 
 
-def _write(entry: Path, key: str, dependencies: list[list[str]], problems: list[Problem]) -> None:
+def _write(entry: Path, key: str, dependencies: list[list[str]], found: list[Entry]) -> None:
     from safe_estimators._cache import write_atomically
 
+    if any(e.source != e.file and e.line is None for e in found):
+        return  # only problems of the spec's own file, or placed in a file it names
     document = {
         "format": FORMAT,
         "key": key,
         "dependencies": dependencies,
-        "problems": [[p.path, p.message, p.hint, p.severity] for p in problems],
+        "problems": [
+            [e.path, e.message, e.hint, e.severity, e.file, e.line, e.column] for e in found
+        ],
     }
     data = json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass")
     if len(data) > MAX_ENTRY_BYTES:
@@ -315,14 +362,23 @@ def _write(entry: Path, key: str, dependencies: list[list[str]], problems: list[
     write_atomically(entry, data)
 
 
+_WRITTEN: dict[Path, int] = {}  # entries this process wrote to each shard since it counted
+
+
 def _make_room(shard: Path) -> None:
-    """Keep a shard under its share of ``MAX_ENTRIES``: the oldest entries go first."""
+    """Keep a shard under its share of ``MAX_ENTRIES``: the oldest entries go first. A shard is
+    listed once per process and again only when this process may have filled it."""
+    written = _WRITTEN.get(shard)
+    if written is not None and written < _SHARD_ENTRIES // 4:
+        _WRITTEN[shard] = written + 1
+        return
+    _WRITTEN[shard] = 1
     try:
         with os.scandir(shard) as listing:
             entries = [e for e in listing if e.name.endswith(".json")]
     except OSError:
         return
-    if len(entries) < _SHARD_ENTRIES:
+    if len(entries) < _SHARD_ENTRIES - _SHARD_ENTRIES // 4:
         return
 
     def age(entry: os.DirEntry[str]) -> float:
@@ -331,6 +387,7 @@ def _make_room(shard: Path) -> None:
         except OSError:
             return 0.0
 
-    for old in sorted(entries, key=age)[: len(entries) - _SHARD_ENTRIES + 1]:
+    keep = _SHARD_ENTRIES - _SHARD_ENTRIES // 4 - 1  # room for the writes before the next count
+    for old in sorted(entries, key=age)[: max(len(entries) - keep, 0)]:
         with contextlib.suppress(OSError):
             os.unlink(old.path)

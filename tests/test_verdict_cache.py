@@ -34,13 +34,14 @@ def _cache(tmp_path, monkeypatch):
 def checks(monkeypatch):
     """How many specs were really checked (not read back)."""
     calls: list[str] = []
-    real = safe_estimators._validate.validate_file
+    for name in ("validate_spec",):
+        real = getattr(safe_estimators._validate, name)
 
-    def counted(path, **kwargs):
-        calls.append(str(path))
-        return real(path, **kwargs)
+        def counted(path, real=real, **kwargs):
+            calls.append(str(path))
+            return real(path, **kwargs)
 
-    monkeypatch.setattr(safe_estimators._validate, "validate_file", counted)
+        monkeypatch.setattr(safe_estimators._validate, name, counted)
     return calls
 
 
