@@ -77,6 +77,8 @@ def misspelt_ratio(folder: Path) -> tuple[float, float]:
     rng = random.Random(3)
     names = [t.name for t in instance_types()]
     text = (folder / "examples/compiler-single-gpu/job.yaml").read_text()
+    text = text.replace("source_dir: .", "source_dir: ../examples/compiler-single-gpu")
+    (folder / "misspelt").mkdir()
     catalog = set(names)
     right, wrong = [], []
     for i in range(SAMPLES):
@@ -85,7 +87,7 @@ def misspelt_ratio(folder: Path) -> tuple[float, float]:
         while typo in catalog:
             typo = _misspelt(name, rng)
         for kind, value, into in (("right", name, right), ("wrong", typo, wrong)):
-            path = folder / "examples/compiler-single-gpu" / f"{kind}-{i}.yaml"
+            path = folder / "misspelt" / f"{kind}-{i}.yaml"
             path.write_text(text.replace("ml.p3.2xlarge", value).replace("bert-mlm", f"b{i}"))
             into.append(path)
     validate_file(right[0])  # imports and the catalog: not part of either
@@ -150,8 +152,7 @@ def main() -> None:
         one = paths[0]
         validate_wall, bare_wall = start_ratio(one, env, args.runs)
         wrong, right = misspelt_ratio(specs)
-        for extra in specs.glob("examples/compiler-single-gpu/*-*.yaml"):
-            extra.unlink()
+        shutil.rmtree(specs / "misspelt")
         runs = throughput(folder, env)
         compared = verdicts(args.verdicts) if args.verdicts else "not run (--verdicts REV)"
     finally:
