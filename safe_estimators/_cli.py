@@ -137,13 +137,16 @@ _EMPTY_FOLDER = Problem(
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from safe_estimators._validate import validate_file
-
     def check(path: str, project_root: str | os.PathLike[str] | None) -> list[Entry]:
+        from safe_estimators._validate import validate_file
+
         return located(path, validate_file(path, project_root=project_root))
 
     if not args.no_cache:  # an unchanged spec's verdict is read back (see _verdicts)
+        from safe_estimators._verdicts import new_run
         from safe_estimators._verdicts import validate_cached as check
+
+        new_run()
 
     targets, skipped = _targets(args)
     results: list[tuple[str, list[Entry]]] = [
@@ -701,7 +704,31 @@ _SDK_COMMANDS = (_plan, _submit)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (see ``EXIT_CODES``)."""
+    """Run the command line; return the exit code (see ``EXIT_CODES``).
+
+    Run as the ``safe-estimators`` command (no ``argv``), the process ends as soon as the output
+    is flushed: nothing it holds needs tearing down, and garbage-collecting every module at exit
+    costs a one-file validate about a fifth of its time.
+    """
+    code = _main(argv)
+    if argv is None and _is_the_command():
+        _exit_now(code)
+    return code
+
+
+def _is_the_command() -> bool:
+    script = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    return os.path.basename(script).removesuffix(".exe") == "safe-estimators"
+
+
+def _exit_now(code: int) -> None:
+    with contextlib.suppress(OSError, ValueError):  # the reader left, or a stream was closed
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     output = _requested_format(arguments)
     parser = _parser()
@@ -752,5 +779,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(result)
 
 
+def run() -> None:  # pragma: no cover - the console script
+    """``safe-estimators``: run, flush, and end the process without tearing it down."""
+    _exit_now(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

@@ -17,7 +17,6 @@ character of the user's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -284,6 +283,8 @@ def _bounded(text: str, limit: int) -> str:
 
 def _fingerprint(entry: Entry) -> str:
     """Stable across runs and line moves: the file, the path (or rule) and the message."""
+    import hashlib
+
     key = json.dumps([entry.file or entry.source, entry.path, entry.rule, entry.message])
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from safe_estimators._bounds import MAX_SPEC_BYTES
 from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
 from safe_estimators._problems import Problem
-from safe_estimators._resolve import check_arguments, finding_problem, script_context
 
 if TYPE_CHECKING:
     from safe_estimators._script_checks import Finding
@@ -100,6 +99,8 @@ def validate_spec(
 ) -> tuple[dict[str, Any] | None, list[Problem]]:
     """``validate_file``'s problems, and the keyword arguments the spec stands for (paths
     resolved; None when the file cannot be read as a spec): what the verdict cache records."""
+    from safe_estimators._resolve import check_arguments, finding_problem
+
     with offline():
         arguments, problems = read_spec(path, project_root=project_root)
         if arguments is None:
@@ -124,6 +125,7 @@ def lint_target(
 def _lint_target(
     path: str | os.PathLike[str], project_root: str | os.PathLike[str] | None
 ) -> list[Finding]:
+    from safe_estimators._resolve import check_arguments, script_context
     from safe_estimators._script_checks import Finding, ScriptContext, check_script
 
     if Path(path).suffix.lower() not in SUFFIXES:

@@ -232,7 +232,13 @@ def _now(kind: str, name: str) -> str | None:
     return _project(name) if kind == "project" else _fingerprint(name)
 
 
-_FINGERPRINTS: dict[str, str | None] = {}  # per process: a run sees each folder once
+# Per run of a command (``new_run``): a folder that many specs share is fingerprinted once.
+_FINGERPRINTS: dict[str, str | None] = {}
+
+
+def new_run() -> None:
+    """Forget the fingerprints: files may have changed since the last command in this process."""
+    _FINGERPRINTS.clear()
 
 
 def _fingerprint(path: str) -> str | None:
