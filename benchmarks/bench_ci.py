@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 from _measure import BIN, ROOT, compile_bytecode, go_offline, interleaved_processes, machine
+
+sys.path.insert(0, str(ROOT))  # this checkout's code, in this process too (the misspellings)
 from bench_cli import write_specs
 
 BARE_STACK = "import attrs, cattrs, yaml, packaging.version, argparse, json"
@@ -49,7 +51,13 @@ def _validate_command(*argv: str) -> list[str]:
     return [str(BIN / "safe-estimators"), "validate", *argv]
 
 
-def start_ratio(spec: Path, env: dict[str, str], runs: int) -> tuple[float, float]:
+def start_costs(
+    spec: Path, env: dict[str, str], runs: int, cache: Path
+) -> dict[str, tuple[float, float, int]]:
+    """Wall, CPU and peak of one-file validate (cache off, and its verdict cached) and of the
+    bare stack's start."""
+    cached = {**env, "SAFE_ESTIMATORS_CACHE_DIR": str(cache)}
+    interleaved_processes({"warm": _validate_command(str(spec))}, 1, cached)  # writes the entry
     costs = interleaved_processes(
         {
             "validate": _validate_command("--no-cache", str(spec)),
@@ -58,7 +66,8 @@ def start_ratio(spec: Path, env: dict[str, str], runs: int) -> tuple[float, floa
         runs,
         env,
     )
-    return costs["validate"][0], costs["bare"][0]
+    costs.update(interleaved_processes({"cached": _validate_command(str(spec))}, runs, cached))
+    return costs
 
 
 def _misspelt(name: str, rng: random.Random) -> str:
@@ -150,7 +159,7 @@ def main() -> None:
         specs.mkdir()
         paths = write_specs(specs, args.files)
         one = paths[0]
-        validate_wall, bare_wall = start_ratio(one, env, args.runs)
+        start = start_costs(one, env, args.runs, folder / "one-file-cache")
         wrong, right = misspelt_ratio(specs)
         shutil.rmtree(specs / "misspelt")
         runs = throughput(folder, env)
@@ -160,10 +169,18 @@ def main() -> None:
     count = len(paths)
     off, first, cached = (runs[k] for k in ("off", "first", "cached"))
     peak = max(r[2] for r in runs.values()) / 1024
+    (wall, cpu, _), (bare_wall, bare_cpu, _) = start["validate"], start["bare"]
+    cached_wall, cached_cpu, _ = start["cached"]
     rows = [
-        ("one-file validate (wall)", f"{validate_wall * 1e3:.0f} ms",
-         f"bare stack {bare_wall * 1e3:.0f} ms", f"{validate_wall / bare_wall:.2f}x",
+        ("one-file validate --no-cache (wall)", f"{wall * 1e3:.0f} ms",
+         f"bare stack {bare_wall * 1e3:.0f} ms", f"{wall / bare_wall:.2f}x", f"<= {TARGET_START}x"),
+        ("  the same by CPU", f"{cpu * 1e3:.0f} ms", f"bare stack {bare_cpu * 1e3:.0f} ms",
+         f"{cpu / bare_cpu:.2f}x", ""),
+        ("one-file validate, cached (wall)", f"{cached_wall * 1e3:.0f} ms",
+         f"bare stack {bare_wall * 1e3:.0f} ms", f"{cached_wall / bare_wall:.2f}x",
          f"<= {TARGET_START}x"),
+        ("  the same by CPU", f"{cached_cpu * 1e3:.0f} ms", f"bare stack {bare_cpu * 1e3:.0f} ms",
+         f"{cached_cpu / bare_cpu:.2f}x", ""),
         ("misspelt instance type (per file)", f"{wrong * 1e3:.2f} ms",
          f"spelt right {right * 1e3:.2f} ms", f"{wrong / right:.2f}x", f"<= {TARGET_MISSPELT}x"),
         (f"{count:,} files, no cache (CPU)", f"{count / off[0]:,.0f} files/s",

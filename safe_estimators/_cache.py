@@ -64,8 +64,12 @@ def read_cached(path: Path) -> bytes | None:
             info = os.fstat(fd)
             if not _trusted(info) or not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_READ:
                 return None
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                data = handle.read(_MAX_READ + 1)
+            data = os.read(fd, info.st_size + 1)  # one read: a regular file of this size
+            while len(data) <= info.st_size:
+                more = os.read(fd, _MAX_READ + 1 - len(data))
+                if not more:
+                    break
+                data += more
         finally:
             os.close(fd)
     except (OSError, ValueError):

@@ -30,7 +30,9 @@ def spec_files(target: str | os.PathLike[str]) -> list[str]:
     found = []
     for folder, folders, names in os.walk(target):
         folders[:] = sorted(f for f in folders if not f.startswith((".", "__")))
-        found += [os.path.join(folder, n) for n in sorted(names) if Path(n).suffix in SUFFIXES]
+        found += [
+            os.path.join(folder, n) for n in sorted(names) if os.path.splitext(n)[1] in SUFFIXES
+        ]
     return found
 
 
@@ -79,12 +81,13 @@ def _head(path: str | os.PathLike[str]) -> str | None:
     except (OSError, ValueError):
         return None
     try:
-        with os.fdopen(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return None
-            return file.read(MAX_SPEC_BYTES).decode("utf-8", "replace")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, MAX_SPEC_BYTES).decode("utf-8", "replace")
     except OSError:
         return None
+    finally:
+        os.close(fd)
 
 
 def validate_file(

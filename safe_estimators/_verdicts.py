@@ -103,13 +103,12 @@ def _key(path: str, project_root: str | os.PathLike[str] | None) -> str | None:
     if data is None:
         return None
     digest = hashlib.sha256(data)
+    run = _run()
     context = [
         path,
-        os.path.abspath(path),
-        os.getcwd(),
+        os.path.join(run[0], path),  # the absolute path
         None if project_root is None else os.fspath(project_root),
-        *(os.environ.get(name) for name in ENVIRONMENT),
-        _installed(),
+        *run,
     ]
     digest.update(repr(context).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
@@ -236,9 +235,19 @@ def _now(kind: str, name: str) -> str | None:
 _FINGERPRINTS: dict[str, str | None] = {}
 
 
+_RUN: list[Any] = []  # what every key of this run shares: folder, environment, installed code
+
+
 def new_run() -> None:
     """Forget the fingerprints: files may have changed since the last command in this process."""
     _FINGERPRINTS.clear()
+    _RUN.clear()
+
+
+def _run() -> list[Any]:
+    if not _RUN:
+        _RUN[:] = [os.getcwd(), *(os.environ.get(name) for name in ENVIRONMENT), _installed()]
+    return _RUN
 
 
 def _fingerprint(path: str) -> str | None:
