@@ -38,7 +38,9 @@ from safe_estimators._spec import (
     TrainingCompiler,
     count_of,
     instance_type_name,
+    judged_by_default,
     skipped_paths,
+    spec_variables,
     structure_spec,
     value_of,
 )
@@ -298,7 +300,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     problems += check_memory(ctx)[1]
     findings = check_entry_point(ctx)
     problems += [finding_problem(f) for f in findings if f.severity == "error"]
-    return ctx, problems, findings
+    return ctx, judged_by_default(problems, spec_variables(spec)), findings
 
 
 def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Injection]) -> None:

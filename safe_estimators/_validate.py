@@ -84,6 +84,8 @@ def _lint_target(
     if ctx is None:
         return [Finding(str(path), 0, "error", "invalid-spec", str(p), p.hint) for p in problems]
     spec = ctx.spec
+    if not isinstance(spec.entry_point, str) or not isinstance(spec.source_dir, str | None):
+        return []  # pipeline variables: only Python callers pass them
     # Run even where the spec says check_script: false: linting is what was asked for.
     return check_script(spec.entry_point, script_context(ctx), source_dir=spec.source_dir)
 

@@ -32,6 +32,11 @@ from safe_estimators._rules.instance import (
     instance_type_known,
     pipeline_parameter_instance_type,
 )
+from safe_estimators._rules.pipelines import (
+    pipeline_output_kms_key,
+    pipeline_source_code,
+    unknown_pipeline_values,
+)
 from safe_estimators._rules.request import (
     option_types,
     request_members,
@@ -71,6 +76,9 @@ RULES: tuple[Rule, ...] = (
     option_types,
     vpc_pair,
     source_dir_contents,
+    unknown_pipeline_values,
+    pipeline_source_code,
+    pipeline_output_kms_key,
 )
 
 

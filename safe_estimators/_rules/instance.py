@@ -16,6 +16,7 @@ from safe_estimators._facts.versions import (
 )
 from safe_estimators._problems import Problem, count, did_you_mean, warning
 from safe_estimators._rules.context import Context
+from safe_estimators._rules.pipelines import described
 
 
 def instance_type_known(ctx: Context) -> Iterator[Problem]:
@@ -48,12 +49,31 @@ def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
     parameter = ctx.spec.instance_type
     name = getattr(parameter, "name", "the parameter")
     if not ctx.instance_name:
-        yield Problem(
-            "instance_type",
-            f"is the pipeline parameter {name!r} without a default_value; the instance type, "
-            "and every value derived from its GPU count, cannot be checked.",
-            f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge').",
-        )
+        fix = f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge')."
+        if ctx.gpu_derived:
+            yield Problem(
+                "instance_type",
+                f"is the pipeline parameter {name!r} without a default_value; the values "
+                "derived from its GPU count, fixed in the pipeline definition now, cannot be "
+                "computed.",
+                fix,
+            )
+        elif ctx.spec.image_uri is None:
+            yield Problem(
+                "instance_type",
+                f"is {described(parameter)} without a default_value; the SageMaker SDK picks "
+                "the container image (CPU or GPU) from the instance type when the pipeline is "
+                "defined, and refuses an empty one (ValueError: Empty SageMaker instance type).",
+                fix[:-1] + ", or give image_uri.",
+            )
+        else:  # nothing depends on it now: the run-time value is SageMaker's to check
+            yield warning(
+                "instance_type",
+                f"is {described(parameter)} without a default_value, known only when the "
+                "pipeline runs: the instance type check and the checks that read its GPUs are "
+                "skipped.",
+                fix,
+            )
         return
     allowed = getattr(parameter, "enum_values", None) or []
     if allowed and ctx.instance_name not in allowed:
