@@ -659,6 +659,8 @@ def _not_an_option(
     factory = kind if kind in ESTIMATORS else "pytorch"
     at = join_path(path, _shown(key))
     dropped = "so it has no effect and is left out of the estimator's arguments."
+    if _is_fit_keyword(key):
+        return _fit_keyword(at, key, data, dropped)
     owners = [owner for owner, names in _KEYWORD_OWNERS if key in names]
     hints = MISPLACED.get(key)
     meant = None if hints or owners or not check_spelling else closest(key, SPEC_FIELDS | known)
@@ -688,6 +690,28 @@ def _not_an_option(
         f"{quote(key)} is {taken} {where}; the SDK ignores it (the estimator's **kwargs drops "
         f"it), {dropped}",
         hint,
+    )
+
+
+def _is_fit_keyword(key: str) -> bool:
+    from safe_estimators._facts.pipeline_variables import fit_keywords
+
+    return key in fit_keywords()
+
+
+def _fit_keyword(at: str, key: str, data: Mapping[Any, Any], dropped: str) -> Problem:
+    """A keyword of ``fit()`` given to the estimator: its ``**kwargs`` drops it, harmlessly."""
+    base = data.get("base_job_name")
+    named = (
+        f" (base_job_name {quote(base)} names the job)"
+        if key == "job_name" and isinstance(base, str)
+        else ""
+    )
+    return warning(
+        at,
+        f"{quote(key)} is a keyword of fit(), not of the estimator; the SDK ignores it here (the "
+        f"estimator's **kwargs drops it){named}, {dropped}",
+        f"pass it to fit(): est.fit({key}=...).",
     )
 
 
