@@ -19,6 +19,11 @@ from safe_estimators._rules.compiler import (
     compiler_multi_gpu,
     compiler_profiling_asked,
 )
+from safe_estimators._rules.construction import (
+    huggingface_versions_agree,
+    local_gpu_single_instance,
+    xla_needs_the_compiler,
+)
 from safe_estimators._rules.context import LOCAL_TYPES, Context, Rule
 from safe_estimators._rules.distribution import (
     distribution_needs_gpus,
@@ -79,6 +84,9 @@ RULES: tuple[Rule, ...] = (
     unknown_pipeline_values,
     pipeline_source_code,
     pipeline_output_kms_key,
+    huggingface_versions_agree,
+    xla_needs_the_compiler,
+    local_gpu_single_instance,
 )
 
 

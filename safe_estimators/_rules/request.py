@@ -244,15 +244,16 @@ def option_types(ctx: Context) -> Iterator[Problem]:
 
 
 def vpc_pair(ctx: Context) -> Iterator[Problem]:
-    """The SDK sends a VpcConfig only when both subnets and security groups are given."""
+    """EstimatorBase.__init__ takes subnets and security groups together or not at all."""
     subnets, groups = option_value(ctx, "subnets"), option_value(ctx, "security_group_ids")
     if (subnets is None) != (groups is None):
         given, missing = ("subnets", "security_group_ids")
         if subnets is None:
             given, missing = missing, given
-        yield warning(
+        yield Problem(
             given,
-            f"is given without {missing}: the SageMaker SDK then sends no VpcConfig and the job "
-            "runs outside your VPC (unless the SageMaker SDK config supplies both).",
+            f"is given without {missing}: the SageMaker SDK refuses that when it builds the "
+            "estimator (RuntimeError: both subnets and security_group_ids must be set), even "
+            "when the SageMaker SDK config supplies the other.",
             f"give {missing} too.",
         )
