@@ -130,6 +130,49 @@ def _known(container: Container) -> str:
     return ", ".join(container.known)
 
 
+_SHOWN = 12  # versions listed in a hint; the rest are counted
+
+
+def _listed(versions: tuple[str, ...] | list[str], what: str) -> str:
+    newest = list(reversed(versions))
+    shown = ", ".join(newest[:_SHOWN])
+    rest = len(newest) - _SHOWN
+    return f"the SDK knows {what} {shown}" + (f" and {rest} older" if rest > 0 else "")
+
+
+def _choices(ctx: Context, name: str) -> str:
+    """The values the installed SDK's image tables offer for a missing version option."""
+    spec = ctx.spec
+    table = tables.IMAGE_CONFIGS[(spec.estimator, ctx.compiler)]
+    if spec.estimator == "pytorch":
+        container = framework_container(table, spec.framework_version or "")
+        if name == "py_version" and container.py_versions:
+            return _listed(container.py_versions, f"for PyTorch {container.version}:")
+        return _first(name, _listed(container.known, "PyTorch"))
+    framework = "tensorflow" if spec.tensorflow_version is not None else "pytorch"
+    label = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}[framework]
+    outer, base = huggingface_container(
+        table,
+        spec.transformers_version or "",
+        spec.tensorflow_version or spec.pytorch_version or "",
+        framework,
+    )
+    if name == "transformers_version" or outer.version is None:
+        return _first(name, _listed(outer.known, "transformers"))
+    if name == "pytorch_version" and base is not None:
+        return _listed(base.known, f"for transformers {outer.version}: PyTorch")
+    if base is not None and base.py_versions:
+        return _listed(base.py_versions, f"for {label} {base.version}:")
+    return _first(name, _listed(base.known if base else outer.known, label))
+
+
+def _first(name: str, listing: str) -> str:
+    """A version option whose values depend on another one that is not known yet."""
+    if name in ("py_version", "pytorch_version"):
+        return f"it depends on the framework versions, pick those first ({listing})"
+    return listing
+
+
 def framework_versions(ctx: Context) -> Iterator[Problem]:
     """The versions must name a training container the installed SDK can resolve."""
     spec = ctx.spec
@@ -147,7 +190,7 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
         yield Problem(
             name,
             f"is required to pick a {spec.estimator} training container (no image_uri given).",
-            f"set {name}; `safe-estimators plan` lists the versions the SDK knows.",
+            f"set {name}: {_choices(ctx, name)}.",
         )
     if missing or (spec.tensorflow_version is not None and spec.pytorch_version is not None):
         return
