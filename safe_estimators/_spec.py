@@ -623,10 +623,9 @@ def judged_by_default(
         return problems
     out = []
     for problem in problems:
-        relative = problem.path.removeprefix(f"{base}.") if base else problem.path
-        variable = variables.get(".".join(relative.split(".", 2)[:2])) or variables.get(
-            _top_level(problem.path, base)
-        )
+        # Only a problem at the variable's own path judged its default (not, say, one of an
+        # instance type parameter's enum_values).
+        variable = variables.get(problem.path.removeprefix(f"{base}.") if base else problem.path)
         if variable is not None and "pipeline parameter" not in problem.message:
             name = getattr(variable, "name", None) or type(variable).__name__
             problem = attrs.evolve(
