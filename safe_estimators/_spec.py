@@ -626,7 +626,8 @@ def judged_by_default(
         # Only a problem at the variable's own path judged its default (not, say, one of an
         # instance type parameter's enum_values).
         variable = variables.get(problem.path.removeprefix(f"{base}.") if base else problem.path)
-        if variable is not None and "pipeline parameter" not in problem.message:
+        judged = variable is not None and value_of(variable) is not None
+        if judged and "pipeline parameter" not in problem.message:
             name = getattr(variable, "name", None) or type(variable).__name__
             problem = attrs.evolve(
                 problem,

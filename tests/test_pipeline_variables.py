@@ -213,12 +213,17 @@ def _warnings(est):
 def test_a_json_get_value_warns_naming_the_check_skipped(pipeline_session):
     est = safe_estimators.pytorch(
         **PLAIN,
-        environment={"THRESHOLD": JsonGet(step_name="Eval", property_file="stats", json_path="t")},
+        environment={
+            "THRESHOLD": JsonGet(step_name="Eval", property_file="stats", json_path="t"),
+            "RUN_ID": ExecutionVariables.PIPELINE_EXECUTION_ID,
+        },
         sagemaker_session=pipeline_session,
     )
-    assert (
-        "is a JsonGet, known only when the pipeline runs" in _warnings(est)["environment.THRESHOLD"]
-    )
+    warned = _warnings(est)
+    assert "is a JsonGet, known only when the pipeline runs" in warned["environment.THRESHOLD"]
+    assert "the ExecutionVariable 'PipelineExecutionId'" in warned["environment.RUN_ID"]
+    hints = {w.path: w.hint for w in safe_estimators.explain(est).warnings}
+    assert "only SageMaker can check it" in hints["environment.RUN_ID"]
 
 
 def test_values_known_only_at_run_time_warn_naming_the_check_skipped(pipeline_session):
@@ -237,6 +242,7 @@ def test_values_known_only_at_run_time_warn_naming_the_check_skipped(pipeline_se
     warned = _warnings(est)
     assert "a Join, known only when the pipeline runs" in warned["output_path"]
     assert "OutputDataConfig.S3OutputPath constraints" in warned["output_path"]
+    assert "checked in its place" not in warned["output_path"]  # a Join has no default
     assert "pipeline parameter 'CheckpointUri'" in warned["checkpoint_s3_uri"]
     assert "its secrets check and the API's length limits" in warned["hyperparameters.data"]
     assert "hyperparameters.rate" not in warned  # a default: checked, nothing skipped

@@ -11,7 +11,7 @@ before anything is built.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, ValuesView
 from typing import Any
 
 from safe_estimators._problems import Problem, warning
@@ -30,19 +30,20 @@ _CHECKED: dict[str, str] = {
 }
 
 
-def in_pipeline(ctx: Context) -> bool:
-    """The job is a SageMaker Pipelines step: some option is a pipeline variable."""
-    return bool(spec_variables(ctx.spec))
+def _is_parameter(variable: object) -> bool:
+    # ParameterString and the rest are functools.partial objects of one Parameter class: known
+    # by the parameter_type every parameter carries, not by a class name.
+    return hasattr(variable, "parameter_type") and isinstance(getattr(variable, "name", None), str)
 
 
 def described(variable: object) -> str:
-    """``the pipeline parameter 'Name'``, or ``a Join`` (a variable without a name)."""
+    """``the pipeline parameter 'Name'``, ``the ExecutionVariable 'PipelineExecutionId'`` or
+    ``a Join`` (a variable without a name)."""
     name = getattr(variable, "name", None)
-    return (
-        f"the pipeline parameter {name!r}"
-        if isinstance(name, str)
-        else f"a {type(variable).__name__}"
-    )
+    if _is_parameter(variable):
+        return f"the pipeline parameter {name!r}"
+    kind = type(variable).__name__
+    return f"the {kind} {name!r}" if isinstance(name, str) else f"a {kind}"
 
 
 def _skipped(path: str) -> str | None:
@@ -63,24 +64,29 @@ def unknown_pipeline_values(ctx: Context) -> Iterator[Problem]:
             continue
         yield warning(
             path,
-            f"is {described(variable)}, known only when the pipeline runs (no default_value): "
-            f"{skipped} cannot be made now and are skipped.",
-            "give the parameter a default_value to have it checked, or make sure the run-time "
-            "value is valid.",
+            f"is {described(variable)}, known only when the pipeline runs (no default_value); "
+            f"skipped for it: {skipped}.",
+            _unknown_hint(variable),
         )
     for name in ("subnets", "security_group_ids", "tags", "metric_definitions"):
         if _holds_unknown(option_value(ctx, name)):
             yield warning(
                 name,
-                "holds a pipeline variable known only when the pipeline runs: its check against "
-                f"CreateTrainingJob's {MEMBERS[name].member} constraints is skipped for it.",
-                "give the parameter a default_value to have it checked.",
+                "holds a pipeline variable known only when the pipeline runs; skipped for it: its "
+                f"check against CreateTrainingJob's {MEMBERS[name].member} constraints.",
+                "give the parameter a default_value to have it checked now.",
             )
+
+
+def _unknown_hint(variable: object) -> str:
+    if _is_parameter(variable):
+        return "give the parameter a default_value to have it checked now."
+    return "nothing to change if its run-time value is valid: only SageMaker can check it."
 
 
 def _holds_unknown(value: Any) -> bool:
     items = value.values() if isinstance(value, Mapping) else value
-    if not isinstance(items, list | tuple | type({}.values())):
+    if not isinstance(items, list | tuple | ValuesView):
         return False
     for item in items:
         inner = item.values() if isinstance(item, Mapping) else (item,)
