@@ -19,6 +19,7 @@ from moto import mock_aws
 from sagemaker import Session
 from sagemaker.debugger import DebuggerHookConfig, Rule, rule_configs
 from sagemaker.huggingface import HuggingFace
+from sagemaker.huggingface import TrainingCompilerConfig as HFCompiler
 from sagemaker.inputs import TrainingInput
 from sagemaker.pytorch import PyTorch
 from sagemaker.workflow.execution_variables import ExecutionVariables
@@ -429,3 +430,61 @@ def test_output_kms_key_parameter_with_uploaded_code_builds(pipeline_session):
     )
     arguments = arguments_of(pipeline_session, est)
     assert arguments["OutputDataConfig"]["KmsKeyId"] == {"Get": "Parameters.Key"}
+
+
+HF_COMPILER = {
+    "entry_point": SCRIPT,
+    "role": ROLE,
+    "transformers_version": "4.21.1",
+    "pytorch_version": "1.11.0",
+    "py_version": "py38",
+    "training_compiler": True,
+}
+
+
+def test_a_count_parameter_in_a_one_gpu_compiler_job_is_refused_as_the_sdk_refuses_it(
+    pipeline_session,
+):
+    # Without a distribution, TrainingCompilerConfig.validate compares instance_count > 1.
+    arguments = {
+        **HF_COMPILER,
+        "instance_type": "ml.g5.xlarge",
+        "instance_count": ParameterInteger("TrainingInstanceCount", default_value=1),
+    }
+    bare = {k: v for k, v in arguments.items() if k != "training_compiler"}
+    with pytest.raises(TypeError):
+        HuggingFace(**bare, sagemaker_session=pipeline_session, compiler_config=HFCompiler())
+    with pytest.raises(ConfigError) as caught:
+        safe_estimators.huggingface(**arguments, sagemaker_session=pipeline_session)
+    assert caught.value.paths == ["instance_count"]
+
+
+def test_a_count_parameter_warns_where_the_model_parallel_layout_follows_its_default(
+    pipeline_session,
+):
+    est = safe_estimators.pytorch(
+        **{
+            **PLAIN,
+            "instance_type": "ml.p3.16xlarge",
+            "framework_version": "1.13.1",
+            "py_version": "py39",
+        },
+        instance_count=ParameterInteger("TrainingInstanceCount", default_value=2),
+        model_parallel={"pipeline_parallel_degree": 2, "microbatches": 4},
+        sagemaker_session=pipeline_session,
+    )
+    assert "the model parallel layout" in _warnings(est)["instance_count"]
+
+
+def test_a_torchrun_job_takes_a_count_parameter_without_a_word(pipeline_session):
+    est = safe_estimators.pytorch(
+        **PLAIN,
+        instance_count=ParameterInteger("TrainingInstanceCount", default_value=2),
+        distribution={"torch_distributed": {"enabled": True}},
+        sagemaker_session=pipeline_session,
+    )
+    assert "instance_count" not in _warnings(est)
+    arguments = arguments_of(pipeline_session, est)
+    assert arguments["ResourceConfig"]["InstanceCount"] == {
+        "Get": "Parameters.TrainingInstanceCount"
+    }

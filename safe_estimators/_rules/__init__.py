@@ -38,6 +38,7 @@ from safe_estimators._rules.instance import (
     pipeline_parameter_instance_type,
 )
 from safe_estimators._rules.pipelines import (
+    pipeline_instance_count,
     pipeline_output_kms_key,
     pipeline_source_code,
     unknown_pipeline_values,
@@ -84,6 +85,7 @@ RULES: tuple[Rule, ...] = (
     unknown_pipeline_values,
     pipeline_source_code,
     pipeline_output_kms_key,
+    pipeline_instance_count,
     huggingface_versions_agree,
     xla_needs_the_compiler,
     local_gpu_single_instance,

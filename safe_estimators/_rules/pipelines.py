@@ -217,3 +217,38 @@ def _bucket(uri: object) -> str | None:
     if not isinstance(uri, str) or not uri.startswith("s3://"):
         return None
     return uri[len("s3://") :].split("/", 1)[0]
+
+
+def pipeline_instance_count(ctx: Context) -> Iterator[Problem]:
+    """Values derived from the instance count are fixed when the pipeline is defined: with the
+    count a pipeline parameter, they follow its default, whatever an execution passes."""
+    count = ctx.spec.instance_count
+    if not is_pipeline_variable(count):
+        return
+    if ctx.compiler and not ctx.distribution and not ctx.wants_xla_distribution:
+        # TrainingCompilerConfig.validate, without a distribution: instance_count > 1.
+        yield Problem(
+            "instance_count",
+            f"is {described(count)} in a Training Compiler job without a distribution; the "
+            "SageMaker SDK's compiler check then compares instance_count > 1 and fails on a "
+            "pipeline variable (TypeError).",
+            "give instance_count as a number.",
+        )
+        return
+    if value_of(count) is None:
+        return  # no default: unknown_pipeline_values says the checks assume 1
+    derived = []
+    if ctx.compiler and ctx.gpus_per_instance == 1:
+        derived.append("whether the PyTorch/XLA distribution is injected (more than one GPU)")
+    if ctx.model_parallel is not None:
+        derived.append("the model parallel layout (its data-parallel degree and DDP)")
+    if not derived:
+        return
+    yield warning(
+        "instance_count",
+        f"is {described(count)}; {' and '.join(derived)} follow its default "
+        f"({value_of(count)}), fixed in the pipeline definition, and would be wrong for an "
+        "execution with another count.",
+        "give instance_count as a number (one pipeline per count), or keep the parameter at its "
+        "default.",
+    )
