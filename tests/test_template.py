@@ -193,6 +193,10 @@ def test_generated_pipeline_defines_offline(project):
         ),
         pytest.param({"instance_type": "ml.g6e.12xlarge"}, id="huggingface-g6e"),
         pytest.param(
+            {"sharding": "fsdp", "instance_type": "ml.p5.48xlarge", "instance_count": 2},
+            id="huggingface-fsdp-two-p5",
+        ),
+        pytest.param(
             {"estimator": "pytorch", "instance_type": "ml.p5.48xlarge", "instance_count": 2},
             id="pytorch-p5-two-nodes",
         ),
@@ -208,6 +212,8 @@ def test_every_kind_of_project_validates_without_findings(tmp_path, answers):
     spec = safe_estimators.load_spec(project / "job.yaml")
     assert spec.estimator == answers.get("estimator", "huggingface")
     assert (spec.training_compiler is not None) == answers.get("training_compiler", False)
+    fsdp = answers.get("sharding") == "fsdp"
+    assert (spec.hyperparameters.get("fsdp") == "full_shard auto_wrap") is fsdp
 
 
 def _offered() -> list[str]:

@@ -29,6 +29,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--per_device_train_batch_size", type=int, default=32)
     parser.add_argument("--learning_rate", type=float, default=5e-5)
+    # The Trainer's FSDP options ("full_shard auto_wrap"); empty: DDP, a full copy per GPU.
+    parser.add_argument("--fsdp", default="")
     parser.add_argument("--train_dir", default=os.environ.get("SM_CHANNEL_TRAIN"))
     parser.add_argument("--output_dir", default=os.environ.get("SM_MODEL_DIR", "model"))
     return parser.parse_args()
@@ -59,6 +61,7 @@ def main() -> None:
         logging_steps=50,
         save_strategy="no",
         report_to=[],
+        fsdp=args.fsdp,
     )
     trainer = Trainer(
         model=model, args=training_args, train_dataset=train_dataset, tokenizer=tokenizer
