@@ -63,10 +63,11 @@ def sdk_constant(module: str, name: str) -> Any:
         raise LookupError(f"sagemaker/{module} defines no literal {name}") from None
 
 
-def sdk_parameters(module: str, function: str) -> dict[str, str]:
+def sdk_parameters(module: str, function: str, *, annotated: bool = True) -> dict[str, str]:
     """The parameters of ``function`` (``Class.method``) in ``module``, each with its annotation
     as source text, type aliases imported from the SDK's own modules written out
-    (``Optional[Tags]`` becomes ``Optional[Union[List[Dict[...]], Dict[...]]]``).
+    (``Optional[Tags]`` becomes ``Optional[Union[List[Dict[...]], Dict[...]]]``); with
+    ``annotated=False`` the names only (no alias is looked up).
 
     Raises LookupError when the installed SDK no longer defines the function.
     """
@@ -77,7 +78,9 @@ def sdk_parameters(module: str, function: str) -> dict[str, str]:
             if isinstance(item, ast.FunctionDef) and item.name == name:
                 arguments = [*item.args.posonlyargs, *item.args.args, *item.args.kwonlyargs]
                 return {
-                    a.arg: _expand(module, ast.unparse(a.annotation) if a.annotation else "")
+                    a.arg: _expand(module, ast.unparse(a.annotation))
+                    if annotated and a.annotation
+                    else ""
                     for a in arguments
                     if a.arg != "self"
                 }
@@ -85,14 +88,16 @@ def sdk_parameters(module: str, function: str) -> dict[str, str]:
 
 
 def _expand(module: str, annotation: str, depth: int = 0) -> str:
-    """Write out the SDK type aliases an annotation names (``from sagemaker.x import Alias``)."""
+    """Write out the SDK type aliases an annotation names (``from sagemaker.x import Alias``);
+    only the modules that define a name the annotation uses are read."""
     if depth > 3:
         return annotation
-    for alias, source in _visible_aliases(module).items():
-        pattern = rf"\b{alias}\b"
-        if re.search(pattern, annotation):
-            written = _expand(source, _type_aliases(source)[alias], depth + 1)
-            annotation = re.sub(pattern, written.replace("\\", r"\\"), annotation)
+    for word in set(re.findall(r"\b[A-Z]\w*\b", annotation)):
+        source = module if word in _type_aliases(module) else _imports(module).get(word)
+        if source is None or word not in _type_aliases(source):
+            continue
+        written = _expand(source, _type_aliases(source)[word], depth + 1)
+        annotation = re.sub(rf"\b{word}\b", written.replace("\\", r"\\"), annotation)
     return annotation
 
 
@@ -110,15 +115,13 @@ def _type_aliases(module: str) -> dict[str, str]:
 
 
 @functools.cache
-def _visible_aliases(module: str) -> dict[str, str]:
-    """The typing aliases a module defines or imports from other SDK modules, with the module
-    that defines each."""
-    found = dict.fromkeys(_type_aliases(module), module)
+def _imports(module: str) -> dict[str, str]:
+    """The names a module imports from other SDK modules, with the file of each."""
+    found: dict[str, str] = {}
     for node in _tree(module).body:
         imported = node.module if isinstance(node, ast.ImportFrom) else None
         if imported and imported.startswith("sagemaker.") and isinstance(node, ast.ImportFrom):
             source = imported.removeprefix("sagemaker.").replace(".", "/") + ".py"
             if (_package_dir() / source).is_file():
-                aliases = _type_aliases(source)
-                found.update((n.asname or n.name, source) for n in node.names if n.name in aliases)
+                found.update((n.asname or n.name, source) for n in node.names)
     return found

@@ -44,7 +44,7 @@ def pipeline_options(estimator: str) -> dict[str, Kind]:
 @functools.cache
 def fit_keywords() -> tuple[str, ...]:
     """The keywords of ``EstimatorBase.fit()`` (inputs, wait, logs, job_name, ...)."""
-    return tuple(sdk_parameters("estimator.py", "EstimatorBase.fit"))
+    return tuple(sdk_parameters("estimator.py", "EstimatorBase.fit", annotated=False))
 
 
 def _kind(node: ast.expr) -> Kind | None:
