@@ -488,3 +488,23 @@ def test_a_torchrun_job_takes_a_count_parameter_without_a_word(pipeline_session)
     assert arguments["ResourceConfig"]["InstanceCount"] == {
         "Get": "Parameters.TrainingInstanceCount"
     }
+
+
+def test_an_entry_point_parameter_under_torchrun_is_refused_as_the_sdk_refuses_it(
+    pipeline_session,
+):
+    # fw_utils.validate_torch_distributed_distribution reads entry_point.endswith(".py").
+    arguments = {
+        **PLAIN,
+        "entry_point": ParameterString("EntryPoint", default_value="train.py"),
+        "source_dir": SOURCE,
+        "base_job_name": "train",
+        "instance_count": 1,
+        "distribution": {"torch_distributed": {"enabled": True}},
+    }
+    with pytest.raises(AttributeError):
+        PyTorch(**arguments, sagemaker_session=pipeline_session)
+    with pytest.raises(ConfigError) as caught:
+        safe_estimators.pytorch(**arguments, sagemaker_session=pipeline_session)
+    assert caught.value.paths == ["entry_point"]
+    assert "entry_point.endswith('.py')" in caught.value.problems[0].message
