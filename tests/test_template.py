@@ -197,6 +197,14 @@ def test_generated_pipeline_defines_offline(project):
             id="huggingface-fsdp-two-p5",
         ),
         pytest.param(
+            {"sharding": "qlora", "instance_type": "ml.g6e.12xlarge", "instance_count": 2},
+            id="huggingface-qlora-two-g6e",
+        ),
+        pytest.param(
+            {"estimator": "pytorch", "sharding": "qlora", "instance_type": "ml.g4dn.xlarge"},
+            id="pytorch-qlora-t4",
+        ),
+        pytest.param(
             {"estimator": "pytorch", "instance_type": "ml.p5.48xlarge", "instance_count": 2},
             id="pytorch-p5-two-nodes",
         ),
@@ -214,6 +222,10 @@ def test_every_kind_of_project_validates_without_findings(tmp_path, answers):
     assert (spec.training_compiler is not None) == answers.get("training_compiler", False)
     fsdp = answers.get("sharding") == "fsdp"
     assert (spec.hyperparameters.get("fsdp") == "full_shard auto_wrap") is fsdp
+    qlora = answers.get("sharding") == "qlora"
+    assert (spec.hyperparameters.get("qlora") is True) is qlora
+    requirements = project / "src" / "requirements.txt"
+    assert ("peft" in (requirements.read_text() if requirements.exists() else "")) is qlora
 
 
 def _offered() -> list[str]:
