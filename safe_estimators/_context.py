@@ -209,9 +209,10 @@ class Context:
             return None
         if not isinstance(spec.entry_point, str):
             return None
-        if isinstance(spec.source_dir, str) and "://" in spec.source_dir:
+        source_dir = spec.source_dir or ""
+        if not isinstance(source_dir, str) or "://" in source_dir:
             return None
-        path = os.path.join(spec.source_dir or "", spec.entry_point)
+        path = os.path.join(source_dir, spec.entry_point)
         return path if os.path.isfile(path) else None
 
     @functools.cached_property

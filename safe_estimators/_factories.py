@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from safe_estimators._build import build_estimator
-from safe_estimators._resolve import resolve_arguments
+from safe_estimators._problems import warning
+from safe_estimators._resolve import ResolvedJob, resolve_arguments
 from safe_estimators._spec import JobSpec, TrainingCompiler
 
 if TYPE_CHECKING:
@@ -22,6 +26,22 @@ if TYPE_CHECKING:
 def _given(named: Mapping[str, Any], passed_through: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments the caller set: None means "not given", as in the SageMaker SDK."""
     return {k: v for k, v in {**named, **passed_through}.items() if v is not None}
+
+
+def _inputs_noted(job: ResolvedJob) -> ResolvedJob:
+    """``inputs=`` given to a factory is fit()'s argument: the estimator cannot keep it, so it
+    is a warning (spec files keep ``inputs`` for ``plan`` and ``submit``, which pass it to fit)."""
+    if job.spec.inputs is None:
+        return job
+    problem = warning(
+        "inputs",
+        "is an argument of fit(), not of the estimator; the estimator does not keep it, so "
+        "est.fit() with no arguments would start the job without these data channels.",
+        "pass them to fit(): est.fit(inputs) (plan and submit pass a spec file's inputs to "
+        "fit() themselves).",
+    )
+    logging.getLogger("safe_estimators").warning("%s", problem)
+    return attrs.evolve(job, warnings=(*job.warnings, problem))
 
 
 def huggingface(
@@ -89,7 +109,7 @@ def huggingface(
         model=model,
         check_script=check_script,
     )
-    job = resolve_arguments(_given(named, kwargs))
+    job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
@@ -145,7 +165,7 @@ def pytorch(
         training_recipe=training_recipe,
         recipe_overrides=recipe_overrides,
     )
-    job = resolve_arguments(_given(named, kwargs))
+    job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
