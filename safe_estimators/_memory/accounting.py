@@ -204,6 +204,11 @@ def activations(shape: CompleteShape, layout: MemoryLayout) -> int:
 
     first = held(stage_layers * in_flight) * per_layer + recompute
     logits = LOGITS_BYTES * s_local * b * (shape.vocab_size or 0) / tp
+    # DataParallel gathers every replica's output (the logits) into one tensor on GPU 0, beside
+    # the logits its own replica keeps for the backward pass.
+    logits += LOGITS_BYTES * s_local * b * (shape.vocab_size or 0) * (
+        layout.gathered_outputs if layout.gathered_outputs > 1 else 0
+    )
     last = held(stage_layers) * per_layer + recompute + logits
     return math.ceil(max(first + (logits if layout.pipeline == 1 else 0.0), last))
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._memory.adapters import lora_parameters
 from safe_estimators._memory.facts import DEFAULT_MLP_RATIO
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._problems import Problem
@@ -68,6 +69,9 @@ class CompleteShape:
     trainable_parameters: int | None = None
     quantization: str | None = None
     notes: tuple[str, ...] = ()
+    # What the script does that this shape counts high (adapters it trains whose count is not
+    # known: every parameter is counted as trainable), for the rule's verdict.
+    counted_high: tuple[str, ...] = ()
 
     @property
     def trainable(self) -> int:
@@ -265,6 +269,7 @@ def complete_shape(
         tied_embeddings=_truthy(config.get("tie_word_embeddings")) is not False,
         kv_heads=_whole(config.get("num_key_value_heads")),
         notes=tuple(notes),
+        counted_high=(),
         **numbers,
     )
     if complete.parameters is None:
@@ -275,7 +280,37 @@ def complete_shape(
                 parameters=counted,
                 notes=(*complete.notes, f"parameters {counted:,} counted from the architecture"),
             )
-    return complete, problems
+    return _with_adapters(complete, shape, script, model_type), problems
+
+
+def _with_adapters(
+    complete: CompleteShape, shape: ModelShape, script: Any, model_type: Any
+) -> CompleteShape:
+    """The trainable count of the LoRA adapters the script trains (``ScriptMemoryFacts.
+    adapters``), where ``model.trainable_parameters`` does not say; where it does, it wins."""
+    fact = getattr(script, "adapters", None) if script is not None else None
+    if fact is None or complete.parameters is None:
+        return complete
+    count, how = (None, "its configuration is not readable") if fact.value is None else (
+        lora_parameters(fact.value, complete, model_type if isinstance(model_type, str) else None)
+    )
+    given = shape.trainable_parameters
+    if given is not None:
+        if count is not None and count != given:
+            note = (
+                f"model.trainable_parameters {given:,} wins over the script's {count:,} ({fact}): "
+                "the model section is what was stated"
+            )
+            return attrs.evolve(complete, notes=(*complete.notes, note))
+        return complete
+    if count is None:
+        high = (
+            f"only adapters train ({fact}), and their count is not known ({how}): every "
+            "parameter is counted with gradients and optimizer states"
+        )
+        return attrs.evolve(complete, counted_high=(*complete.counted_high, high))
+    note = f"trainable_parameters {count:,} from the script ({fact}: {how})"
+    return attrs.evolve(complete, trainable_parameters=count, notes=(*complete.notes, note))
 
 
 # ModelShape field -> the script fact that says it (``ScriptMemoryFacts``).

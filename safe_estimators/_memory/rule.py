@@ -128,8 +128,9 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
             "QLoRA does): model.quantization does not say."
         )
         return [warning(PATH, message + unless, hint)]
-    if job.layout.over_counted:
-        unless = f", unless the estimate counts high: {'; '.join(job.layout.over_counted)}."
+    high = (*job.layout.over_counted, *job.shape.counted_high)
+    if high:
+        unless = f", unless the estimate counts high: {'; '.join(high)}."
         return [warning(PATH, message + unless, hint)]
     if job.layout.script_may_shard and _fits_if_script_shards(job):
         why = job.layout.script_unknown
