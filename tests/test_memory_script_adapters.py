@@ -176,3 +176,37 @@ def test_an_8_bit_model_is_not_wrapped_by_the_trainer(tmp_path: Path) -> None:
     script = TRAINER.format(load=", load_in_8bit=True")
     memory = safe_estimators.explain(small_job(tmp_path, script, "ml.g5.12xlarge")).memory
     assert "DataParallel" not in memory.layout
+
+
+# Falcon-7B's config.json (multi-query attention: one key/value head).
+FALCON_7B = {"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "n_layer": 32,
+             "vocab_size": 65024, "multi_query": True, "new_decoder_architecture": False}
+QLORA_FALCON = '''
+import torch
+from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+quantized = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)
+model = AutoModelForCausalLM.from_pretrained("tiiuae/falcon-7b", quantization_config=quantized)
+model = prepare_model_for_kbit_training(model)
+config = LoraConfig(r=64, lora_alpha=16, target_modules=[
+    "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"])
+model = get_peft_model(model, config)
+'''
+
+
+def test_qlora_on_falcon_counts_its_fused_multi_query_attention(tmp_path: Path) -> None:
+    # query_key_value 4544 -> 4544 + 2 x 64, dense 4544 -> 4544, the MLP 4544 <-> 18176, at
+    # r=64 over 32 layers: 130,547,712, the QLoRA Falcon-7B notebooks' printed figure.
+    (tmp_path / "train.py").write_text(QLORA_FALCON)
+    (tmp_path / "config.json").write_text(json.dumps(FALCON_7B))
+    estimator = safe_estimators.pytorch(
+        entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
+        instance_type="ml.g5.2xlarge", instance_count=1, framework_version="2.3.0",
+        py_version="py311", model={"config": str(tmp_path / "config.json"),
+        "sequence_length": 2048, "micro_batch_size": 1, "precision": "bf16",
+        "activation_checkpointing": True},
+    )  # fmt: skip
+    memory = safe_estimators.explain(estimator).memory
+    assert memory.gradients == 130_547_712 * 2
+    assert any("quantization 4bit from the script" in note for note in memory.notes)

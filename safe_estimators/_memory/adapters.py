@@ -32,6 +32,13 @@ MODULE_SHAPES: Mapping[str, tuple[tuple[str, str], ...]] = {
     "c_proj": (("h", "h"), ("i", "h")),
 }  # fmt: skip
 
+# Names whose shape depends on the model type: in Falcon, BLOOM and GPT-NeoX ``dense`` is the
+# attention output (their MLP matrices are ``dense_h_to_4h``/``dense_4h_to_h``, which
+# ``.dense`` does not reach); in BERT it names three matrices, so elsewhere it is not counted.
+MODEL_TYPE_SHAPES: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    (model_type, "dense"): (("h", "h"),) for model_type in ("falcon", "bloom", "gpt_neox")
+}
+
 # What "all-linear" adapts in a decoder layer: the four attention matrices and the MLP's (three
 # when it is gated). A fused query-key-value layer has fewer inputs; the separate ones are
 # counted, the larger figure.
@@ -71,14 +78,18 @@ def lora_parameters(adapters: Any, shape: Any, model_type: str | None) -> tuple[
             )
     elif targets == ALL_LINEAR:
         targets = (*_ALL_LINEAR_ATTENTION, *_ALL_LINEAR_MLP[bool(shape.gated_mlp)])
-    unknown = [name for name in targets if name not in MODULE_SHAPES]
+    shapes = {
+        name: MODEL_TYPE_SHAPES.get((model_type or "", name)) or MODULE_SHAPES.get(name)
+        for name in targets
+    }
+    unknown = [name for name, shape_of in shapes.items() if shape_of is None]
     if unknown:
         return None, f"the shape of {', '.join(unknown)} is not known"
     heads = shape.attention_heads or 1
     kv = (shape.kv_heads or heads) * (h // heads)
     widths = {"h": h, "kv": kv, "qkv": h + 2 * kv, "i": shape.mlp_width}
     per_layer = sum(
-        widths[into] + widths[out] for name in targets for into, out in MODULE_SHAPES[name]
+        widths[into] + widths[out] for matrices in shapes.values() for into, out in matrices or ()
     )
     count = adapters.r * per_layer * layers
     saved = ""

@@ -267,7 +267,7 @@ def complete_shape(
         fused_attention=True if shape.fused_attention is None else shape.fused_attention,
         gated_mlp=model_type in GATED_MLP_MODEL_TYPES,
         tied_embeddings=_truthy(config.get("tie_word_embeddings")) is not False,
-        kv_heads=_whole(config.get("num_key_value_heads")),
+        kv_heads=_kv_heads(config),
         notes=tuple(notes),
         counted_high=(),
         **numbers,
@@ -336,6 +336,18 @@ def _scripted(shape: ModelShape, field: str, script: Any, notes: list[str]) -> A
             "section is what was stated"
         )
     return given
+
+
+def _kv_heads(config: Mapping[str, Any]) -> int | None:
+    """Key/value heads: ``num_key_value_heads``; for Falcon one shared head with ``multi_query``
+    outside its new decoder architecture, else ``num_kv_heads`` (transformers
+    models/falcon/modeling_falcon.py, FalconAttention)."""
+    heads = _whole(config.get("num_key_value_heads"))
+    if heads is not None:
+        return heads
+    if config.get("multi_query") is True and config.get("new_decoder_architecture") is not True:
+        return 1
+    return _whole(config.get("num_kv_heads"))
 
 
 def architecture_parameters(shape: CompleteShape) -> int | None:
