@@ -86,3 +86,16 @@ def test_without_pretrain_the_loader_still_needs_a_sampler() -> None:
         "import torch.distributed as dist\ndist.init_process_group()\nlogprobs([])",
     )
     assert ("no-distributed-sampler", 7) in rules(script)
+
+
+# AWS's sagemaker-debugger pt_res50_cifar10_distributed.py: DDP with a shuffled DataLoader and
+# no sampler. Each process shuffles on its own: the whole dataset each, not the same order.
+def test_a_shuffled_loader_without_a_sampler_is_described_as_such() -> None:
+    script = (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "loader = torch.utils.data.DataLoader(trainset, batch_size=64, shuffle=True)\n"
+    )
+    [finding] = check_source(script, TORCHRUN, filename="train.py")
+    assert finding.rule == "no-distributed-sampler"
+    assert "each shuffled on its own" in finding.message
+    assert "same order" not in finding.message

@@ -21,7 +21,14 @@ from safe_estimators._script_checks.libraries import (
     TP_PLAN_KEYWORD,
 )
 from safe_estimators._script_checks.program import _Program
-from safe_estimators._script_checks.summary import _Call, _keyword, _Module, _short, _src
+from safe_estimators._script_checks.summary import (
+    _Call,
+    _is_const,
+    _keyword,
+    _Module,
+    _short,
+    _src,
+)
 
 # A call to a function of the user's own whose body the checks cannot see (an installed helper
 # package): `init_distributed_mode(args)`, `setup_dist()`, `ddp_setup()`. Taken as initialising.
@@ -156,12 +163,17 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
             kw.arg in ("sampler", "batch_sampler") or kw.arg is None for kw in call.node.keywords
         ):
             continue
+        shuffled = _is_const(_keyword(call.node, "shuffle", 2), True)
+        order = (
+            "each shuffled on its own, so an epoch costs N times as much and every process "
+            "sees every sample" if shuffled else "in the same order, so an epoch costs N "
+            "times as much and the processes train on identical batches"
+        )
         yield Finding(
             module.file, call.line, "warning", "no-distributed-sampler",
             f"`{_short(call)}` at line {call.line} has no DistributedSampler, and nothing else "
             f"in the script shards the data: each of the {_processes(context)} reads the whole "
-            "dataset in the same order, so an epoch costs N times as much and the processes "
-            "train on identical batches.",
+            f"dataset, {order}.",
             "pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)` "
             "each epoch), or shard the dataset by rank.",
         )
