@@ -134,23 +134,28 @@ SMALL = {"parameters": "350M", "layers": 24, "hidden_size": 1024, "attention_hea
          "precision": "bf16"}  # fmt: skip
 
 
-def small_job(folder: Path, script: str, instance_type: str) -> Any:
+def small_job(folder: Path, script: str, instance_type: str, micro_batch_size: int = 4) -> Any:
     (folder / "train.py").write_text(script)
     return safe_estimators.pytorch(
         entry_point="train.py", source_dir=str(folder), role=ROLE, instance_type=instance_type,
-        instance_count=1, framework_version="2.3.0", py_version="py311", model=SMALL,
+        instance_count=1, framework_version="2.3.0", py_version="py311",
+        model={**SMALL, "micro_batch_size": micro_batch_size},
     )  # fmt: skip
 
 
 def test_data_parallel_counts_gpu_0_with_the_gathered_outputs(tmp_path: Path) -> None:
     four = safe_estimators.explain(small_job(tmp_path, DATA_PARALLEL, "ml.g5.12xlarge")).memory
-    one = safe_estimators.explain(small_job(tmp_path, DATA_PARALLEL, "ml.g5.2xlarge")).memory
+    # One GPU's share of the batch of 4: one sample.
+    alone = safe_estimators.explain(
+        small_job(tmp_path, DATA_PARALLEL, "ml.g5.2xlarge", micro_batch_size=1)
+    ).memory
     assert "torch.nn.DataParallel in one process per instance over 4 accelerators" in four.layout
     assert "GPU 0 counted: the full model states and the outputs of its 4 replicas" in four.layout
     assert "from the script: `torch.nn.DataParallel(...)` at train.py:6" in four.layout
-    # Nothing sharded: GPU 0 holds what one GPU alone would, plus 4 replicas' fp32 logits.
-    assert four.model_states == one.model_states
-    assert four.activations - one.activations == pytest.approx(4 * 4 * 1024 * 4 * 50304, abs=2)
+    # Nothing sharded: GPU 0 holds what one GPU would for its share of the batch, plus the
+    # 4 replicas' outputs gathered (the fp32 logits of all 4 samples).
+    assert four.model_states == alone.model_states
+    assert four.activations - alone.activations == pytest.approx(4 * 1024 * 4 * 50304, abs=2)
 
 
 TRAINER = '''
@@ -163,13 +168,15 @@ Trainer(model=model, args=args).train()
 
 
 def test_the_trainer_without_a_launcher_is_counted_on_gpu_0(tmp_path: Path) -> None:
-    memory = safe_estimators.explain(
-        small_job(tmp_path, TRAINER.format(load=""), "ml.g5.12xlarge")
-    ).memory
+    script = TRAINER.format(load="")
+    memory = safe_estimators.explain(small_job(tmp_path, script, "ml.g5.12xlarge")).memory
+    alone = safe_estimators.explain(small_job(tmp_path, script, "ml.g5.2xlarge")).memory
     assert "GPU 0 counted" in memory.layout
     assert "`Trainer(...)` in one process (Trainer._wrap_model: DataParallel) at train.py:6" in (
         memory.layout
     )
+    # The Trainer's batch is per device: each replica runs 4 samples, and GPU 0 gathers 16.
+    assert memory.activations - alone.activations == pytest.approx(4 * 4 * 1024 * 4 * 50304, abs=2)
 
 
 def test_an_8_bit_model_is_not_wrapped_by_the_trainer(tmp_path: Path) -> None:

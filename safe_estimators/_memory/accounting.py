@@ -177,6 +177,7 @@ def activations(shape: CompleteShape, layout: MemoryLayout) -> int:
     s, b = shape.sequence_length, shape.micro_batch_size
     assert layers and h and a and s and b
     s_local = s / layout.context  # context parallelism splits the sequence
+    b = -(-b // layout.batch_split)  # DataParallel scatters the process's batch over its GPUs
     value_bytes = ACTIVATION_BYTES[shape.precision]
     tp, sp = layout.tensor, layout.sequence_parallel
     full = layer_activations(

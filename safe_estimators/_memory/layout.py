@@ -33,7 +33,9 @@ class MemoryLayout:
     and optimizer states, in CPU memory; ``from_script``: the script facts used, with their lines;
     ``over_counted``: what the script does that the estimate counts high (a verdict that rests
     on it is a warning). ``gathered_outputs``: one process replicates the model over this many
-    GPUs (``torch.nn.DataParallel``) and gathers their outputs on GPU 0, the device counted.
+    GPUs (``torch.nn.DataParallel``) and gathers their outputs on GPU 0, the device counted;
+    ``batch_split``: it scatters each micro-batch over that many GPUs (a script's own
+    DataParallel splits the DataLoader's batch; the Trainer's batch is already per device).
     """
 
     world_size: int = 1
@@ -55,6 +57,7 @@ class MemoryLayout:
     script_unknown: tuple[str, ...] = ()
     over_counted: tuple[str, ...] = ()
     gathered_outputs: int = 1
+    batch_split: int = 1
 
     @property
     def data_parallel(self) -> int:
@@ -182,15 +185,20 @@ def _replicated(fact: Any, gpus: int, instance_count: int) -> MemoryLayout:
     # (device_ids[0]), is copied to the others for each forward, their outputs are gathered on
     # GPU 0 (output_device) and their gradients summed into its parameters; the optimizer steps
     # there. GPU 0 holds the full model states, unsharded, and is the one counted.
+    # The Trainer scatters per_device_train_batch_size x n_gpu (TrainingArguments.
+    # train_batch_size); a script's own DataParallel scatters its DataLoader's batch.
+    split = 1 if fact.value == "Trainer" else gpus
+    batch = "each GPU's share of the micro-batch" if split > 1 else "the micro-batch per GPU"
     return MemoryLayout(
         world_size=gpus * instance_count,
         gpus_per_instance=gpus,
         launcher="torch.nn.DataParallel in one process per instance",
         gathered_outputs=gpus,
+        batch_split=split,
         from_script=(str(fact),),
         notes=(
-            f"GPU 0 is counted: it holds the full model states (DataParallel shards nothing) and "
-            f"gathers the outputs of all {gpus} replicas ({fact})",
+            f"GPU 0 is counted: it holds the full model states (DataParallel shards nothing), "
+            f"the activations of {batch} and the outputs of all {gpus} replicas ({fact})",
         ),
     )
 
