@@ -29,7 +29,7 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM
 
-model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B", torch_dtype=torch.bfloat16)
 config = LoraConfig(r=16, lora_alpha=32, target_modules={targets}, task_type="CAUSAL_LM")
 model = get_peft_model(model, config)
 optimizer = torch.optim.AdamW(p for p in model.parameters() if p.requires_grad)
@@ -39,6 +39,7 @@ optimizer.step()
 model.save_pretrained("/opt/ml/model")
 '''
 Q_AND_V = LORA.format(targets='["q_proj", "v_proj"]')
+FP32_LOAD = Q_AND_V.replace(", torch_dtype=torch.bfloat16", "")
 
 
 def build(folder: Path, script: str, instance_type: str, **model: Any) -> Any:
@@ -71,7 +72,7 @@ def test_lora_on_q_and_v_trains_only_the_adapters_peft_adds(tmp_path: Path) -> N
 
 
 def test_the_same_job_without_adapters_is_refused(tmp_path: Path) -> None:
-    full = Q_AND_V.replace("model = get_peft_model(model, config)\n", "")
+    full = FP32_LOAD.replace("model = get_peft_model(model, config)\n", "")
     with pytest.raises(ConfigError) as raised:
         build(tmp_path, full, "ml.g6e.xlarge")
     [problem] = raised.value.problems
@@ -115,6 +116,34 @@ def test_adapters_of_a_configuration_decided_at_run_time_make_a_refusal_a_warnin
         warning
     )
     assert "their count is not known (its configuration is not readable)" in warning
+
+
+def test_frozen_weights_loaded_in_float32_take_4_bytes_under_autocast(tmp_path: Path) -> None:
+    # transformers 4's from_pretrained loads float32 without torch_dtype; autocast computes
+    # in bf16 but keeps them: 8.03e9 x 4 bytes, about 32 GB.
+    (tmp_path / "train.py").write_text(FP32_LOAD)
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_3_1_8B))
+    estimator = safe_estimators.huggingface(
+        entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
+        instance_type="ml.p4d.24xlarge", instance_count=1, transformers_version="4.36.0",
+        pytorch_version="2.1.0", py_version="py310",
+        model={"config": str(tmp_path / "config.json"), **MODEL, "precision": "bf16"},
+    )  # fmt: skip
+    memory = safe_estimators.explain(estimator).memory
+    assert memory.weights / 1e9 == pytest.approx(8.03e9 * 4 / 1e9, rel=0.01)
+    assert any(
+        "frozen weights counted in float32, 4 bytes each, from the script "
+        "(`AutoModelForCausalLM.from_pretrained(...)` without torch_dtype (transformers 4.36.0 "
+        "loads float32) at train.py:6)" in note for note in memory.notes
+    )
+
+
+def test_without_the_transformers_version_a_refusal_on_float32_weights_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    # The PyTorch estimator installs transformers from requirements.txt: 5 loads bf16 weights.
+    [warning] = memory_warnings(build(tmp_path, FP32_LOAD, "ml.g5.2xlarge", precision="bf16"))
+    assert "from transformers 5 they load in the checkpoint's dtype" in warning
 
 
 DATA_PARALLEL = '''

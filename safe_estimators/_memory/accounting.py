@@ -244,6 +244,8 @@ def estimate(
         else:
             notes.append("the layer gathered at a time by sharding is not counted (no hidden_size)")
     weights = params * per_param.weights
+    if shape.frozen_weight_bytes is not None and shape.quantization is None:
+        weights += (params - trainable) * (shape.frozen_weight_bytes - per_param.weights)
     quantized = _quantized_weights(shape, params, trainable, model_split, notes)
     if quantized:
         assert shape.quantization is not None

@@ -72,6 +72,9 @@ class CompleteShape:
     # What the script does that this shape counts high (adapters it trains whose count is not
     # known: every parameter is counted as trainable), for the rule's verdict.
     counted_high: tuple[str, ...] = ()
+    # Bytes of each frozen weight when the script loads them unlike the training precision
+    # (float32 under bf16/fp16 autocast: 4), None when they are counted at that precision.
+    frozen_weight_bytes: int | None = None
 
     @property
     def trainable(self) -> int:
@@ -270,6 +273,7 @@ def complete_shape(
         kv_heads=_kv_heads(config),
         notes=tuple(notes),
         counted_high=(),
+        frozen_weight_bytes=None,
         **numbers,
     )
     if complete.parameters is None:
@@ -280,7 +284,31 @@ def complete_shape(
                 parameters=counted,
                 notes=(*complete.notes, f"parameters {counted:,} counted from the architecture"),
             )
-    return _with_adapters(complete, shape, script, model_type), problems
+    return _with_frozen_weights(_with_adapters(complete, shape, script, model_type), script), (
+        problems
+    )
+
+
+def _with_frozen_weights(complete: CompleteShape, script: Any) -> CompleteShape:
+    """Frozen weights the script loads in float32 (``ScriptMemoryFacts.frozen_weights``) while
+    mixed precision counts them at 2 bytes: under autocast they stay float32, 4 bytes each."""
+    fact = getattr(script, "frozen_weights", None) if script is not None else None
+    if (
+        fact is None or not complete.trains_adapters or complete.quantization is not None
+        or complete.precision == "fp32"
+    ):  # fmt: skip
+        return complete
+    note = f"frozen weights counted in float32, 4 bytes each, from the script ({fact})"
+    high: tuple[str, ...] = ()
+    if fact.value == "default":
+        high = (
+            f"the frozen weights are counted in float32 ({fact}), transformers 4's default; "
+            "from transformers 5 they load in the checkpoint's dtype, often bfloat16",
+        )
+    return attrs.evolve(
+        complete, frozen_weight_bytes=4, notes=(*complete.notes, note),
+        counted_high=(*complete.counted_high, *high),
+    )  # fmt: skip
 
 
 def _with_adapters(

@@ -110,6 +110,9 @@ _CHECKPOINTING_TAILS = frozenset({
 _ADAPTER_CALLS = frozenset({"get_peft_model", "prepare_model_for_kbit_training", "add_adapter"})
 # LoraConfig's default rank (peft src/peft/tuners/lora/config.py: ``r: int = field(default=8)``).
 _LORA_DEFAULT_RANK = 8
+# The classes whose from_pretrained loads a model (not a tokenizer, processor or config).
+_MODEL_CLASSES = ("Model", "LM", "ForCausalLM", "ForSeq2SeqLM", "ForConditionalGeneration",
+                  "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering")
 _TRAINING_ARGUMENTS = ("TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig")
 # The TrainingArguments fields HfArgumentParser fills from the command line.
 _TRAINER_FIELDS = ("fsdp", "deepspeed", "gradient_checkpointing", "bf16", "fp16")
@@ -168,7 +171,10 @@ class ScriptMemoryFacts:
     ``over_counted``: what the script does that the estimate counts high (weights loaded in 16
     bits train without fp32 master weights: about 8 bytes per parameter with Adam, not 16).
     ``adapters``: only LoRA adapters train; its value is an ``Adapters``, or None when the
-    script trains adapters with a configuration the checks cannot read. ``data_parallel``: one
+    script trains adapters with a configuration the checks cannot read. ``frozen_weights``:
+    how the model the adapters train on is loaded, when not quantized and not in 16 bits:
+    ``"fp32"`` (``torch_dtype=torch.float32``) or ``"default"`` (no dtype: float32 in
+    transformers 4, the checkpoint's dtype from transformers 5). ``data_parallel``: one
     process replicates the model over its GPUs (``"DataParallel"``, or ``"Trainer"`` for the
     Hugging Face Trainer's own wrapping), so GPU 0 holds the most.
     """
@@ -182,6 +188,7 @@ class ScriptMemoryFacts:
     over_counted: tuple[str, ...] = ()
     adapters: ScriptFact | None = None
     data_parallel: ScriptFact | None = None
+    frozen_weights: ScriptFact | None = None
 
 
 def memory_facts(
@@ -208,6 +215,7 @@ class _Reader:
         self.over_counted: list[str] = []
         self.lora_configs: list[ScriptFact] = []
         self.adapter_uses: list[ScriptFact] = []
+        self.model_loads: list[ScriptFact] = []
 
     def facts(self) -> ScriptMemoryFacts:
         program = self.program
@@ -238,7 +246,16 @@ class _Reader:
             over_counted=tuple(dict.fromkeys(self.over_counted)),
             adapters=self._adapters(),
             data_parallel=self._data_parallel(),
+            frozen_weights=self._frozen_weights(),
         )
+
+    def _frozen_weights(self) -> ScriptFact | None:
+        """The dtype of the frozen weights, where every model load of an adapter-training
+        script says the same and none is quantized or 16-bit."""
+        if not self.adapter_uses or self.quantization or self.over_counted:
+            return None
+        kinds = {fact.value for fact in self.model_loads}
+        return self.model_loads[0] if len(kinds) == 1 and None not in kinds else None
 
     def _adapters(self) -> ScriptFact | None:
         """The LoRA adapters the script trains: the configuration when exactly one readable
@@ -323,9 +340,10 @@ class _Reader:
             self.checkpointing.append(self._fact(module, call, True, f"`{_short(call)}`"))
         elif tail in ("BitsAndBytesConfig", "from_pretrained"):
             self._quantized(module, call)
-            self._sixteen_bits(module, call, _keyword(node, "torch_dtype") or _keyword(
-                node, "dtype"
-            ))
+            dtype = _keyword(node, "torch_dtype") or _keyword(node, "dtype")
+            self._sixteen_bits(module, call, dtype)
+            if tail == "from_pretrained" and call.receiver.endswith(_MODEL_CLASSES):
+                self._model_load(module, call, dtype)
         elif tail in ("half", "bfloat16") and not node.args:
             self._sixteen_bits(module, call, None)
         elif tail == "to" and node.args:
@@ -553,6 +571,16 @@ class _Reader:
             "the 16 counted"
         )
 
+    def _model_load(self, module: _Module, call: _Call, dtype: ast.expr | None) -> None:
+        if dtype is None:
+            value: str | None = "default"
+            how = f"`{_short(call)}` without torch_dtype"
+        else:
+            found = self.values.of(module, call, dtype)
+            value = "fp32" if str(found) in ("float32", "float") else None
+            how = f"`{_short(call)}` with torch_dtype {found}"
+        self._add(self.model_loads, module, call, value, how)
+
     def _quantized(self, module: _Module, call: _Call) -> None:
         for flag, bits in (("load_in_4bit", "4bit"), ("load_in_8bit", "8bit")):
             if _truth(self.values.of(module, call, _keyword(call.node, flag))):
@@ -581,7 +609,7 @@ def iter_facts(facts: ScriptMemoryFacts) -> Iterator[tuple[str, ScriptFact]]:
     """The facts that were found, by name, for messages and notes."""
     for name in (
         "sharding", "offload", "checkpointing", "precision", "quantization", "adapters",
-        "data_parallel",
+        "data_parallel", "frozen_weights",
     ):  # fmt: skip
         fact = getattr(facts, name)
         if fact is not None:
