@@ -42,13 +42,21 @@ Q_AND_V = LORA.format(targets='["q_proj", "v_proj"]')
 FP32_LOAD = Q_AND_V.replace(", torch_dtype=torch.bfloat16", "")
 
 
-def build(folder: Path, script: str, instance_type: str, **model: Any) -> Any:
+PYTORCH = {"framework_version": "2.3.0", "py_version": "py311"}
+HUGGING_FACE = {"transformers_version": "4.36.0", "pytorch_version": "2.1.0", "py_version": "py310"}
+
+
+def build(
+    folder: Path, script: str, instance_type: str, *, config: dict[str, Any] = LLAMA_3_1_8B,
+    shape: dict[str, Any] = MODEL, hugging_face: bool = False, **model: Any,
+) -> Any:  # fmt: skip
     (folder / "train.py").write_text(script)
-    (folder / "config.json").write_text(json.dumps(LLAMA_3_1_8B))
-    return safe_estimators.pytorch(
+    (folder / "config.json").write_text(json.dumps(config))
+    factory = safe_estimators.huggingface if hugging_face else safe_estimators.pytorch
+    return factory(
         entry_point="train.py", source_dir=str(folder), role=ROLE, instance_type=instance_type,
-        instance_count=1, framework_version="2.3.0", py_version="py311",
-        model={"config": str(folder / "config.json"), **MODEL, **model},
+        instance_count=1, **(HUGGING_FACE if hugging_face else PYTORCH),
+        model={"config": str(folder / "config.json"), **shape, **model},
     )  # fmt: skip
 
 
@@ -121,14 +129,7 @@ def test_adapters_of_a_configuration_decided_at_run_time_make_a_refusal_a_warnin
 def test_frozen_weights_loaded_in_float32_take_4_bytes_under_autocast(tmp_path: Path) -> None:
     # transformers 4's from_pretrained loads float32 without torch_dtype; autocast computes
     # in bf16 but keeps them: 8.03e9 x 4 bytes, about 32 GB.
-    (tmp_path / "train.py").write_text(FP32_LOAD)
-    (tmp_path / "config.json").write_text(json.dumps(LLAMA_3_1_8B))
-    estimator = safe_estimators.huggingface(
-        entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
-        instance_type="ml.p4d.24xlarge", instance_count=1, transformers_version="4.36.0",
-        pytorch_version="2.1.0", py_version="py310",
-        model={"config": str(tmp_path / "config.json"), **MODEL, "precision": "bf16"},
-    )  # fmt: skip
+    estimator = build(tmp_path, FP32_LOAD, "ml.p4d.24xlarge", hugging_face=True, precision="bf16")
     memory = safe_estimators.explain(estimator).memory
     assert memory.weights / 1e9 == pytest.approx(8.03e9 * 4 / 1e9, rel=0.01)
     assert any(
@@ -234,14 +235,10 @@ model = get_peft_model(model, config)
 def test_qlora_on_falcon_counts_its_fused_multi_query_attention(tmp_path: Path) -> None:
     # query_key_value 4544 -> 4544 + 2 x 64, dense 4544 -> 4544, the MLP 4544 <-> 18176, at
     # r=64 over 32 layers: 130,547,712, the QLoRA Falcon-7B notebooks' printed figure.
-    (tmp_path / "train.py").write_text(QLORA_FALCON)
-    (tmp_path / "config.json").write_text(json.dumps(FALCON_7B))
-    estimator = safe_estimators.pytorch(
-        entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
-        instance_type="ml.g5.2xlarge", instance_count=1, framework_version="2.3.0",
-        py_version="py311", model={"config": str(tmp_path / "config.json"),
-        "sequence_length": 2048, "micro_batch_size": 1, "precision": "bf16",
-        "activation_checkpointing": True},
+    estimator = build(
+        tmp_path, QLORA_FALCON, "ml.g5.2xlarge", config=FALCON_7B,
+        shape={"sequence_length": 2048, "micro_batch_size": 1}, precision="bf16",
+        activation_checkpointing=True,
     )  # fmt: skip
     memory = safe_estimators.explain(estimator).memory
     assert memory.gradients == 130_547_712 * 2
