@@ -177,9 +177,16 @@ def script_context(ctx: Context) -> ScriptContext:
         ),
         transformers_version=spec.transformers_version if spec.estimator == "huggingface" else None,
         accelerate_device_map_bypass=str(
-            spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP", "")
+            value_of(spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP")) or ""
         ).lower() == "true",
-        hyperparameters=tuple(sorted((str(k), str(v)) for k, v in spec.hyperparameters.items())),
+        # A pipeline parameter's default stands for its value; one with none is not known here.
+        hyperparameters=tuple(
+            sorted(
+                (str(k), str(value_of(v)))
+                for k, v in spec.hyperparameters.items()
+                if value_of(v) is not None
+            )
+        ),
     )
 
 
