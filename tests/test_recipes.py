@@ -168,12 +168,30 @@ def test_a_recipe_url_is_one_problem_and_plan_exits_1(tmp_path, capsys):
     assert "training_recipe" in out and "never use the network" in out
 
 
-def test_a_recipe_file_outside_the_project_is_refused(tmp_path, capsys):
-    write_recipe(tmp_path / "elsewhere.yaml", P5X16)
+def test_a_recipe_file_outside_the_project_is_refused_without_being_read(tmp_path, capsys):
+    # Values the rules would quote: a devices value, an interpolation that cannot resolve.
+    planted = mutated(P5X16, "trainer.devices", "planted-devices-value")
+    planted = mutated(planted, "model.hf_model_name_or_path", "${planted_undefined_key}")
+    outside = write_recipe(tmp_path / "elsewhere.yaml", planted)
     (tmp_path / "project").mkdir()
-    spec = _spec(tmp_path, "../elsewhere.yaml", recipe_overrides=README_OVERRIDES)
-    assert main(["validate", str(spec)]) == 1
-    assert "training_recipe: '../elsewhere.yaml' resolves to" in capsys.readouterr().out
+    spec = _spec(tmp_path, "../elsewhere.yaml", role=ROLE)
+    events: list[tuple[str, Any]] = []
+    _audit.append(events)
+    try:
+        codes = [main(["--json", command, str(spec)]) for command in ("validate", "plan", "lint")]
+        codes.append(main(["validate", str(spec)]))
+    finally:
+        _audit.remove(events)
+    out = capsys.readouterr()
+    assert codes == [1, 1, 1, 1]
+    assert "training_recipe: '../elsewhere.yaml' resolves to" in out.out
+    assert "planted" not in out.out + out.err and "recipe." not in out.out
+    import os
+
+    opened = [a for e, a in events if e == "open" and str(a[0]).endswith("elsewhere.yaml")]
+    assert opened  # its location is resolved (os.open with O_PATH), its content never read
+    assert all(flags is not None and flags & os.O_PATH for _, _, flags in opened), opened
+    assert outside.read_text()  # the file is there to be read
 
 
 def test_the_p5x16_recipe_on_2_nodes_is_refused_with_both_numbers(repos):
@@ -332,7 +350,7 @@ _audit: list[list[tuple[str, Any]]] = []
 
 
 def _hook(event: str, args: Any) -> None:
-    if _audit and event in ("socket.connect", "subprocess.Popen"):
+    if _audit and event in ("socket.connect", "subprocess.Popen", "open"):
         if event == "subprocess.Popen":
             args = (args[0], [str(a) for a in args[1]], args[2], dict(args[3] or {}))
         _audit[-1].append((event, args))

@@ -127,6 +127,10 @@ def load_recipe(
                 "write recipe_overrides={'trainer': {'num_nodes': 2}}.",
             )
         ]
+    from safe_estimators._files import RefusedRecipeFile
+
+    if isinstance(training_recipe, RefusedRecipeFile):
+        return None, []  # the containment problem says why; nothing of the file is read
     path, problems = _locate(training_recipe)
     if path is None:
         return None, problems
