@@ -7,6 +7,7 @@ local ones made in tmp, so the bare SDK runs beside ours without the network.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import sagemaker
 from conftest import ROLE
 from recipe_fixtures import (
     README_OVERRIDES,
+    SDK_CONFIG,
     gpu_recipe,
     local_repositories,
     mutated,
@@ -59,6 +61,10 @@ def _built_alike(ours: Any, bare: Any, recipe: str) -> None:
         name = hyperparameters.pop("config-name")
         assert name.startswith(prefix) and name.endswith('.yaml"')
     assert ours_hp == bare_hp
+
+
+def sdk_url(key: str) -> str:
+    return str(SDK_CONFIG[key])
 
 
 def _folder(tmp_path: Path, name: str) -> str:
@@ -154,11 +160,72 @@ def test_a_predefined_recipe_without_a_local_copy_is_one_problem_with_the_fix(
     tmp_path, capsys, monkeypatch
 ):
     monkeypatch.delenv("SAFE_ESTIMATORS_RECIPES", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)  # no insteadOf of the developer's
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     code = main(["--json", "validate", str(_spec(tmp_path, README_NAME))])
     problems = json.loads(capsys.readouterr().out)["problems"]
     assert code == 1
     assert [(p["path"], p["severity"]) for p in problems] == [("training_recipe", "error")]
     assert "--recipes DIR" in problems[0]["hint"]
+
+
+@pytest.mark.parametrize("form", ["exact", "prefix"])
+def test_a_predefined_recipe_is_read_where_the_users_git_configuration_points(
+    form, tmp_path, capsys, monkeypatch, sagemaker_session
+):
+    """git's url.<copy>.insteadOf sends the SDK's clone of the collection to a local copy:
+    the recipe is read from that copy, and the bare SDK builds from it too."""
+    found = local_repositories(tmp_path / "mirrors" / "aws", {README_NAME: P5X16})
+    launcher = found["launcher"].rename(found["launcher"].parent / "sagemaker-hyperpod-recipes")
+    home = tmp_path / "home"
+    home.mkdir()
+    if form == "exact":  # the user's ~/.gitconfig, as `git config --global` writes it
+        rewrite = f'[url "{launcher}"]\n\tinsteadOf = {sdk_url("launcher_repo")}\n'
+        monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+        (home / ".gitconfig").write_text(rewrite)
+    else:  # a file:// mirror of all of github.com, named by GIT_CONFIG_GLOBAL
+        rewrite = f'[url "file://{tmp_path / "mirrors"}/"]\n\tinsteadOf = https://github.com/\n'
+        (home / "other.gitconfig").write_text(rewrite)
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "other.gitconfig"))
+        launcher.rename(launcher.with_suffix(".git"))  # .../aws/sagemaker-hyperpod-recipes.git
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("SAFE_ESTIMATORS_RECIPES", "GIT_CONFIG_COUNT", "TRAINING_LAUNCHER_GIT"):
+        monkeypatch.delenv(name, raising=False)
+    spec = _spec(tmp_path, README_NAME, recipe_overrides=README_OVERRIDES, role=ROLE)
+    assert main(["--json", "validate", str(spec)]) == 0
+    assert json.loads(capsys.readouterr().out)["problems"] == []
+    code = main(["--json", "plan", str(spec)])
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0, plan
+    assert plan["request"]["ResourceConfig"]["InstanceCount"] == 16  # the copy's num_nodes
+    # The bare SDK clones the same copy through the same configuration (the adapter too).
+    adapter = f'[url "{found["adapter"]}"]\n\tinsteadOf = {sdk_url("adapter_repo")}\n'
+    config = home / (".gitconfig" if form == "exact" else "other.gitconfig")
+    config.write_text(rewrite + adapter)
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")
+    bare = PyTorch(
+        training_recipe=README_NAME, recipe_overrides=README_OVERRIDES, role=ROLE,
+        instance_type="ml.p5.48xlarge", sagemaker_session=sagemaker_session,
+        source_dir=_folder(tmp_path, "bare"),
+    )  # fmt: skip
+    assert bare.instance_count == 16
+
+
+def test_no_git_redirect_of_another_url_counts_as_a_local_copy(tmp_path, capsys, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        f'[url "{tmp_path}/x"]\n\tinsteadOf = https://github.com/aws/other.git\n'
+        '[url "https://mirror.example.com/"]\n\tinsteadOf = https://github.com/\n'
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("SAFE_ESTIMATORS_RECIPES", "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["--json", "validate", str(_spec(tmp_path, README_NAME))]) == 1
+    (problem,) = json.loads(capsys.readouterr().out)["problems"]
+    assert "insteadOf" in problem["message"] and "--recipes DIR" in problem["hint"]
 
 
 def test_a_recipe_url_is_one_problem_and_plan_exits_1(tmp_path, capsys):
@@ -186,8 +253,6 @@ def test_a_recipe_file_outside_the_project_is_refused_without_being_read(tmp_pat
     assert codes == [1, 1, 1, 1]
     assert "training_recipe: '../elsewhere.yaml' resolves to" in out.out
     assert "planted" not in out.out + out.err and "recipe." not in out.out
-    import os
-
     opened = [a for e, a in events if e == "open" and str(a[0]).endswith("elsewhere.yaml")]
     assert opened  # its location is resolved (os.open with O_PATH), its content never read
     assert all(flags is not None and flags & os.O_PATH for _, _, flags in opened), opened

@@ -102,8 +102,11 @@ def recipes_from(folder: str | None) -> contextlib.AbstractContextManager[None]:
 
 
 def recipes_folder() -> str | None:
-    folder = os.environ.get(RECIPES_VARIABLE)
-    return folder or None
+    """``--recipes DIR`` or ``$SAFE_ESTIMATORS_RECIPES``, else the local copy the user's git
+    configuration sends the SDK's clone of the collection to."""
+    from safe_estimators._recipes.gitconfig import configured_recipes_folder
+
+    return os.environ.get(RECIPES_VARIABLE) or configured_recipes_folder()
 
 
 def load_recipe(
@@ -199,7 +202,8 @@ def _locate(training_recipe: str) -> tuple[str | None, list[Problem]]:
             training_recipe,
             f"{quote(training_recipe)} is a predefined recipe, which the SDK clones from "
             "GitHub; validate, lint and plan never use the network, and no local copy of the "
-            "recipes collection is named.",
+            "recipes collection is named (nor does git's url.<copy>.insteadOf point the SDK's "
+            "clone to one).",
             _SETUP + ".",
         )
     root = real_path(folder)

@@ -160,7 +160,9 @@ def _planned(kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
     try:
         source = os.path.join(root, "source")
         os.makedirs(source)
-        with redirected_clones(root), handed_recipe({**kwargs, "source_dir": source}) as handed:
+        # The recipe first: the redirect hides the user's git configuration, which may be
+        # where its local copy is found.
+        with handed_recipe({**kwargs, "source_dir": source}) as handed, redirected_clones(root):
             yield handed
     finally:
         shutil.rmtree(root, ignore_errors=True)
