@@ -351,6 +351,47 @@ def test_trainium_degrees_and_devices_are_checked(tmp_path):
         assert [p.path for p in problems] == [at]
 
 
+def test_trainium_devices_are_lightnings_one_or_the_device_count(tmp_path):
+    overrides = {"run": {"results_dir": "/opt/ml/model"}}
+    found = {}
+    for devices in (32, 16, 1):
+        file = write_recipe(tmp_path / f"trn{devices}.yaml", trainium_recipe(devices=devices))
+        problems = _problems(
+            str(file), instance_type="ml.trn1.32xlarge", recipe_overrides=overrides
+        )
+        found[devices] = [(p.path, p.severity) for p in problems]
+    assert found[32] == []
+    assert found[16] == [("recipe.trainer.devices", "error")]  # Lightning's XLA parser refuses
+    assert found[1] == [("recipe.trainer.devices", "warning")]  # accepted; ranks mislabelled
+
+
+def _llmft(**trainer: Any) -> dict[str, Any]:
+    return {**LLMFT, "trainer": {**LLMFT["trainer"], **trainer}}
+
+
+def test_fine_tuning_recipes_get_the_launchers_checks_and_no_device_count_check(tmp_path):
+    image = "111122223333.dkr.ecr.us-west-2.amazonaws.com/r:1"
+    # AWS's devices: 8 recipes list 4-GPU types: the image starts its own processes.
+    file = write_recipe(tmp_path / "eight.yaml", _llmft(devices=8))
+    for instance_type in ("ml.g5.12xlarge", "ml.p5.48xlarge"):
+        assert _problems(str(file), recipe_overrides=None, image_uri=image,
+                         instance_type=instance_type) == []  # fmt: skip
+    zero = write_recipe(tmp_path / "zero.yaml", _llmft(devices=0))
+    batches = {"training_args": {"micro_train_batch_size": 8, "train_batch_size": 4}}
+    small = write_recipe(
+        tmp_path / "small.yaml",
+        {**LLMFT, "training_config": {**LLMFT["training_config"], **batches}},
+    )
+    found = [
+        [(p.path, p.severity) for p in _problems(str(f), recipe_overrides=None, image_uri=image)]
+        for f in (zero, small)
+    ]
+    assert found == [
+        [("recipe.trainer.devices", "warning")],
+        [("recipe.training_config.training_args.train_batch_size", "warning")],
+    ]
+
+
 def test_nova_and_fine_tuning_recipes_need_an_image_and_take_their_node_keys(tmp_path):
     nova = {
         "run": {"name": "n", "model_type": "amazon.nova-micro-v1:0:128k",
