@@ -412,7 +412,7 @@ def test_nova_and_fine_tuning_recipes_need_an_image_and_take_their_node_keys(tmp
 
 
 def test_plan_builds_the_real_estimator_offline_and_writes_nothing_into_the_project(
-    repos, tmp_path, capsys, monkeypatch
+    repos, tmp_path, capfd, monkeypatch
 ):
     project = tmp_path / "project"
     spec = _spec(tmp_path, README_NAME, recipe_overrides=README_OVERRIDES)
@@ -428,8 +428,10 @@ def test_plan_builds_the_real_estimator_offline_and_writes_nothing_into_the_proj
         code = main(["--json", "plan", "--recipes", str(repos["launcher"]), str(spec)])
     finally:
         _audit.remove(events)
-    out = capsys.readouterr().out
+    out, err = capfd.readouterr()
     assert code == 0, out
+    assert "Cloning into" not in err  # the SDK's clone of the adapter runs quiet
+    assert "SAFE_ESTIMATORS_RECIPES" not in os.environ  # --recipes stays in this thread
     plan = json.loads(out)
     request = plan["request"]
     assert request["HyperParameters"]["sagemaker_program"] == '"llama_pretrain.py"'
@@ -453,6 +455,25 @@ def test_plan_builds_the_real_estimator_offline_and_writes_nothing_into_the_proj
 
 
 _audit: list[list[tuple[str, Any]]] = []
+
+
+def test_recipes_dir_is_seen_by_this_thread_only(tmp_path, monkeypatch):
+    import threading
+
+    from safe_estimators._recipes.load import recipes_folder, recipes_from
+
+    monkeypatch.delenv("SAFE_ESTIMATORS_RECIPES", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    seen: list[str | None] = []
+    with recipes_from(str(tmp_path)):
+        assert recipes_folder() == str(tmp_path)
+        assert "SAFE_ESTIMATORS_RECIPES" not in os.environ
+        other = threading.Thread(target=lambda: seen.append(recipes_folder()))
+        other.start()
+        other.join()
+    assert seen == [None]
+    assert recipes_folder() is None
 
 
 def _hook(event: str, args: Any) -> None:
@@ -559,6 +580,25 @@ def test_the_memory_estimate_warns_at_recipe_model_where_the_model_cannot_fit(tm
     sharded = mutated(_dense_70b(8, 64), "model.activation_checkpointing", True)
     file = write_recipe(tmp_path / "many.yaml", sharded)
     assert _problems(str(file), instance_count=8) == []
+
+
+def test_explain_shows_the_recipes_memory_estimate(repos, tmp_path, sagemaker_session):
+    sharded = mutated(_dense_70b(8, 64), "model.activation_checkpointing", True)
+    arguments = dict(
+        recipe_overrides=README_OVERRIDES, instance_type="ml.p5.48xlarge", role=ROLE,
+        sagemaker_session=sagemaker_session, source_dir=_folder(tmp_path, "ours"),
+    )  # fmt: skip
+    file = write_recipe(tmp_path / "many.yaml", sharded)
+    ours = safe_estimators.pytorch(training_recipe=str(file), **arguments)
+    memory = safe_estimators.explain(ours).memory  # per GPU, from the recipe's model section
+    assert memory is not None and memory.instance_type == "ml.p5.48xlarge"
+    assert 0 < memory.weights < memory.total < (memory.device_memory or 0)
+    assert "memory per accelerator" in safe_estimators.explain(ours)._repr_markdown_()
+    partial = mutated(sharded, "model.model_type", "deepseek_r1")
+    file = write_recipe(tmp_path / "deepseek.yaml", partial)
+    arguments["source_dir"] = _folder(tmp_path, "deepseek")
+    ours = safe_estimators.pytorch(training_recipe=str(file), **arguments)
+    assert safe_estimators.explain(ours).memory is None  # its experts are not counted
 
 
 def test_no_estimate_where_the_model_section_does_not_describe_the_whole_model(tmp_path):

@@ -81,24 +81,18 @@ def is_url(value: str) -> bool:
     return "://" in value
 
 
+# ``--recipes DIR``: a context variable, so that other threads (and os.environ) never see it.
+_FOLDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("recipes", default=None)
+
+
 @contextlib.contextmanager
-def environment_set(values: Mapping[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``values`` while this runs, as it was afterwards."""
-    previous = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
+def recipes_from(folder: str | None) -> Iterator[None]:
+    """While this runs, predefined recipes are read from ``folder`` (``--recipes DIR``)."""
+    token = _FOLDER.set(folder or _FOLDER.get())
     try:
         yield
     finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def recipes_from(folder: str | None) -> contextlib.AbstractContextManager[None]:
-    """While this runs, predefined recipes are read from ``folder`` (``--recipes DIR``)."""
-    return environment_set({RECIPES_VARIABLE: folder} if folder else {})
+        _FOLDER.reset(token)
 
 
 def recipes_folder() -> str | None:
@@ -106,7 +100,7 @@ def recipes_folder() -> str | None:
     configuration sends the SDK's clone of the collection to."""
     from safe_estimators._recipes.gitconfig import configured_recipes_folder
 
-    return os.environ.get(RECIPES_VARIABLE) or configured_recipes_folder()
+    return _FOLDER.get() or os.environ.get(RECIPES_VARIABLE) or configured_recipes_folder()
 
 
 def load_recipe(
