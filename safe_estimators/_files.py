@@ -206,6 +206,11 @@ def read_spec(
     return _unread_outside(relative_to_file(folder, data), problems), problems
 
 
+class RefusedRecipeFile(str):
+    """A recipe file a spec names outside its project: refused for that, so never read (its
+    values would otherwise reach the messages of a spec refused for naming it)."""
+
+
 def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:
     """The arguments without the data files that resolve outside the project: the checks would
     read them (and quote their values in messages) while the spec is refused for them."""
@@ -214,6 +219,8 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
         arguments["model"] = {k: v for k, v in arguments["model"].items() if k != "config"}
     if _PARAMETERS_PATH in outside:
         arguments = _with_parameters(arguments, {})
+    if "training_recipe" in outside:
+        arguments["training_recipe"] = RefusedRecipeFile(arguments["training_recipe"])
     return arguments
 
 

@@ -530,8 +530,18 @@ def _resolved_job(
         ctx.instance,
         layout,
         script_warnings,
-        job_of(ctx)[1],
+        _memory_estimate(ctx),
     )
+
+
+def _memory_estimate(ctx: Context) -> MemoryEstimate | None:
+    """The memory estimate per accelerator: the model's, or a recipe job's recipe's."""
+    recipe = recipe_of(ctx.spec)
+    if recipe is None:
+        return job_of(ctx)[1]
+    from safe_estimators._recipes.memory import job_memory
+
+    return job_memory(ctx, recipe)
 
 
 def check_arguments(
