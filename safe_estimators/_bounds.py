@@ -62,6 +62,13 @@ MAX_TREE_ENTRIES = 20_000
 # (RecursionError) a few hundred levels down; real projects are under 20 levels deep.
 MAX_TREE_DEPTH = 100
 
+# Fix searches (the memory fit's "smallest change that fits"): sharding degrees are the divisors
+# of the ranks, found by trial division up to this many candidates (every world size up to
+# 10^10 ranks completely, a few milliseconds); beyond, only divisors paired with a small one are
+# tried. Searches over monotone quantities (micro-batch, sharding) bisect: log2 of the range in
+# estimates, so a micro-batch of 10^9 or 10^20 instances costs tens of estimates, not hours.
+MAX_DIVISOR_TRIALS = 100_000
+
 
 def printable(text: str) -> str:
     """``text`` with every control character escaped (``\\n``, ``\\x1b``), so that a value can
@@ -251,7 +258,13 @@ _HAS_PROC_FD = os.path.isdir(_PROC_FD) and hasattr(os, "O_PATH")
 
 
 def real_path(path: str | os.PathLike[str]) -> str:
-    """``os.path.realpath(path)``: absolute, links resolved (a missing path as realpath does)."""
+    """``os.path.realpath(path)``: absolute, links resolved (a missing path as realpath does).
+
+    A path holding a NUL byte names no file: it is returned absolute and unresolved (realpath
+    raises ValueError on it); the callers refuse it.
+    """
+    if "\0" in os.fspath(path):
+        return os.path.abspath(path)
     if _HAS_PROC_FD:
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)

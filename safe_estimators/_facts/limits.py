@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._bounds import quote
 from safe_estimators._cache import cache_folder, write_atomically
 
 
@@ -263,7 +264,7 @@ def _where(shape_name: str) -> str:
 
 
 def _typed(value: object, kind: str) -> bool:
-    if kind == "integer":
+    if kind in ("integer", "long"):
         return type(value) is int
     if kind in ("double", "float"):
         return type(value) in (int, float)
@@ -278,8 +279,14 @@ def _typed(value: object, kind: str) -> bool:
     return True  # timestamps, blobs: not sent by the SDK from estimator arguments
 
 
+# The model's number types without a "max" are still bounded: Smithy (the language AWS's
+# models are written in) defines integer as a 32-bit and long as a 64-bit signed number.
+_BITS = {"integer": 32, "long": 64}
+_WIDTHS = {kind: 2 ** (bits - 1) - 1 for kind, bits in _BITS.items()}
+
 _KIND_WORDS = {
     "integer": "a whole number",
+    "long": "a whole number",
     "double": "a number",
     "float": "a number",
     "string": "a string",
@@ -313,12 +320,22 @@ def shape_problems(
         ]
     found: list[tuple[str, str]] = []
     low, high = shape.get("min"), shape.get("max")
-    if kind in ("integer", "double", "float"):
+    if kind in ("integer", "long", "double", "float"):
         assert isinstance(value, int | float)
         if low is not None and value < low:
-            found.append((path, f"is {value}; the minimum is {low} ({_where(shape_name)})."))
+            minimum = f"the minimum is {low} ({_where(shape_name)})"
+            found.append((path, f"is {quote(value)}; {minimum}."))
         if high is not None and value > high:
-            found.append((path, f"is {value}; the maximum is {high} ({_where(shape_name)})."))
+            maximum = f"the maximum is {high} ({_where(shape_name)})"
+            found.append((path, f"is {quote(value)}; {maximum}."))
+        elif kind in _WIDTHS and value > _WIDTHS[kind]:
+            found.append(
+                (
+                    path,
+                    f"is {quote(value)}; the maximum is {_WIDTHS[kind]:,}: {_where(shape_name)} is "
+                    f"of type {kind}, a {_BITS[kind]}-bit signed number in AWS's APIs.",
+                )
+            )
         return found
     if kind in ("string", "list", "map"):
         assert isinstance(value, str | list | tuple | dict)

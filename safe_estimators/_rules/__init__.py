@@ -39,6 +39,7 @@ from safe_estimators._rules.request import (
 )
 from safe_estimators._rules.safety import (
     api_limits,
+    dependency_contents,
     no_secrets,
     source_dir_contents,
     spot_training,
@@ -71,6 +72,7 @@ RULES: tuple[Rule, ...] = (
     option_types,
     vpc_pair,
     source_dir_contents,
+    dependency_contents,
 )
 
 

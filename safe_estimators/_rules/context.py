@@ -17,6 +17,7 @@ from safe_estimators._distributions.dropped import huggingface_launcher
 from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._distributions.mpi import injects_processes
 from safe_estimators._facts import tables
+from safe_estimators._facts.code_paths import remote_source_dir
 from safe_estimators._facts.versions import (
     framework_container,
     huggingface_container,
@@ -171,7 +172,9 @@ class Context:
     def source_folder(self) -> str | None:
         """source_dir when it is a folder on this machine (not S3, git or a pipeline variable)."""
         source_dir = self.spec.source_dir
-        if not isinstance(source_dir, str) or "://" in source_dir or not os.path.isdir(source_dir):
+        if not isinstance(source_dir, str) or remote_source_dir(source_dir):
+            return None
+        if not os.path.isdir(source_dir):
             return None
         return source_dir
 
@@ -199,7 +202,7 @@ class Context:
             return None
         if not isinstance(spec.entry_point, str):
             return None
-        if isinstance(spec.source_dir, str) and "://" in spec.source_dir:
+        if remote_source_dir(spec.source_dir):
             return None
         path = os.path.join(spec.source_dir or "", spec.entry_point)
         return path if os.path.isfile(path) else None

@@ -9,18 +9,28 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from safe_estimators._bounds import quote
+from safe_estimators._facts.code_paths import remote_source_dir, s3_entry_point
 from safe_estimators._problems import Problem
 from safe_estimators._rules.context import Context
-from safe_estimators._spec import is_pipeline_variable
 
 
 def _remote(value: object) -> bool:
-    return not isinstance(value, str) or "://" in value or is_pipeline_variable(value)
+    return not isinstance(value, str) or remote_source_dir(value)
 
 
 def source_code_exists(ctx: Context) -> Iterator[Problem]:
     """A local source_dir is a folder and the entry point a regular file in it (or on its own)."""
     spec = ctx.spec
+    if s3_entry_point(spec.entry_point):
+        yield Problem(
+            "entry_point",
+            f"{quote(spec.entry_point)} is an S3 URI; the SDK takes only a local entry point "
+            "(it raises 'Must be a path to a local file').",
+            "give source_dir the S3 URI of a sourcedir.tar.gz and entry_point the script's "
+            "name inside it, or a local script.",
+        )
+        return
     if spec.extra.get("git_config") or not spec.entry_point:
         return
     source_dir = spec.source_dir
@@ -31,7 +41,8 @@ def source_code_exists(ctx: Context) -> Iterator[Problem]:
             what = "is a file, not a folder" if os.path.exists(source_dir) else "does not exist"
             yield Problem(
                 "source_dir",
-                f"{source_dir!r} {what}; the SDK packs this folder with the entry point at fit().",
+                f"{quote(source_dir)} {what}; the SDK packs this folder with the entry point at "
+                "fit().",
                 "give the folder that holds the training script (relative to the spec file, or "
                 "to the current directory in Python), or an S3 URI of a sourcedir.tar.gz.",
             )
@@ -40,11 +51,11 @@ def source_code_exists(ctx: Context) -> Iterator[Problem]:
         return
     path = os.path.join(source_dir or "", spec.entry_point)
     if not os.path.isfile(path):
-        where = f" in source_dir {source_dir!r}" if source_dir else ""
+        where = f" in source_dir {quote(source_dir)}" if source_dir else ""
         what = "is not a regular file" if os.path.exists(path) else "does not exist"
         yield Problem(
             "entry_point",
-            f"{spec.entry_point!r}{where} {what} ({os.path.abspath(path)}).",
+            f"{quote(spec.entry_point)}{where} {what} ({quote(os.path.abspath(path), 200)}).",
             "give the training script's path"
             + (" relative to source_dir." if source_dir else ", or set source_dir to its folder."),
         )
