@@ -62,6 +62,11 @@ MAX_TREE_ENTRIES = 20_000
 # (RecursionError) a few hundred levels down; real projects are under 20 levels deep.
 MAX_TREE_DEPTH = 100
 
+# A cache file (the botocore subset is about 40 kB; a schema record is tens of bytes): anything
+# larger was not written by us, and reading it whole could exhaust memory (a 3 GB file, or a
+# link to /dev/zero).
+MAX_CACHE_BYTES = 4_000_000
+
 # Fix searches (the memory fit's "smallest change that fits"): sharding degrees are the divisors
 # of the ranks, found by trial division up to this many candidates (every world size up to
 # 10^10 ranks completely, a few milliseconds); beyond, only divisors paired with a small one are

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from safe_estimators._cache import cache_folder, write_atomically
+from safe_estimators._cache import cache_folder, read_cached, write_atomically
 from safe_estimators._distributions.instance_groups import describe, total_instances
 from safe_estimators._distributions.torchrun import concrete_instance_type_needed
 from safe_estimators._problems import ConfigError, Problem
@@ -160,10 +160,7 @@ def _checked_before(record: bytes | None) -> bool:
     if record in _CHECKED_SCHEMAS:
         return True
     path = _record_file(record)
-    try:
-        found = path is not None and path.read_bytes() == record
-    except OSError:
-        return False
+    found = path is not None and read_cached(path) == record
     if found:
         _CHECKED_SCHEMAS.add(record)
     return found

@@ -10,6 +10,7 @@ strategy (model parallelism, a launcher) live with that strategy in ``_distribut
 from __future__ import annotations
 
 from safe_estimators._problems import Problem
+from safe_estimators._rules.cache import cache_trusted
 from safe_estimators._rules.compiler import (
     compiler_debugging_tools,
     compiler_distribution,
@@ -73,6 +74,7 @@ RULES: tuple[Rule, ...] = (
     vpc_pair,
     source_dir_contents,
     dependency_contents,
+    cache_trusted,
 )
 
 
