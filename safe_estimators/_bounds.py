@@ -12,6 +12,7 @@ import functools
 import math
 import os
 import stat
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,12 @@ MAX_TREE_DEPTH = 100
 # larger was not written by us, and reading it whole could exhaust memory (a 3 GB file, or a
 # link to /dev/zero).
 MAX_CACHE_BYTES = 4_000_000
+
+# Statements the script checks inspect for a rank test before the saves of one script, all saves
+# together (each save walks the statements before it: 4,000 saves after 4,000 ifs were 16
+# million steps, minutes). A real script has hundreds of statements and tens of saves; 100,000
+# steps take well under a second. Past it the remaining saves count as guarded: no warning.
+MAX_GUARD_STEPS = 100_000
 
 # Fix searches (the memory fit's "smallest change that fits"): sharding degrees are the divisors
 # of the ranks, found by trial division up to this many candidates (every world size up to
@@ -333,10 +340,29 @@ class Tree:
     outside_links: tuple[tuple[str, str], ...]  # (link, where it points), leaving the root
     truncated: str | None  # why the walk stopped early, or None
     too_deep: bool = False  # it stopped at MAX_TREE_DEPTH
+    # The ``.py`` files among ``files``, found once per walk (the script checks' fingerprint
+    # reads them for every spec that shares the folder).
+    python_files: tuple[str, ...] = ()
+
+
+def _tree(
+    files: list[str], outside: list[tuple[str, str]], truncated: str | None, too_deep: bool = False
+) -> Tree:
+    python = tuple(path for path in files if path.endswith(".py"))
+    return Tree(tuple(files), tuple(outside), truncated, too_deep, python)
 
 
 def _name(entry: os.DirEntry[str]) -> str:
     return entry.name
+
+
+# Walks remembered in this process (see walk_tree): a CI run validating 10,000 specs beside one
+# train.py walked that folder's 10,000 entries once per spec (10^8 steps, minutes).
+_WALKS: dict[str, tuple[Tree, tuple[tuple[str, int], ...]]] = {}
+_MAX_WALKS = 16
+# A folder changed this recently may change again within its file system's timestamp
+# granularity without its modification time moving: such a walk is not remembered.
+_SETTLED_SECONDS = 2.0
 
 
 def walk_tree(root: str | os.PathLike[str]) -> Tree:
@@ -345,26 +371,58 @@ def walk_tree(root: str | os.PathLike[str]) -> Tree:
     Links are followed only while they stay inside ``root`` (each real folder once); a link
     that leaves it is reported, not followed: SageMaker's SDK packages source_dir with
     ``tarfile.open(..., dereference=True)``, so it would upload what the link points to.
+
+    A walk is remembered with the modification time of every folder it listed; adding,
+    removing, renaming or relinking an entry changes its folder's time, so a remembered walk
+    is reused only while every one of them is unchanged (one stat per folder, not per entry).
     """
+    real_root = real_path(root)
+    remembered = _WALKS.get(real_root)
+    if remembered is not None and _unchanged(remembered[1]):
+        return remembered[0]
+    started = time.time()
+    tree, folders = _walk(real_root)
+    stamps = _stamps(folders)
+    if stamps is not None and all(started - ns / 1e9 > _SETTLED_SECONDS for _, ns in stamps):
+        if len(_WALKS) >= _MAX_WALKS:
+            _WALKS.pop(next(iter(_WALKS)))
+        _WALKS[real_root] = (tree, stamps)
+    return tree
+
+
+def _stamps(folders: list[str]) -> tuple[tuple[str, int], ...] | None:
+    try:
+        return tuple((folder, os.stat(folder).st_mtime_ns) for folder in folders)
+    except (OSError, ValueError):
+        return None
+
+
+def _unchanged(stamps: tuple[tuple[str, int], ...]) -> bool:
+    return _stamps([folder for folder, _ in stamps]) == stamps
+
+
+def _walk(real_root: str) -> tuple[Tree, list[str]]:
     # Strings and the directory entries' own types, not pathlib and a stat per entry: every
     # validation walks source_dir, and CI validates folders of specs sharing one.
-    real_root = real_path(root)
     files: list[str] = []
+    listed_folders: list[str] = []
     outside: list[tuple[str, str]] = []
     seen_dirs = {real_root}
     stack: list[tuple[str, int]] = [(real_root, 0)]
     entries = 0
     while stack:
         folder, depth = stack.pop()
+        listed_folders.append(folder)
         try:
             with os.scandir(folder) as it:
                 listed = sorted(it, key=_name)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL byte in the name
             continue
         for entry in listed:
             entries += 1
             if entries > MAX_TREE_ENTRIES:
-                return Tree(tuple(files), tuple(outside), f"more than {MAX_TREE_ENTRIES:,} entries")
+                truncated = f"more than {MAX_TREE_ENTRIES:,} entries"
+                return _tree(files, outside, truncated), listed_folders
             path = entry.path
             try:
                 if entry.is_symlink():
@@ -384,14 +442,10 @@ def walk_tree(root: str | os.PathLike[str]) -> Tree:
                 if target in seen_dirs:
                     continue
                 if depth + 1 >= MAX_TREE_DEPTH:
-                    return Tree(
-                        tuple(files),
-                        tuple(outside),
-                        f"folders nested over {MAX_TREE_DEPTH} deep",
-                        too_deep=True,
-                    )
+                    deep = f"folders nested over {MAX_TREE_DEPTH} deep"
+                    return _tree(files, outside, deep, too_deep=True), listed_folders
                 seen_dirs.add(target)
                 stack.append((path, depth + 1))
             elif is_file:
                 files.append(path)
-    return Tree(tuple(files), tuple(outside), None)
+    return _tree(files, outside, None), listed_folders

@@ -220,7 +220,7 @@ class Context:
         else:  # the script's own folder: what it imports from beside it
             tree = walk_tree(os.path.dirname(script) or ".")
         if tree is not None:
-            found += [(path, *_size_and_mtime(path)) for path in tree.files if path.endswith(".py")]
+            found += [(path, *_size_and_mtime(path)) for path in tree.python_files]
         return tuple(sorted(found))
 
     @functools.cached_property
