@@ -74,12 +74,46 @@ MAX_CACHE_BYTES = 4_000_000
 # steps take well under a second. Past it the remaining saves count as guarded: no warning.
 MAX_GUARD_STEPS = 100_000
 
+# A model's numbers (parameters, layers, hidden size, vocabulary, sequence length, batch): the
+# largest models have about 2 x 10^12 parameters and every other number is far smaller. The
+# estimate multiplies several of them in floating point, which stays finite below this
+# (10^300 overflowed it: an internal error).
+MAX_MODEL_NUMBER = 10**15
+
+# A Hugging Face config.json is a few kilobytes (id2label tables of large vocabularies: a few
+# hundred); a larger file, a FIFO or a device is not one.
+MAX_CONFIG_BYTES = 2_000_000
+
 # Fix searches (the memory fit's "smallest change that fits"): sharding degrees are the divisors
 # of the ranks, found by trial division up to this many candidates (every world size up to
 # 10^10 ranks completely, a few milliseconds); beyond, only divisors paired with a small one are
 # tried. Searches over monotone quantities (micro-batch, sharding) bisect: log2 of the range in
 # estimates, so a micro-batch of 10^9 or 10^20 instances costs tens of estimates, not hours.
 MAX_DIVISOR_TRIALS = 100_000
+
+
+class NotRegular(OSError):
+    """A file ``read_regular`` refused: why, in words for a message."""
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes. Opened without blocking (a FIFO
+    would wait for a writer forever) and checked on the open descriptor; raises NotRegular
+    (a FIFO, a device, a folder, too large) or the OSError of the open."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular("is not a regular file")
+        if info.st_size > limit:
+            raise NotRegular(f"is {info.st_size:,} bytes, more than {limit:,}")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotRegular(f"is more than {limit:,} bytes")
+    return data
 
 
 def printable(text: str) -> str:
