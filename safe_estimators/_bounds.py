@@ -377,13 +377,19 @@ class Tree:
     # The ``.py`` files among ``files``, found once per walk (the script checks' fingerprint
     # reads them for every spec that shares the folder).
     python_files: tuple[str, ...] = ()
+    # Links that point nowhere or into a loop of links: tarfile (dereference=True) fails on them.
+    broken_links: tuple[str, ...] = ()
 
 
 def _tree(
-    files: list[str], outside: list[tuple[str, str]], truncated: str | None, too_deep: bool = False
+    files: list[str],
+    outside: list[tuple[str, str]],
+    truncated: str | None,
+    broken: list[str],
+    too_deep: bool = False,
 ) -> Tree:
     python = tuple(path for path in files if path.endswith(".py"))
-    return Tree(tuple(files), tuple(outside), truncated, too_deep, python)
+    return Tree(tuple(files), tuple(outside), truncated, too_deep, python, tuple(broken))
 
 
 def _name(entry: os.DirEntry[str]) -> str:
@@ -441,6 +447,7 @@ def _walk(real_root: str) -> tuple[Tree, list[str]]:
     files: list[str] = []
     listed_folders: list[str] = []
     outside: list[tuple[str, str]] = []
+    broken: list[str] = []
     seen_dirs = {real_root}
     stack: list[tuple[str, int]] = [(real_root, 0)]
     entries = 0
@@ -456,7 +463,7 @@ def _walk(real_root: str) -> tuple[Tree, list[str]]:
             entries += 1
             if entries > MAX_TREE_ENTRIES:
                 truncated = f"more than {MAX_TREE_ENTRIES:,} entries"
-                return _tree(files, outside, truncated), listed_folders
+                return _tree(files, outside, truncated, broken), listed_folders
             path = entry.path
             try:
                 if entry.is_symlink():
@@ -464,7 +471,11 @@ def _walk(real_root: str) -> tuple[Tree, list[str]]:
                     if not is_inside(target, real_root):
                         outside.append((path, target))
                         continue
-                    mode = os.stat(target).st_mode
+                    try:
+                        mode = os.stat(path).st_mode
+                    except OSError:  # dangling, or a loop of links
+                        broken.append(path)
+                        continue
                     is_dir, is_file = stat.S_ISDIR(mode), stat.S_ISREG(mode)
                 else:
                     target = path
@@ -477,9 +488,9 @@ def _walk(real_root: str) -> tuple[Tree, list[str]]:
                     continue
                 if depth + 1 >= MAX_TREE_DEPTH:
                     deep = f"folders nested over {MAX_TREE_DEPTH} deep"
-                    return _tree(files, outside, deep, too_deep=True), listed_folders
+                    return _tree(files, outside, deep, broken, too_deep=True), listed_folders
                 seen_dirs.add(target)
                 stack.append((path, depth + 1))
             elif is_file:
                 files.append(path)
-    return _tree(files, outside, None), listed_folders
+    return _tree(files, outside, None, broken), listed_folders

@@ -561,7 +561,10 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
         ) -> Any:
             self.captured = request
 
-    config = load_sagemaker_config()
+    try:
+        config = load_sagemaker_config()
+    except Exception as exc:  # the file it was pointed at: missing, not YAML, not its schema
+        raise ConfigError([_sdk_config_problem(exc)]) from None
     config.setdefault("SchemaVersion", "1.0")
     modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
     modules.setdefault("Modules", {})["TelemetryOptOut"] = True
@@ -584,6 +587,24 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
             {name: getattr(session, name) for name in _SESSION_CLIENTS},
         )
         return session
+
+
+def _sdk_config_problem(exc: Exception) -> Problem:
+    import os
+
+    from safe_estimators._bounds import quote
+
+    named = [f"${v}" for v in _CONFIG_VARIABLES if os.environ.get(v)]
+    return Problem(
+        named[0] if named else "<sagemaker config>",
+        f"the SageMaker SDK cannot load its config file ({type(exc).__name__}: "
+        f"{quote(str(exc), 200)}); fit() and submit would fail the same way.",
+        "fix the file (the SDK's config schema), or point the variable at a readable file.",
+    )
+
+
+# Where the SDK reads its config files from (sagemaker.config.config), besides its defaults.
+_CONFIG_VARIABLES = ("SAGEMAKER_USER_CONFIG_OVERRIDE", "SAGEMAKER_ADMIN_CONFIG_OVERRIDE")
 
 
 def capture_request(estimator: Any, inputs: Any = None, job_name: str | None = None) -> Any:

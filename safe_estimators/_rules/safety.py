@@ -141,6 +141,13 @@ def _tree_problems(path: str, folder: str, tree: Tree) -> Iterator[Problem]:
             f"copy what the job needs into {name} and remove the link.",
             "error" if outside_project else "warning",
         )
+    for link in tree.broken_links[:MAX_PROBLEMS]:
+        yield Problem(
+            path,
+            f"{quote(link)} is a link to nothing (a missing file, or a loop of links); the SDK "
+            f"packages {name} following links, and fails on it.",
+            "remove the link, or point it at a file inside the folder.",
+        )
     if tree.too_deep:
         yield Problem(
             path,
