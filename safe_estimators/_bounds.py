@@ -84,6 +84,11 @@ MAX_MODEL_NUMBER = 10**15
 # hundred); a larger file, a FIFO or a device is not one.
 MAX_CONFIG_BYTES = 2_000_000
 
+# Framework versions in the SageMaker SDK's image tables are at most about 10 characters
+# ("2.1.0", "4.28.1"); a longer one is resolved (as unknown) but never kept in the version
+# caches, so 300 distinct 1 MB versions do not stay in memory (256 MB before).
+MAX_VERSION_CHARS = 32
+
 # Fix searches (the memory fit's "smallest change that fits"): sharding degrees are the divisors
 # of the ranks, found by trial division up to this many candidates (every world size up to
 # 10^10 ranks completely, a few milliseconds); beyond, only divisors paired with a small one are

@@ -113,9 +113,12 @@ def test_version_caches_stay_bounded_whatever_users_write() -> None:
     for i in range(600):
         versions.framework_container("pytorch", f"{i}.0")
         versions.parse_version(f"{i}.0")
-    for cached in (versions.framework_container, versions.parse_version):
+    for cached in (versions._framework_container, versions._parse_version):
         info = cached.cache_info()
         assert info.maxsize is not None and info.currsize <= info.maxsize
+    before = versions._framework_container.cache_info().currsize
+    assert versions.framework_container("pytorch", "1" * 1_000_000).version is None
+    assert versions._framework_container.cache_info().currsize == before  # never kept
 
 
 def test_main_from_several_threads_leaves_logging_and_warnings_as_they_were(tmp_path: Path):
