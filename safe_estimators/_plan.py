@@ -229,6 +229,14 @@ def _plan(
         placeholders.append(
             f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
         )
+    role = arguments.get("role")
+    if isinstance(role, str) and role and "/" not in role:
+        # Session.expand_role asks IAM for the ARN of a bare role name; plan asks no one.
+        arguments["role"] = f"{PLACEHOLDER_ROLE.rpartition('/')[0]}/{role}"
+        placeholders.append(
+            f"role = {quote(arguments['role'])} (the SDK looks up the ARN of the role name "
+            f"{quote(role)} in IAM at submit; plan is offline)"
+        )
     if region is None:
         placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")
     if not arguments.get("output_path") or not arguments.get("code_location"):

@@ -28,6 +28,7 @@ from safe_estimators._rules.distribution import (
     no_launcher,
     parameter_server_ignored,
 )
+from safe_estimators._rules.inputs import input_channels
 from safe_estimators._rules.instance import (
     framework_versions,
     instance_type_known,
@@ -74,6 +75,7 @@ RULES: tuple[Rule, ...] = (
     vpc_pair,
     source_dir_contents,
     dependency_contents,
+    input_channels,
     cache_trusted,
 )
 
