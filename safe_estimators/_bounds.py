@@ -9,8 +9,10 @@ interpreter's recursion limit.
 from __future__ import annotations
 
 import functools
+import html
 import math
 import os
+import re
 import stat
 import time
 from collections.abc import Iterator, Mapping
@@ -127,6 +129,27 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+
+
+_MARKDOWN_ACTIVE = str.maketrans({"\\": "\\\\", "`": "\\`", "[": "\\[", "]": "\\]", "|": "\\|"})
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for a Markdown table cell in a notebook, rendering as the text itself: no HTML
+    (``<img>``, ``<script>``), no links or images (``[x](...)``, bare ``https://`` URLs, which
+    GitHub-flavoured Markdown links), no new cell (``|``) or line. Emphasis is left alone."""
+    escaped = html.escape(printable(text), quote=False).translate(_MARKDOWN_ACTIVE)
+    return escaped.replace("://", "\\://").replace("www.", "www\\.")
+
+
+def markdown_code(text: str) -> str:
+    """``text`` as a Markdown code span in a table cell: Markdown and HTML are not read inside
+    one; a fence longer than any run of backticks in it keeps it closed, ``\\|`` keeps the
+    cell."""
+    shown = printable(text).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
 
 
 def quote(value: object, limit: int = MAX_QUOTED) -> str:

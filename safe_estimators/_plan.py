@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._bounds import printable, quote
+from safe_estimators._bounds import markdown_code, markdown_text, printable, quote
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import resolve_arguments
@@ -88,10 +88,10 @@ class Plan:
     def _repr_markdown_(self) -> str:
         r = self.request
         rows = [self.explanation._repr_markdown_()]
-        rows += [f"| placeholder | {p} |" for p in self.placeholders]
+        rows += [f"| placeholder | {markdown_text(p)} |" for p in self.placeholders]
         for section in ("Environment", "HyperParameters"):
             rows += [
-                f"| request `{section}.{k}` | `{v}` |"
+                f"| request {markdown_code(f'{section}.{k}')} | {markdown_code(str(v))} |"
                 for k, v in sorted((r.get(section) or {}).items())
             ]
         return "\n".join(rows)
