@@ -4,7 +4,23 @@ Every command prints text, or with ``--json`` one JSON document on stdout, error
 ``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity"}]}``.
 """
 
+# ruff: noqa: E402  (the SIGINT handler below is installed before the other imports run)
+
 from __future__ import annotations
+
+import os as _os
+import signal as _signal
+import sys as _sys
+
+
+def _interrupted_while_loading(signum: int, frame: object) -> None:
+    _os._exit(130)  # Ctrl-C before main() runs: nothing was done or printed, no traceback
+
+
+# Run as the safe-estimators command: its imports take about 0.1 s, during which Ctrl-C would
+# print a KeyboardInterrupt traceback. (Imported as a module, Python's handling stays as it was.)
+if _os.path.basename(_sys.argv[0]).startswith("safe-estimators"):
+    _signal.signal(_signal.SIGINT, _interrupted_while_loading)
 
 import argparse
 import contextlib
@@ -121,13 +137,28 @@ def _problem_json(source: str | None, problem: Problem) -> dict[str, Any]:
     }
 
 
+def _problems_json(source: str | None, problems: Sequence[Problem]) -> list[dict[str, Any]]:
+    """The first MAX_PROBLEMS problems, as the text output shows them (``_omitted`` counts the
+    rest): one bad value repeated 9,000 times was 8 MB of JSON."""
+    return [_problem_json(source, p) for p in problems[:MAX_PROBLEMS]]
+
+
+def _omitted(problems: Sequence[Problem]) -> dict[str, int]:
+    return {"omitted": len(problems) - MAX_PROBLEMS} if len(problems) > MAX_PROBLEMS else {}
+
+
 def _emit_json(document: Any) -> None:
     # Strict JSON: a NaN or Infinity would break the reader's parser (see _plan for the check).
     print(json.dumps(document, indent=2, default=str, allow_nan=False))
 
 
 def _failure(source: str | None, problems: Sequence[Problem]) -> dict[str, Any]:
-    return {"ok": False, "source": source, "problems": [_problem_json(source, p) for p in problems]}
+    return {
+        "ok": False,
+        "source": source,
+        "problems": _problems_json(source, problems),
+        **_omitted(problems),
+    }
 
 
 # --- validate -------------------------------------------------------------------------------
@@ -156,13 +187,14 @@ def _validate(args: argparse.Namespace) -> int:
         _emit_json(
             {
                 "ok": not invalid,
-                "problems": [_problem_json(s, p) for s, found in results for p in found],
+                "problems": [item for s, found in results for item in _problems_json(s, found)],
                 "skipped": skipped,
                 "files": [
                     {
                         "source": source,
                         "ok": not any(p.severity == "error" for p in found),
-                        "problems": [_problem_json(source, p) for p in found],
+                        "problems": _problems_json(source, found),
+                        **_omitted(found),
                     }
                     for source, found in results
                 ],
@@ -229,7 +261,7 @@ def _strict_json(document: Any, source: str) -> None:
 
 
 def _warnings_json(result: Any) -> list[dict[str, Any]]:
-    return [_problem_json(result.source, w) for w in result.explanation.warnings]
+    return _problems_json(result.source, result.explanation.warnings)
 
 
 # --- submit ---------------------------------------------------------------------------------
@@ -610,6 +642,8 @@ _SDK_COMMANDS = (_plan, _submit)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see ``EXIT_CODES``)."""
+    if _signal.getsignal(_signal.SIGINT) is _interrupted_while_loading:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # main's own handling
     arguments = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in arguments
     parser = _parser()

@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._bounds import markdown_code, markdown_text, printable, quote
+from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, printable, quote
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import resolve_arguments
@@ -45,8 +45,9 @@ class Plan:
             "injected": [
                 {"path": i.path, "value": i.value, "reason": i.reason} for i in e.injections
             ],
-            "warnings": [
-                {"path": w.path, "message": w.message, "hint": w.hint} for w in e.warnings
+            "warnings": [  # as many as a ConfigError shows: the rest are the same mistake
+                {"path": w.path, "message": w.message, "hint": w.hint}
+                for w in e.warnings[:MAX_PROBLEMS]
             ],
             "script_findings": [str(f) for f in e.script_findings],
             "placeholders": list(self.placeholders),

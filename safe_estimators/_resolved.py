@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._bounds import markdown_code, markdown_text
+from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text
 
 
 @attrs.frozen
@@ -77,7 +77,9 @@ class Explanation:
             out.append(f"memory: {self.memory}")
             out += [f"memory note: {note}" for note in self.memory.notes]
         out += [f"injected {i}" for i in self.injections]
-        out += [f"warning {w}" for w in self.warnings]
+        out += [f"warning {w}" for w in self.warnings[:MAX_PROBLEMS]]
+        if len(self.warnings) > MAX_PROBLEMS:
+            out.append(f"... and {len(self.warnings) - MAX_PROBLEMS:,} more warnings")
         out += [f"script {f}" for f in self.script_findings]
         return out
 
@@ -106,7 +108,8 @@ class Explanation:
             rows += [f"| memory per accelerator | {t(str(self.memory))} |"]
             rows += [f"| memory note | {t(note)} |" for note in self.memory.notes]
         rows += [f"| {c(i.path)} = {c(repr(i.value))} | {t(i.reason)} |" for i in self.injections]
-        rows += [f"| warning {c(w.path)} | {t(w.message)} {t(w.hint)} |" for w in self.warnings]
+        shown = self.warnings[:MAX_PROBLEMS]
+        rows += [f"| warning {c(w.path)} | {t(w.message)} {t(w.hint)} |" for w in shown]
         rows += [
             f"| script {c(f'{f.file}:{f.line}')} | {t(f.message)} |" for f in self.script_findings
         ]

@@ -165,7 +165,11 @@ def test_done_when_every_problem_of_a_broken_compiler_job_at_once(sagemaker_sess
         (
             {
                 "instance_groups": [
-                    {"instance_group_name": "g", "instance_type": "ml.p3.8xlarge", "instance_count": 1}
+                    {
+                        "instance_group_name": "g",
+                        "instance_type": "ml.p3.8xlarge",
+                        "instance_count": 1,
+                    }
                 ]
             },
             "instance_groups",
