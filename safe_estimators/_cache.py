@@ -9,7 +9,7 @@ as ssh trusts its own (owned by this user, writable by no one else): the folder 
 and its files 0600 whatever the umask, and a folder or file that fails the check is neither read
 nor written. Reads are bounded (``MAX_CACHE_BYTES``), non-blocking (a FIFO in place of a file
 cannot hang a check) and of regular files only, checked on the open descriptor. Every doubt is
-recorded (``doubts``) and shown as a warning; the caller then derives the result from its source.
+recorded (``take_doubts``) and shown as a warning; the caller derives the result from its source.
 """
 
 from __future__ import annotations
@@ -41,10 +41,13 @@ def cache_folder() -> Path | None:
         return None
 
 
-def doubts() -> tuple[str, ...]:
-    """Why cache entries were ignored in this process (another user's, loose modes, not a
-    regular file, too large, corrupt): one warning each."""
-    return tuple(_DOUBTS)
+def take_doubts() -> tuple[str, ...]:
+    """Why cache entries were ignored (another user's, loose modes, not a regular file, too
+    large, corrupt) since the last call: each is reported once per process, with the job that
+    met it (the result it would have given is kept for the process, so it is not met again)."""
+    found = tuple(_DOUBTS)
+    _DOUBTS.clear()
+    return found
 
 
 def doubt(path: Path, why: str) -> None:

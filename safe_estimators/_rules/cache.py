@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from safe_estimators._cache import doubts
+from safe_estimators._cache import take_doubts
 from safe_estimators._problems import Problem, warning
 from safe_estimators._rules.context import Context
 
 
 def cache_trusted(ctx: Context) -> Iterator[Problem]:
-    """Every cache entry ignored in this process (``_cache.doubts``), as a warning."""
-    for why in doubts():
+    """Every cache entry ignored since the last job (``_cache.take_doubts``), as a warning."""
+    for why in take_doubts():
         yield warning(
             "<cache>",
             f"{why}; the checks read botocore's own file instead (same verdicts, slower).",
