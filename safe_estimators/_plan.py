@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._bounds import printable, quote
+from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, printable, quote
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._recipes.offline import planned_recipe_job
@@ -46,8 +46,9 @@ class Plan:
             "injected": [
                 {"path": i.path, "value": i.value, "reason": i.reason} for i in e.injections
             ],
-            "warnings": [
-                {"path": w.path, "message": w.message, "hint": w.hint} for w in e.warnings
+            "warnings": [  # as many as a ConfigError shows: the rest are the same mistake
+                {"path": w.path, "message": w.message, "hint": w.hint}
+                for w in e.warnings[:MAX_PROBLEMS]
             ],
             "script_findings": [str(f) for f in e.script_findings],
             "placeholders": list(self.placeholders),
@@ -89,10 +90,10 @@ class Plan:
     def _repr_markdown_(self) -> str:
         r = self.request
         rows = [self.explanation._repr_markdown_()]
-        rows += [f"| placeholder | {p} |" for p in self.placeholders]
+        rows += [f"| placeholder | {markdown_text(p)} |" for p in self.placeholders]
         for section in ("Environment", "HyperParameters"):
             rows += [
-                f"| request `{section}.{k}` | `{v}` |"
+                f"| request {markdown_code(f'{section}.{k}')} | {markdown_code(str(v))} |"
                 for k, v in sorted((r.get(section) or {}).items())
             ]
         return "\n".join(rows)
@@ -235,6 +236,14 @@ def _plan(
         arguments["role"] = PLACEHOLDER_ROLE
         placeholders.append(
             f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
+        )
+    role = arguments.get("role")
+    if isinstance(role, str) and role and "/" not in role:
+        # Session.expand_role asks IAM for the ARN of a bare role name; plan asks no one.
+        arguments["role"] = f"{PLACEHOLDER_ROLE.rpartition('/')[0]}/{role}"
+        placeholders.append(
+            f"role = {quote(arguments['role'])} (the SDK looks up the ARN of the role name "
+            f"{quote(role)} in IAM at submit; plan is offline)"
         )
     if region is None:
         placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")

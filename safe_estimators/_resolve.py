@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import instance_catalog
+from safe_estimators._bounds import MAX_VERSION_CHARS
 from safe_estimators._context import LOCAL_TYPES, Context
 from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.instance_groups.spec import (
@@ -239,7 +240,9 @@ def _container_pytorch(ctx: Context) -> str | None:
     spec = ctx.spec
     # SMP-only versions (2.4.1) are not in the DLC table: the version as written then.
     written = spec.framework_version if spec.estimator == "pytorch" else spec.pytorch_version
-    return ctx.known_pytorch_version or (written if isinstance(written, str) else None)
+    if not isinstance(written, str) or len(written) > MAX_VERSION_CHARS:
+        written = None  # no such container; and the script checks' cache is keyed by it
+    return ctx.known_pytorch_version or written
 
 
 def _smp_options(spec: JobSpec) -> Mapping[str, Any]:
