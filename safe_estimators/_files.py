@@ -21,6 +21,7 @@ from safe_estimators._bounds import (
     too_wide_to_package,
 )
 from safe_estimators._problems import ConfigError, Problem, value_at
+from safe_estimators._secret_formats import mark_spec_file_secrets
 
 if TYPE_CHECKING:  # loaded where a spec is structured: reading a file does not need cattrs
     from safe_estimators._spec import JobSpec
@@ -203,7 +204,8 @@ def read_spec(
     folder = Path(path).parent
     root = Path(project_root) if project_root is not None else project_folder(folder)
     problems = containment_problems(folder, data, root)
-    return _unread_outside(relative_to_file(folder, data), problems), problems
+    arguments = _unread_outside(relative_to_file(folder, data), problems)
+    return mark_spec_file_secrets(arguments), problems
 
 
 def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:

@@ -150,6 +150,7 @@ def test_every_case_ends_with_exit_0_or_1_in_bounds_and_leaks_nothing(
         ("nan-volume-size", "no NaN or Infinity"),
         ("deep-distribution-json", "nested more than 64 levels deep"),
         ("secret-beside-bad-entry", "environment.PASSWORD: looks like a password"),
+        ("secrets-everywhere", "distribution.mpi.custom_mpi_options: looks like a Hugging Face"),
     ],
 )
 def test_a_clear_problem_names_the_bound(
