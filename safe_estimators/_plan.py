@@ -51,7 +51,7 @@ class Plan:
             "warnings": [
                 {"path": w.path, "message": w.message, "hint": w.hint} for w in e.warnings
             ],
-            "script_findings": [str(f) for f in e.script_findings],
+            "script_findings": [mask_text(str(f)) for f in e.script_findings],
             "placeholders": list(self.placeholders),
             "request": masked(self.request),
         }

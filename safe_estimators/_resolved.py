@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._secret_formats import mask_text
+
 
 @attrs.frozen
 class Injection:
@@ -77,7 +79,8 @@ class Explanation:
         out += [f"injected {i}" for i in self.injections]
         out += [f"warning {w}" for w in self.warnings]
         out += [f"script {f}" for f in self.script_findings]
-        return out
+        # A script's line may hold a token: no line shows more than its first characters.
+        return [mask_text(line) for line in out]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -102,4 +105,4 @@ class Explanation:
         rows += [f"| `{i.path}` = `{i.value!r}` | {i.reason} |" for i in self.injections]
         rows += [f"| warning `{w.path}` | {w.message} {w.hint} |" for w in self.warnings]
         rows += [f"| script `{f.file}:{f.line}` | {f.message} |" for f in self.script_findings]
-        return "\n".join(row.replace("\n", " ") for row in rows)
+        return "\n".join(mask_text(row.replace("\n", " ")) for row in rows)

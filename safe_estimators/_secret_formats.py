@@ -733,6 +733,25 @@ class SpecFileText(str):
     this type: none reaches the SDK."""
 
 
+class SpecFileInt(int):
+    """A number a spec file wrote under a password's name (see ``SpecFileText``)."""
+
+
+class SpecFileFloat(float):
+    """A number a spec file wrote under a password's name (see ``SpecFileText``)."""
+
+
+# Messages name the type the file wrote ("expected str, got int").
+SpecFileInt.__name__, SpecFileFloat.__name__ = "int", "float"
+SPEC_FILE_TYPES = (SpecFileText, SpecFileInt, SpecFileFloat)
+
+
+def _from_spec_file(item: Any) -> Any:
+    if isinstance(item, str):
+        return SpecFileText(item)
+    return SpecFileFloat(item) if isinstance(item, float) else SpecFileInt(item)
+
+
 def is_accepted(path: str, accepted: tuple[str, ...]) -> bool:
     """``path`` is one that ``accept_exposure`` names, or lies under one (``hyperparameters.args``
     accepts ``hyperparameters.args.1``)."""
@@ -753,15 +772,11 @@ def mark_spec_file_secrets(data: dict[str, Any]) -> dict[str, Any]:
     ``SpecFileText``; those its ``accept_exposure`` names stay as they are."""
     accepted = accepted_paths(data.get("accept_exposure"))
     found = {
-        at: str(raw)
+        at: raw
         for at, _, raw in _suspects((), data)
         if not is_accepted(dotted(at), accepted) and isinstance(raw, str | int | float)
     }
-    # A flag with its value (--password=x) is marked whole; a number becomes its text (it is
-    # refused either way, and only a string can carry the mark).
+    # A flag with its value (--password=x) is marked whole.
     return _rewritten(  # type: ignore[no-any-return]
-        data,
-        found,
-        lambda item, raw: SpecFileText(item if isinstance(item, str) else raw),
-        SpecFileText,
+        data, found, lambda item, _: _from_spec_file(item), SpecFileText
     )

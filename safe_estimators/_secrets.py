@@ -4,8 +4,8 @@ DescribeTrainingJob shows hyperparameters, environment, tags, container argument
 plain text to anyone who may read the job (and CloudTrail and the console keep them). What a
 value looks like is ``_secret_formats``; what it means here (README, "Secrets"):
 
-- written in a spec file (``SpecFileText``): an error. The file is committed to a repository,
-  so the secret has leaked already; the fix is to revoke it.
+- written in a spec file (``SpecFileText`` and its numbers): an error. The file is committed
+  to a repository, so the secret has leaked already; the fix is to revoke it.
 - passed in Python (read from the environment or the Hub's login at run time, as published
   Hugging Face and AWS examples do): a warning with the Secrets Manager fix. The job runs.
 - an S3 URI with a user and password: an error either way, since S3 refuses the bucket name.
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from safe_estimators._bounds import quote
 from safe_estimators._problems import Problem, warning
 from safe_estimators._secret_formats import (
+    SPEC_FILE_TYPES,
     URL_PASSWORD,
-    SpecFileText,
     dotted,
     find_suspects,
     is_accepted,
@@ -47,13 +47,15 @@ def secrets_in(name: str, values: object, accepted: tuple[str, ...] = ()) -> Ite
     """A problem for every suspected secret under ``values`` (nested values included), except
     those ``accepted`` names; the message shows only the value's first characters and length.
 
-    A secret written in a spec file (``SpecFileText``) is an error: it is in the repository.
+    A secret written in a spec file (``SPEC_FILE_TYPES``) is an error: it is in the repository.
     One passed in Python is a warning: the job runs, and whoever may describe it reads the
     value. A URL with a password is an error where SageMaker would fail on it (an S3 URI).
     """
     for at, kind, raw in find_suspects(name, values):
         path = dotted(at)
-        if is_accepted(path, accepted) or (name in _LOCAL_ONLY and type(raw) is not SpecFileText):
+        if is_accepted(path, accepted) or (
+            name in _LOCAL_ONLY and type(raw) not in SPEC_FILE_TYPES
+        ):
             continue
         yield _secret_problem(path, name, kind, raw)
 
@@ -74,7 +76,7 @@ def _secret_problem(path: str, option: str, kind: str, raw: object) -> Problem:
         f"DescribeTrainingJob, the console and CloudTrail show {where} in plain text to anyone "
         "who may read the job"
     )
-    if type(raw) is SpecFileText:
+    if type(raw) in SPEC_FILE_TYPES:
         return Problem(
             path,
             f"looks like {kind}: {shown}, written in the spec file: it is in the repository "
