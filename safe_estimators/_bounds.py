@@ -159,11 +159,16 @@ def quote(value: object, limit: int = MAX_QUOTED) -> str:
         # repr() of an int over 4,300 digits raises (CVE-2020-10735's limit).
         return f"an integer of about {int(value.bit_length() * math.log10(2)):,} digits"
     if isinstance(value, str):
-        from safe_estimators._secrets import redacted_if_secret
+        from safe_estimators._secret_formats import redacted_if_secret
 
         hidden = redacted_if_secret(value)
         if hidden is not None:
             return hidden
+    elif isinstance(value, Mapping | list | tuple) or hasattr(value, "to_string"):
+        from safe_estimators._secret_formats import masked
+
+        # Nested values too: {"password": ...}, ["--hub_token", "hf_..."], a parameter's default.
+        value = masked(value)
     try:
         text = repr(value)
     except Exception as exc:  # a user object's __repr__

@@ -394,6 +394,7 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
 def _lint(args: argparse.Namespace) -> int:
     import attrs
 
+    from safe_estimators._secret_formats import mask_text
     from safe_estimators._validate import lint_target
 
     targets, skipped = _targets(args)
@@ -415,7 +416,7 @@ entry.as_json() for found in entries.values() for entry in found]
             report.add(entries[target])
         else:
             for finding, entry in zip(findings[:MAX_PROBLEMS], entries[target], strict=False):
-                print(printable(str(attrs.evolve(finding, file=entry.file))))
+                print(printable(mask_text(str(attrs.evolve(finding, file=entry.file)))))
             if len(findings) > MAX_PROBLEMS:
                 more = len(findings) - MAX_PROBLEMS
                 print(f"{printable(target)}: ... and {more:,} more findings")
@@ -445,11 +446,13 @@ def _finding_entry(target: str, finding: Any) -> Entry:
         if isinstance(source_dir, str):
             inside = os.path.join(os.path.dirname(target), source_dir, file)
             file = os.path.normpath(inside) if os.path.isfile(inside) else file
+    from safe_estimators._secret_formats import mask_text
+
     return Entry(
         target,
         f"{finding.file}:{finding.line}",
-        finding.message,
-        finding.hint,
+        mask_text(finding.message),  # a script's line may hold a token
+        mask_text(finding.hint),
         finding.severity,
         rule=finding.rule,
         file=file,
@@ -803,7 +806,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as exc:
         if args.verbose:
             raise
-        message = f"internal error: {type(exc).__name__}: {printable(str(exc)[:500])}"
+        from safe_estimators._secret_formats import mask_text
+
+        # An exception's text may quote a value (botocore quotes a bucket name with its user).
+        message = f"internal error: {type(exc).__name__}: {printable(mask_text(str(exc)[:500]))}"
         if args.json:
             internal = Problem("<internal>", message, "run again with --verbose and report it.")
             _emit_json(_failure(None, [internal]))

@@ -22,6 +22,7 @@ from safe_estimators._bounds import (
 )
 from safe_estimators._facts.code_paths import remote_source_dir, s3_entry_point
 from safe_estimators._problems import ConfigError, Problem, value_at
+from safe_estimators._secret_formats import mark_spec_file_secrets
 
 if TYPE_CHECKING:  # loaded where a spec is structured: reading a file does not need cattrs
     from safe_estimators._spec import JobSpec
@@ -204,7 +205,8 @@ def read_spec(
     folder = Path(path).parent
     root = Path(project_root) if project_root is not None else project_folder(folder)
     problems = containment_problems(folder, data, root)
-    return _unread_outside(relative_to_file(folder, data), problems), problems
+    arguments = _unread_outside(relative_to_file(folder, data), problems)
+    return mark_spec_file_secrets(arguments), problems
 
 
 class RefusedRecipeFile(str):

@@ -15,6 +15,7 @@ from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._recipes.offline import planned_recipe_job
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
+from safe_estimators._secret_formats import mask_text, masked
 from safe_estimators._spec import JobSpec
 from safe_estimators._validate import offline
 
@@ -23,7 +24,8 @@ from safe_estimators._validate import offline
 class Plan:
     """What a spec would launch, computed offline by the SageMaker SDK's own request code.
 
-    ``request`` is the CreateTrainingJob parameters exactly as the SDK passes them to boto3;
+    ``request`` is the CreateTrainingJob parameters exactly as the SDK passes them to boto3
+    (printed, ``to_dict()`` and the tables show suspected secrets in it cut short);
     ``explanation`` says what safe_estimators injected and why; ``placeholders`` lists the values
     (region, bucket, role) that were made up because the spec gives none.
     """
@@ -50,9 +52,9 @@ class Plan:
                 {"path": w.path, "message": w.message, "hint": w.hint}
                 for w in e.warnings[:MAX_PROBLEMS]
             ],
-            "script_findings": [str(f) for f in e.script_findings],
+            "script_findings": [mask_text(str(f)) for f in e.script_findings],
             "placeholders": list(self.placeholders),
-            "request": self.request,
+            "request": masked(self.request),
         }
 
     def to_json(self) -> str:
@@ -61,7 +63,7 @@ class Plan:
         return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=False)
 
     def __str__(self) -> str:
-        r = self.request
+        r = masked(self.request)
         resources = r.get("ResourceConfig", {})
         lines = [f"plan for {self.source}" if self.source else "plan", *self.explanation.lines()]
         lines += [f"placeholder {p}" for p in self.placeholders]
@@ -84,11 +86,12 @@ class Plan:
                 lines.append(f"  {section}.{key} = {value}")
         lines += [f"  {path} = {value}" for path, value in other_fields(r)]
         lines.append("(use --json for the complete request)")
-        # Keys and values are the user's: none may start a line of its own or reach the terminal.
-        return "\n".join(printable(line) for line in lines)
+        # Keys and values are the user's: none may start a line of its own or reach the terminal,
+        # and none shows more than a suspected secret's first characters.
+        return "\n".join(printable(mask_text(line)) for line in lines)
 
     def _repr_markdown_(self) -> str:
-        r = self.request
+        r = masked(self.request)
         rows = [self.explanation._repr_markdown_()]
         rows += [f"| placeholder | {markdown_text(p)} |" for p in self.placeholders]
         for section in ("Environment", "HyperParameters"):

@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text
+from safe_estimators._secret_formats import mask_text
 
 
 @attrs.frozen
@@ -81,7 +82,8 @@ class Explanation:
         if len(self.warnings) > MAX_PROBLEMS:
             out.append(f"... and {len(self.warnings) - MAX_PROBLEMS:,} more warnings")
         out += [f"script {f}" for f in self.script_findings]
-        return out
+        # A script's line may hold a token: no line shows more than its first characters.
+        return [mask_text(line) for line in out]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -113,4 +115,4 @@ class Explanation:
         rows += [
             f"| script {c(f'{f.file}:{f.line}')} | {t(f.message)} |" for f in self.script_findings
         ]
-        return "\n".join(row.replace("\n", " ") for row in rows)
+        return "\n".join(mask_text(row.replace("\n", " ")) for row in rows)

@@ -255,6 +255,31 @@ def _secret_bad_entry(d: Path) -> Case:
     )
 
 
+def _secrets_everywhere(d: Path) -> Case:
+    # Issue 22's leaks: a tag value, URIs with passwords (code_location, output_path, which
+    # plan used to end in exit 3 quoting botocore's "user:pw@bucket"), custom_mpi_options,
+    # container arguments and a token-shaped hyperparameter name.
+    token = "ghp_" + "Zq9" * 12
+    text = (
+        BASE
+        + "role: arn:aws:iam::111122223333:role/x\n"
+        + f"tags: [{{Key: team, Value: '{token}!'}}]\n"
+        + "code_location: https://u:Hunter2Passw0rdX@host/code\n"
+        + "output_path: s3://user:Pw0rdPw0rd@bucket/out\n"
+        + "distribution: {mpi: {enabled: true, custom_mpi_options: '-x HF_TOKEN=hf_"
+        + "Ab1" * 12
+        + "'}}\n"
+        + f"container_arguments: ['--api_key', '{token}']\n"
+        + f"hyperparameters: {{'{token}': 1}}\n"
+    )
+    return Case(
+        "secrets-everywhere",
+        _spec(d, text),
+        ("validate", "plan", "api"),
+        forbidden=("Zq9Zq9", "Hunter2Passw0rdX", "Pw0rdPw0rd", "Ab1Ab1"),
+    )
+
+
 MAKERS: tuple[Callable[[Path], Case], ...] = (
     _alias_bomb_hyperparameters,
     _alias_bomb_environment,
@@ -286,6 +311,7 @@ MAKERS: tuple[Callable[[Path], Case], ...] = (
     _deep_json,
     _documents,
     _secret_bad_entry,
+    _secrets_everywhere,
 )
 
 

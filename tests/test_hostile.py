@@ -177,6 +177,7 @@ def what_went_wrong(
         ("nan-volume-size", "no NaN or Infinity"),
         ("deep-distribution-json", "nested more than 64 levels deep"),
         ("secret-beside-bad-entry", "environment.PASSWORD: looks like a password"),
+        ("secrets-everywhere", "distribution.mpi.custom_mpi_options: looks like a Hugging Face"),
     ],
 )
 def test_a_clear_problem_names_the_bound(

@@ -7,6 +7,8 @@ import math
 import os
 from collections.abc import Iterator, Mapping
 
+import attrs
+
 from safe_estimators._bounds import (
     MAX_PROBLEMS,
     MAX_TREE_ENTRIES,
@@ -24,7 +26,7 @@ from safe_estimators._facts.limits import MapLimit, environment_limit, hyperpara
 from safe_estimators._facts.reserved import sdk_hyperparameters
 from safe_estimators._problems import Problem, join_path
 from safe_estimators._secrets import secrets_in
-from safe_estimators._spec import value_of
+from safe_estimators._spec import JobSpec, value_of
 
 
 def spot_training(ctx: Context) -> Iterator[Problem]:
@@ -58,10 +60,22 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
         )
 
 
+# Spec options that hold no value of the job's.
+_NOT_VALUES = frozenset(
+    ["accept_exposure", "check_script", "estimator", "model", "training_compiler", "extra"]
+)
+
+
 def no_secrets(ctx: Context) -> Iterator[Problem]:
-    """Hyperparameters and environment variables are not secret: refuse credentials there."""
-    yield from secrets_in("hyperparameters", ctx.spec.hyperparameters)
-    yield from secrets_in("environment", ctx.spec.environment)
+    """Every value that reaches the request (hyperparameters, environment, tags, container
+    arguments, the distribution's options, URIs, ...): credentials are refused or warned
+    about (see ``secrets_in``)."""
+    spec = ctx.spec
+    accepted = spec.accept_exposure
+    options = [(a.name, getattr(spec, a.name)) for a in attrs.fields(JobSpec)]
+    for name, value in [*options, *spec.extra.items()]:
+        if value is not None and name not in _NOT_VALUES:
+            yield from secrets_in(name, value, accepted)
 
 
 def source_dir_contents(ctx: Context) -> Iterator[Problem]:
