@@ -8,6 +8,7 @@ pytest-socket would refuse a connection anyway; the audit hook sees the attempt 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import sysconfig
 import tempfile
@@ -62,6 +63,7 @@ ALLOWED = [
         sysconfig.get_paths()["purelib"],
         ROOT / "safe_estimators",
         ROOT / "instance_catalog",
+        ROOT / "safe_estimators.egg-info",  # the editable install's own metadata
         ROOT / "tests" / "sdk-config.yaml",
         Path.home() / ".aws",
         os.environ["SAFE_ESTIMATORS_CACHE_DIR"],  # the limits cache, in a folder of the test run
@@ -74,11 +76,26 @@ ALLOWED = [
 ]
 
 
+_CACHE_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.tmp$")
+
+
+def _in_the_cache(name: str) -> bool:
+    """A bare file name the caches open relative to their folder's descriptor (``dir_fd``: the
+    audit event carries the name alone): the cache file itself, or its temporary twin."""
+    if os.sep in name:
+        return False
+    temporary = _CACHE_TEMPORARY.match(name)
+    name = temporary["name"] if temporary else name
+    return any(Path(os.environ["SAFE_ESTIMATORS_CACHE_DIR"]).rglob(name))
+
+
 def _outside(events: list[tuple[str, str]], folder: Path) -> list[str]:
     opened = {
         Path(os.path.abspath(name))
         for event, name in events
-        if event == "open" and not name.endswith("__path_hook__")  # the editable install's
+        if event == "open"
+        and not name.endswith("__path_hook__")  # the editable install's
+        and not _in_the_cache(name)
     }
     # The SDK packages the code into tempfile.mkstemp()/mkdtemp() names (tmpXXXXXXXX).
     scratch = Path(tempfile.gettempdir()).resolve()
