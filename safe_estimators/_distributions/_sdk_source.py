@@ -1,7 +1,8 @@
 """Constants of the installed SageMaker SDK, read from its source without importing it.
 
 The launchers' version and instance lists live in the SDK's Python modules
-(``sagemaker/fw_utils.py``, ``sagemaker/estimator.py``), not in its data files. Reading the
+(``sagemaker/fw_utils.py``, ``sagemaker/estimator.py``; ``sagemaker/core/fw_utils.py`` in 3.x,
+which has no ``estimator.py``), not in its data files. Reading the
 literal assignments with ``ast`` keeps our rules equal to the SDK's checks on every SDK upgrade,
 while validation stays free of the ``sagemaker`` import (seconds).
 """
@@ -11,23 +12,15 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
-import importlib.util
-from pathlib import Path
 from typing import Any
 
-
-@functools.cache
-def _package_dir() -> Path:
-    spec = importlib.util.find_spec("sagemaker")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the sagemaker package (v2) is not installed")
-    return Path(next(iter(spec.submodule_search_locations)))
+from safe_estimators._facts.sdk_files import sdk_file
 
 
 @functools.cache
 def _assignments(module: str) -> dict[str, Any]:
     """Every literal ``NAME = ...`` of a module, with ``Class.NAME`` for class attributes."""
-    tree = ast.parse((_package_dir() / module).read_text(encoding="utf-8"))
+    tree = ast.parse(sdk_file(module).read_text(encoding="utf-8"))
     found: dict[str, Any] = {}
 
     def collect(body: list[ast.stmt], prefix: str) -> None:
@@ -53,5 +46,7 @@ def sdk_constant(module: str, name: str) -> Any:
     """
     try:
         return _assignments(module)[name]
+    except FileNotFoundError as exc:  # estimator.py under sagemaker 3
+        raise LookupError(str(exc)) from None
     except KeyError:
         raise LookupError(f"sagemaker/{module} defines no literal {name}") from None
