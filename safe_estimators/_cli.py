@@ -331,6 +331,11 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
         if problems:
             raise ConfigError(problems, source=source)
 
+    if job.target == "model_trainer":
+        from safe_estimators._build.model_trainer import submit_model_trainer
+
+        return submit_model_trainer(job, region, check, wait)
+
     session = submitting_session(region, check)
     if not job.kwargs.get("role") and not configured_role(session):
         raise ConfigError(

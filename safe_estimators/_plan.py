@@ -10,11 +10,13 @@ from typing import Any
 import attrs
 
 from safe_estimators._bounds import printable, quote
+from safe_estimators._facts.sdk_files import default_target
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
 from safe_estimators._spec import JobSpec
+from safe_estimators._targets import MODEL_TRAINER
 from safe_estimators._validate import offline
 
 
@@ -31,6 +33,8 @@ class Plan:
     explanation: Explanation
     placeholders: tuple[str, ...] = ()
     source: str | None = None
+    # The files a ModelTrainer uploads in its sm_drivers channel (distributed.json, ...).
+    files: dict[str, str] = attrs.field(factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready document: ``request``, ``injected``, ``warnings``, ``layout``,
@@ -51,6 +55,7 @@ class Plan:
             "script_findings": [str(f) for f in e.script_findings],
             "placeholders": list(self.placeholders),
             "request": self.request,
+            **({"files": self.files} if self.files else {}),
         }
 
     def to_json(self) -> str:
@@ -81,6 +86,8 @@ class Plan:
             for key, value in sorted((r.get(section) or {}).items()):
                 lines.append(f"  {section}.{key} = {value}")
         lines += [f"  {path} = {value}" for path, value in other_fields(r)]
+        if "distributed.json" in self.files:
+            lines.append(f"sm_drivers/distributed.json: {self.files['distributed.json']}")
         lines.append("(use --json for the complete request)")
         # Keys and values are the user's: none may start a line of its own or reach the terminal.
         return "\n".join(printable(line) for line in lines)
@@ -206,8 +213,6 @@ def _plan(
 ) -> Plan:
     from safe_estimators._build import (
         PLACEHOLDER_BUCKET,
-        PLACEHOLDER_REGION,
-        PLACEHOLDER_ROLE,
         build_estimator,
         capture_request,
         configured_role,
@@ -222,15 +227,12 @@ def _plan(
     if any(p.severity == "error" for p in prior):
         resolve_arguments(arguments, source, prior)  # raises with every problem, these first
     region = job_region()
+    if (arguments.get("target") or default_target()) == MODEL_TRAINER:
+        from safe_estimators._plan_trainer import plan_trainer
+
+        return plan_trainer(arguments, source, prior, region)
     session = offline_session(region, None)
-    placeholders = []
-    if not arguments.get("role") and not configured_role(session):
-        arguments["role"] = PLACEHOLDER_ROLE
-        placeholders.append(
-            f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
-        )
-    if region is None:
-        placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")
+    placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
     if not arguments.get("output_path") or not arguments.get("code_location"):
         placeholders.append(
             f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket; no account is asked)"
@@ -254,6 +256,24 @@ def _plan(
     if problems:
         raise ConfigError(problems, source=source)
     return Plan(request, estimator.safe_estimators, tuple(placeholders), source)
+
+
+def role_and_region_placeholders(
+    arguments: dict[str, Any], configured_role: Any, region: str | None
+) -> list[str]:
+    """What a plan makes up for the role and region it is not given (the role is set in
+    ``arguments``), said out loud."""
+    from safe_estimators._build import PLACEHOLDER_REGION, PLACEHOLDER_ROLE
+
+    placeholders = []
+    if not arguments.get("role") and not configured_role:
+        arguments["role"] = PLACEHOLDER_ROLE
+        placeholders.append(
+            f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
+        )
+    if region is None:
+        placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")
+    return placeholders
 
 
 def _profile_problems(environ: Mapping[str, str]) -> list[Problem]:

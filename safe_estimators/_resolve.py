@@ -28,11 +28,13 @@ from safe_estimators._distributions.model_parallel import (
     split_distribution,
 )
 from safe_estimators._facts import tables
+from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
 from safe_estimators._rules.compiler import profiling_asked
+from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
@@ -42,6 +44,7 @@ from safe_estimators._spec import (
     structure_spec,
     value_of,
 )
+from safe_estimators._targets import ESTIMATOR
 
 if TYPE_CHECKING:  # imported where used: a spec without a local script never loads the checks
     from safe_estimators._distributions.model_parallel import ParallelLayout
@@ -74,6 +77,11 @@ class ResolvedJob:
     @property
     def estimator(self) -> str:
         return self.spec.estimator
+
+    @property
+    def target(self) -> str:
+        """What the job is built as (``Context.target``)."""
+        return self.spec.target or default_target()
 
 
 def _lookup(instance_type: str) -> instance_catalog.InstanceType | None:
@@ -292,6 +300,8 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     group = launch_group(spec.instance_groups, rest)
     name = group.instance_type if group else instance_type_name(spec.instance_type)
     ctx = Context(spec, _lookup(name), rest, model_parallel, group)
+    if ctx.target == ESTIMATOR and sdk_generation() >= 3:
+        return ctx, [estimator_needs_sdk2()], []  # the estimator's rules read its source
     problems += run_rules(ctx)
     problems += run_rules(ctx, LAUNCHER_RULES)
     problems += _model_parallel_rules(ctx)

@@ -48,5 +48,7 @@ def test_sagemaker_3_layout_is_read_under_core(sdk3_layout):
 
 
 def test_estimator_py_missing_under_sagemaker_3_is_a_lookup_error(sdk3_layout):
-    with pytest.raises(LookupError, match="estimator.py"):
-        _sdk_source.sdk_constant("estimator.py", "Framework.UNSUPPORTED_DLC_IMAGE_FOR_SM_PARALLELISM")
+    with pytest.raises(LookupError, match=r"estimator\.py"):
+        _sdk_source.sdk_constant(
+            "estimator.py", "Framework.UNSUPPORTED_DLC_IMAGE_FOR_SM_PARALLELISM"
+        )

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.smddp import p5_class
 from safe_estimators._problems import Problem
+from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
     from safe_estimators._rules.context import Context
@@ -52,6 +53,7 @@ def huggingface_launcher(distribution: Mapping[str, Any]) -> str | None:
     return None
 
 
+@only_for(ESTIMATOR)
 def dropped_launchers(ctx: Context) -> Iterator[Problem]:
     """SMDDP or torchrun enabled where the Hugging Face estimator never sends it."""
     if ctx.spec.estimator != "huggingface" or ctx.compiler or ctx.model_parallel is not None:

@@ -44,6 +44,8 @@ from safe_estimators._rules.safety import (
     spot_training,
 )
 from safe_estimators._rules.source import source_code_exists
+from safe_estimators._rules.targets import model_trainer_counterparts
+from safe_estimators._targets import applies
 
 __all__ = ["LOCAL_TYPES", "RULES", "Context", "Rule", "run_rules"]
 
@@ -71,9 +73,10 @@ RULES: tuple[Rule, ...] = (
     option_types,
     vpc_pair,
     source_dir_contents,
+    model_trainer_counterparts,
 )
 
 
 def run_rules(ctx: Context, rules: tuple[Rule, ...] = RULES) -> list[Problem]:
     """Run every rule and gather all their problems."""
-    return [problem for rule in rules for problem in rule(ctx)]
+    return [problem for rule in rules if applies(rule, ctx.target) for problem in rule(ctx)]

@@ -17,6 +17,7 @@ from safe_estimators._distributions.dropped import huggingface_launcher
 from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._distributions.mpi import injects_processes
 from safe_estimators._facts import tables
+from safe_estimators._facts.sdk_files import default_target
 from safe_estimators._facts.versions import (
     framework_container,
     huggingface_container,
@@ -42,6 +43,12 @@ class Context:
     model_parallel: Any = None
     # The instance group the launcher runs on, in a heterogeneous cluster (instance_groups).
     group: Any = None
+
+    @functools.cached_property
+    def target(self) -> str:
+        """What the job is built as: "estimator" or "model_trainer" (the spec's ``target``, else
+        the installed SDK's default)."""
+        return self.spec.target or default_target()
 
     @functools.cached_property
     def instance_name(self) -> str:
