@@ -32,10 +32,11 @@ def plan_trainer(
     """The plan of the job ``arguments`` describe, built as a ModelTrainer."""
     session = offline_trainer_session(region)
     placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
-    placeholders.append(
-        f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket, where ModelTrainer uploads "
-        "the code and its drivers; no account is asked)"
-    )
+    if session.default_bucket() == PLACEHOLDER_BUCKET:
+        placeholders.append(
+            f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket, where ModelTrainer "
+            "uploads the code and its drivers; no account is asked)"
+        )
     job = resolve_arguments(arguments, source, prior)
     try:
         trainer, request, files = plan_model_trainer(job, session)

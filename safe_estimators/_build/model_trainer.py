@@ -166,6 +166,11 @@ def trainer_session(session_class: Any = None, opt_out: bool = False, **kwargs: 
     config = _sdk_config(opt_out)
     if sdk_generation() >= 3:
         return session_class(sagemaker_config=config, **kwargs)
+    # 3.x's Session and the estimator's read the default bucket from the config too.
+    modules = config.get("SageMaker", {}).get("PythonSDK", {}).get("Modules", {})
+    bucket = modules.get("Session", {}).get("DefaultS3Bucket")
+    if bucket and kwargs.get("default_bucket") is None:
+        kwargs["default_bucket"] = bucket
     session = session_class(**kwargs)
     session.sagemaker_config = config
     return session
@@ -224,7 +229,8 @@ def offline_trainer_session(region: str | None) -> Any:
 
     class _OfflineSession(_sdk().Session):  # type: ignore[misc,name-defined]
         def default_bucket(self) -> str:
-            return PLACEHOLDER_BUCKET
+            # The bucket given (through the SDK config), else a placeholder: no STS or S3 call.
+            return self._default_bucket_name_override or PLACEHOLDER_BUCKET
 
     boto_session = boto3.Session(
         botocore_session=_botocore_session(),
