@@ -328,14 +328,11 @@ def submit_model_trainer(job: ResolvedJob, region: str, check_request: Any, wait
     return name
 
 
-def plan_model_trainer(
-    job: ResolvedJob, session: Any
-) -> tuple[Any, dict[str, Any], dict[str, str]]:
-    """Build the job's ModelTrainer on ``session`` (``offline_trainer_session``) and run its own
-    ``train()`` up to the request: returns the trainer, the CreateTrainingJob parameters
-    sagemaker-core's ``TrainingJob.create`` hands to boto3, and the generated driver files."""
+def capture_train_request(trainer: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Run ``trainer.train()`` (a ModelTrainer on ``offline_trainer_session``, built here or by
+    hand) up to the request: the CreateTrainingJob parameters sagemaker-core's
+    ``TrainingJob.create`` hands to boto3, and the driver files it wrote."""
     with _OFFLINE_LOCK, _role_not_validated():
-        trainer = build_model_trainer(job, session)
         try:
             with _own_sagemaker_client():
                 trainer.train(wait=False, logs=False)
@@ -347,4 +344,14 @@ def plan_model_trainer(
         temp = getattr(trainer, "_temp_code_dir", None)
         if temp is not None:
             temp.cleanup()
-    return trainer, request, files
+    return request, files
+
+
+def plan_model_trainer(
+    job: ResolvedJob, session: Any
+) -> tuple[Any, dict[str, Any], dict[str, str]]:
+    """Build the job's ModelTrainer on ``session`` (``offline_trainer_session``) and capture
+    the request its own ``train()`` sends (``capture_train_request``)."""
+    with _role_not_validated():
+        trainer = build_model_trainer(job, session)
+    return (trainer, *capture_train_request(trainer))
