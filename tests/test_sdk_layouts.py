@@ -10,6 +10,8 @@ import pytest
 from safe_estimators._distributions import _sdk_source
 from safe_estimators._facts import sdk_files, versions
 
+pytestmark = pytest.mark.both_sdks
+
 
 @pytest.fixture
 def sdk3_layout(tmp_path, monkeypatch):
