@@ -597,7 +597,22 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = command("schema", "print the JSON Schema of spec files")
     schema.set_defaults(run=_schema)
+
+    port = command("port", "print the Python code of a bare ModelTrainer for the job, offline")
+    port.add_argument("files", nargs=1, metavar="FILE")
+    port.set_defaults(run=_port)
     return parser
+
+
+def _port(args: argparse.Namespace) -> int:
+    from safe_estimators._port import port
+
+    code = port(args.files[0], project_root=args.project_root)
+    if args.json:
+        _emit_json({"ok": True, "problems": [], "source": args.files[0], "code": code})
+    else:
+        print(code, end="")
+    return EXIT_OK
 
 
 def _usage(parser: argparse.ArgumentParser, message: str, as_json: bool) -> int:
@@ -610,7 +625,7 @@ def _usage(parser: argparse.ArgumentParser, message: str, as_json: bool) -> int:
 
 
 # The commands that load the SageMaker SDK; the others never load logging just to quiet it.
-_SDK_COMMANDS = (_plan, _submit)
+_SDK_COMMANDS = (_plan, _submit, _port)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

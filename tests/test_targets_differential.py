@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import instance_catalog
 import safe_estimators
@@ -139,3 +140,33 @@ def test_the_model_trainer_target_sends_what_a_bare_model_trainer_sends(tmp_path
     name, ours_name = request["TrainingJobName"], ours.request["TrainingJobName"]
     assert json.loads(json.dumps(ours.request).replace(ours_name, name)) == request
     assert json.loads(files["distributed.json"]) == json.loads(ours.files["distributed.json"])
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize("spec", BOTH, ids=_key)
+def test_port_writes_a_bare_model_trainer_that_sends_the_planned_request(
+    spec, tmp_path, monkeypatch, capsys
+):
+    """`safe-estimators port FILE` prints SDK code without safe_estimators; run, it sends what
+    plan shows for the ModelTrainer target."""
+    from safe_estimators._build.model_trainer import capture_train_request, offline_trainer_session
+    from safe_estimators._cli import main
+
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
+    written = tmp_path / "job.json"
+    data = yaml.safe_load(spec.read_text())
+    data.update(role=ROLE, source_dir=str((spec.parent / data["source_dir"]).resolve()))
+    written.write_text(json.dumps(data))
+    root = str(EXAMPLES.parent)  # the spec names the example's code, outside tmp_path
+    assert main(["port", str(written), "--project-root", root]) == 0
+    code = capsys.readouterr().out
+    assert "safe_estimators" not in code
+    namespace: dict[str, Any] = {"__name__": "ported"}
+    exec(compile(code, "ported.py", "exec"), namespace)
+    trainer = namespace["model_trainer"](offline_trainer_session("us-west-2"))
+    request, files = capture_train_request(trainer)
+
+    ours = safe_estimators.plan(written, target="model_trainer", project_root=root)
+    name, ours_name = request["TrainingJobName"], ours.request["TrainingJobName"]
+    assert json.loads(json.dumps(ours.request).replace(ours_name, name)) == request
+    assert files == ours.files
