@@ -56,8 +56,17 @@ def _image(job: ResolvedJob) -> dict[str, Any]:
         "distribution": kwargs.get("distribution"),
         "tensorflow_version": kwargs.get("tensorflow_version"),
         "pytorch_version": kwargs.get("pytorch_version"),
-        "instance_type": kwargs.get("instance_type"),
+        "instance_type": kwargs.get("instance_type") or _image_instance_type(kwargs),
     }
+
+
+def _image_instance_type(kwargs: Mapping[str, Any]) -> str | None:
+    """The instance type a heterogeneous cluster's image is looked up for, as the estimator
+    picks it (``EstimatorBase._get_instance_type``): the first GPU group's (g or p family),
+    else the first group's."""
+    types = [group["instance_type"] for group in kwargs.get("instance_groups") or ()]
+    gpu = [t for t in types if isinstance(t, str) and t.split(".")[1][:1] in ("g", "p")]
+    return (gpu or types or [None])[0]
 
 
 def _source_code(job: ResolvedJob, record: list[Injection]) -> dict[str, Any]:
@@ -146,11 +155,15 @@ def _stopping_condition(job: ResolvedJob, record: list[Injection]) -> dict[str, 
 
 
 def _compute(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "instance_type": kwargs.get("instance_type"),
-        "instance_count": kwargs.get("instance_count", 1),
-        "volume_size_in_gb": kwargs.get("volume_size", 30),  # the estimator's default
-    }
+    fields: dict[str, Any] = (
+        {"instance_groups": list(kwargs["instance_groups"])}  # sagemaker 3.x only
+        if kwargs.get("instance_groups")
+        else {
+            "instance_type": kwargs.get("instance_type"),
+            "instance_count": kwargs.get("instance_count", 1),
+        }
+    )
+    fields["volume_size_in_gb"] = kwargs.get("volume_size", 30)  # the estimator's default
     for ours, theirs in (
         ("volume_kms_key", "volume_kms_key_id"),
         ("keep_alive_period_in_seconds", "keep_alive_period_in_seconds"),

@@ -230,3 +230,45 @@ def test_under_sagemaker_3_a_spec_builds_a_model_trainer_by_default(session):
         TRAINER / "torchrun-fsdp.yaml", role=ROLE, sagemaker_session=session
     )
     assert type(trainer) is _sdk().ModelTrainer
+
+
+HETEROGENEOUS = {
+    "estimator": "pytorch",
+    "entry_point": "fsdp.py",
+    "source_dir": str(TRAINER),
+    "framework_version": "2.3.0",
+    "py_version": "py311",
+    "role": ROLE,
+    "target": "model_trainer",
+    "instance_groups": [
+        {"instance_group_name": "data", "instance_type": "ml.c5.2xlarge", "instance_count": 1},
+        {"instance_group_name": "gpu", "instance_type": "ml.g5.12xlarge", "instance_count": 2},
+    ],
+}
+
+
+@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 2.x's ModelTrainer has no groups")
+def test_sagemaker_3_plans_a_heterogeneous_cluster_without_a_launcher():
+    from safe_estimators._spec import structure_spec
+
+    spec, problems = structure_spec(HETEROGENEOUS)
+    assert problems == []
+    plan = safe_estimators.plan(spec)
+    resources = plan.request["ResourceConfig"]
+    assert "InstanceType" not in resources and "InstanceCount" not in resources
+    found = [
+        (g["InstanceGroupName"], g["InstanceType"], g["InstanceCount"])
+        for g in resources["InstanceGroups"]
+    ]
+    assert found == [("data", "ml.c5.2xlarge", 1), ("gpu", "ml.g5.12xlarge", 2)]
+    # The image is the first GPU group's, as the estimator picks it.
+    assert plan.request["AlgorithmSpecification"]["TrainingImage"].endswith("-gpu-py311")
+    assert plan.request["EnableInterContainerTrafficEncryption"] is True  # 3 instances
+
+
+def test_a_launcher_on_a_heterogeneous_cluster_is_refused(session):
+    from safe_estimators._resolve import check_arguments
+
+    arguments = {**HETEROGENEOUS, "distribution": {"torch_distributed": {"enabled": True}}}
+    problems = [p for p in check_arguments(arguments)[1] if p.path == "instance_groups"]
+    assert problems and "ModelTrainer has no counterpart" in problems[0].message

@@ -26,6 +26,7 @@ from safe_estimators._build.shared import (
     _botocore_session,
     _offline_send,
 )
+from safe_estimators._distributions.instance_groups import describe, total_instances
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob
@@ -95,7 +96,8 @@ def _configs(arguments: TrainerArguments) -> dict[str, Any]:
         if name == "source_code":
             made[name] = configs.SourceCode(**value)
         elif name == "compute":
-            made[name] = configs.Compute(**value)
+            groups = [configs.InstanceGroup(**g) for g in value.get("instance_groups", ())]
+            made[name] = configs.Compute(**{**value, **({"instance_groups": groups} if groups else {})})
         elif name == "stopping_condition":
             made[name] = configs.StoppingCondition(**value)
         elif name == "networking":
@@ -198,11 +200,12 @@ def build_model_trainer(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
         trainer = _with_calls(sdk.ModelTrainer(**kwargs), arguments)
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise _sdk_refused(exc, "constructing ModelTrainer") from exc
+    groups = job.spec.instance_groups
     explanation = Explanation(
         estimator=f"model_trainer ({job.estimator} container)",
-        instance_type=instance_type_name(job.spec.instance_type),
-        instance_count=count_of(job.spec.instance_count),
-        gpus_per_instance=job.instance.gpu_count if job.instance else None,
+        instance_type=describe(groups) if groups else instance_type_name(job.spec.instance_type),
+        instance_count=total_instances(groups) if groups else count_of(job.spec.instance_count),
+        gpus_per_instance=job.instance.gpu_count if job.instance and not groups else None,
         injections=arguments.injections,
         warnings=job.warnings,
         layout=job.layout,

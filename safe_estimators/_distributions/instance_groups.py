@@ -22,7 +22,7 @@ import instance_catalog
 from safe_estimators._distributions import is_enabled
 from safe_estimators._facts.limits import instance_groups_limit
 from safe_estimators._problems import ConfigError, Problem, count, did_you_mean, join_path
-from safe_estimators._targets import ESTIMATOR, only_for
+from safe_estimators._targets import ESTIMATOR
 
 if TYPE_CHECKING:
     from safe_estimators._rules.context import Context
@@ -181,10 +181,13 @@ def _group_launchers(ctx: Context) -> tuple[bool, list[str]]:
     return supported, losing
 
 
-@only_for(ESTIMATOR)
 def instance_groups_rules(ctx: Context) -> Iterator[Problem]:
-    """Groups checked against the catalog, the API's limits and the launcher that uses them."""
+    """Groups checked against the catalog, the API's limits and the launcher that uses them
+    (the estimator's; ModelTrainer scopes no launcher to a group: ``_rules.targets``)."""
     groups = ctx.spec.instance_groups
+    if ctx.target != ESTIMATOR:
+        yield from _group_shapes(groups or ())
+        return
     named = named_groups(ctx.distribution)
     if not groups:
         if named is not None:

@@ -17,7 +17,7 @@ from safe_estimators._facts.model_trainer import (
     ENTRY_SCRIPT_SUFFIXES,
     SAME_AS_MODEL_TRAINER,
 )
-from safe_estimators._facts.sdk_files import sdk_version
+from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._problems import Problem, join_path
 from safe_estimators._rules.context import Context
 from safe_estimators._targets import MODEL_TRAINER, only_for
@@ -63,13 +63,7 @@ def model_trainer_counterparts(ctx: Context) -> Iterator[Problem]:
             "use a PyTorch version with the library v2 (2.0.1 or later) and its v2 options",
         )
     if spec.instance_groups:
-        yield _no_counterpart(
-            "instance_groups",
-            "a heterogeneous cluster: sagemaker 2.x's ModelTrainer sends ml.m5.xlarge x 1 "
-            "beside the groups (Compute's default instance type), and neither generation scopes "
-            "a launcher to one group",
-            "use instance_type and instance_count",
-        )
+        yield from _instance_groups(ctx)
     yield from _launchers(ctx)
     yield from _keywords(ctx)
     if ctx.local:
@@ -101,6 +95,29 @@ def model_trainer_counterparts(ctx: Context) -> Iterator[Problem]:
                 f"{spec.source_dir!r} is not a local folder or S3 location",
                 "use a local folder or an s3:// location",
             )
+
+
+def _instance_groups(ctx: Context) -> Iterator[Problem]:
+    """sagemaker 3.x's ModelTrainer runs a heterogeneous cluster (Compute(instance_groups=...))
+    with its script on every instance; 2.x's cannot, and neither scopes a launcher to a group."""
+    if sdk_generation() < 3:
+        yield _no_counterpart(
+            "instance_groups",
+            f"a heterogeneous cluster: sagemaker {sdk_version()}'s ModelTrainer sends "
+            "ml.m5.xlarge x 1 beside the groups (Compute's default instance type, set whenever "
+            "instance_type is missing), which CreateTrainingJob refuses",
+            "use instance_type and instance_count, or sagemaker 3.x's ModelTrainer",
+        )
+        return
+    launchers = [key for key in ctx.distribution if key != "instance_groups"]
+    if launchers or ctx.model_parallel is not None:
+        yield _no_counterpart(
+            "instance_groups",
+            "a launcher on a heterogeneous cluster: ModelTrainer's Torchrun and MPI start on "
+            "every instance of every group, where the estimator's distribution['instance_groups'] "
+            "runs them on one group",
+            "use instance_type and instance_count, or no launcher",
+        )
 
 
 def _launchers(ctx: Context) -> Iterator[Problem]:
