@@ -272,3 +272,36 @@ def test_a_launcher_on_a_heterogeneous_cluster_is_refused(session):
     arguments = {**HETEROGENEOUS, "distribution": {"torch_distributed": {"enabled": True}}}
     problems = [p for p in check_arguments(arguments)[1] if p.path == "instance_groups"]
     assert problems and "ModelTrainer has no counterpart" in problems[0].message
+
+
+def test_spot_training_reaches_the_request_spelt_right():
+    # sagemaker 2.x's boto3-form request builder (_create_training_job_args(boto3=True)) spells
+    # it EnableManagedSotTraining; train() goes through sagemaker-core, which spells it right.
+    plan = safe_estimators.plan(
+        TRAINER / "torchrun-fsdp.yaml",
+        target="model_trainer",
+        use_spot_instances=True,
+        max_wait=7200,
+        checkpoint_s3_uri="s3://bucket/checkpoints",
+    )
+    assert plan.request["EnableManagedSpotTraining"] is True
+    assert "EnableManagedSotTraining" not in plan.request
+    assert plan.request["StoppingCondition"] == {
+        "MaxRuntimeInSeconds": 7200,
+        "MaxWaitTimeInSeconds": 7200,
+    }
+    assert plan.request["CheckpointConfig"]["S3Uri"] == "s3://bucket/checkpoints"
+
+
+def test_trainium_torchrun_runs_one_process_per_neuron_core():
+    plan = safe_estimators.plan(
+        TRAINER / "torchrun-fsdp.yaml",
+        target="model_trainer",
+        instance_type="ml.trn1.32xlarge",
+        framework_version="1.11.0",  # the SDK's only Neuron training container
+        py_version="py38",
+        environment={},
+        check_script=False,  # the example's script is written for GPUs (nccl)
+    )
+    assert json.loads(plan.files["distributed.json"])["process_count_per_node"] == 32
+    assert "-neuron-" in plan.request["AlgorithmSpecification"]["TrainingImage"]
