@@ -20,7 +20,7 @@ from safe_estimators._build.model_trainer import (
     offline_trainer_session,
     plan_model_trainer,
 )
-from safe_estimators._build.shared import PLACEHOLDER_BUCKET
+from safe_estimators._build.shared import PLACEHOLDER_BUCKET, OfflineCallRefused
 from safe_estimators._plan import Plan, request_problems, role_and_region_placeholders
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import resolve_arguments
@@ -40,6 +40,18 @@ def plan_trainer(
     job = resolve_arguments(arguments, source, prior)
     try:
         trainer, request, files = plan_model_trainer(job, session)
+    except OfflineCallRefused as exc:  # sagemaker 3 looks a role name up in IAM
+        raise ConfigError(
+            [
+                Problem(
+                    "role",
+                    f"ModelTrainer would call AWS to plan this job ({exc}); a role name is "
+                    "looked up in IAM.",
+                    "give the role's ARN (arn:aws:iam::<account>:role/<name>) to plan offline.",
+                )
+            ],
+            source=source,
+        ) from exc
     except (ValueError, TypeError, RuntimeError) as exc:
         if isinstance(exc, ConfigError):
             raise

@@ -305,3 +305,46 @@ def test_trainium_torchrun_runs_one_process_per_neuron_core():
     )
     assert json.loads(plan.files["distributed.json"])["process_count_per_node"] == 32
     assert "-neuron-" in plan.request["AlgorithmSpecification"]["TrainingImage"]
+
+
+def test_without_source_dir_model_trainer_uploads_the_entry_points_folder_and_it_is_checked(
+    tmp_path, session
+):
+    """The estimator uploads a lone entry point; ModelTrainer needs a folder: the entry point's,
+    recorded, and checked like a source_dir (here a link out of the project is refused)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".git").mkdir()
+    (project / "train.py").write_text("print('hello')\n")
+    def lone_script():
+        return safe_estimators.model_trainer(
+            entry_point=str(project / "train.py"),
+            instance_type="ml.g5.xlarge",
+            framework_version="2.3.0",
+            py_version="py311",
+            role=ROLE,
+            sagemaker_session=session,
+        )
+
+    trainer = lone_script()
+    assert trainer.source_code.source_dir == str(project)
+    assert trainer.source_code.entry_script == "train.py"
+    injected = {i.path: i.value for i in safe_estimators.explain(trainer).injections}
+    assert injected["source_code.source_dir"] == str(project)
+
+    (tmp_path / "secret.txt").write_text("not for the job\n")
+    (project / "data.txt").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(ConfigError) as raised:
+        lone_script()
+    assert [p.path for p in raised.value.problems] == ["source_dir"]
+
+
+def test_a_role_name_is_refused_on_sagemaker_2_and_planned_only_as_an_arn_on_3(monkeypatch):
+    monkeypatch.delenv("SAGEMAKER_VALIDATE_ROLE")
+    with pytest.raises(ConfigError) as raised:
+        safe_estimators.plan(
+            TRAINER / "torchrun-fsdp.yaml", target="model_trainer", role="SageMakerRole"
+        )
+    (problem,) = raised.value.problems
+    assert problem.path == "role"
+    assert "arn:aws:iam::<account>:role/" in problem.hint

@@ -176,8 +176,12 @@ class Context:
 
     @functools.cached_property
     def source_folder(self) -> str | None:
-        """source_dir when it is a folder on this machine (not S3, git or a pipeline variable)."""
+        """source_dir when it is a folder on this machine (not S3, git or a pipeline variable);
+        for a ModelTrainer without one, the entry point's folder, which it uploads instead."""
         source_dir = self.spec.source_dir
+        if source_dir is None and self.target == "model_trainer":
+            entry = self.spec.entry_point
+            source_dir = (os.path.dirname(entry) or ".") if isinstance(entry, str) else None
         if not isinstance(source_dir, str) or "://" in source_dir or not os.path.isdir(source_dir):
             return None
         return source_dir

@@ -80,6 +80,15 @@ def model_trainer_counterparts(ctx: Context) -> Iterator[Problem]:
             "type (its pydantic model refuses a ParameterString)",
             "pass the instance type itself",
         )
+    role = spec.role
+    if isinstance(role, str) and not role.startswith("arn:") and sdk_generation() < 3:
+        yield Problem(
+            "role",
+            f"is {role!r}, a role name; sagemaker {sdk_version()}'s ModelTrainer sends it as it "
+            "is, and CreateTrainingJob takes an ARN (the estimator and sagemaker 3's "
+            "ModelTrainer look the name up in IAM).",
+            "give the role's ARN: arn:aws:iam::<account>:role/" + role + ".",
+        )
     entry = spec.entry_point
     if isinstance(entry, str) and not entry.endswith(ENTRY_SCRIPT_SUFFIXES):
         yield Problem(
