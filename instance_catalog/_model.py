@@ -23,6 +23,11 @@ class InstanceType:
     None when the type has no accelerator (or no source publishes the figure). ``source`` names
     where the facts come from: ``"ec2-describe-instance-types"`` or ``"supplement:<source>"``.
     ``accelerator`` gives the accelerator's own facts (architecture, bf16 and fp8 support).
+    ``cpu_architecture`` is the host CPU's (``ProcessorInfo.SupportedArchitectures``:
+    ``"x86_64"`` or ``"arm64"``); a container image must be built for it.
+    ``nvme_disks`` x ``nvme_disk_gb`` is the NVMe instance storage (``InstanceStorageInfo``):
+    0 disks for EBS-only types, None when no source gives it. ``corrections`` names the
+    supplement source of facts that override the API's answer (``"supplement:<source>"``).
     """
 
     name: str
@@ -36,6 +41,17 @@ class InstanceType:
     efa_supported: bool
     source: str
     neuron_cores: int | None = None
+    cpu_architecture: str = "x86_64"
+    nvme_disks: int | None = None
+    nvme_disk_gb: int | None = None
+    corrections: str | None = None
+
+    @property
+    def nvme_total_gb(self) -> int | None:
+        """The NVMe instance storage in GB (None: not recorded)."""
+        if self.nvme_disks is None or self.nvme_disk_gb is None:
+            return None
+        return self.nvme_disks * self.nvme_disk_gb
 
     @property
     def accelerator(self) -> Accelerator | None:

@@ -118,6 +118,7 @@ def refresh(
     client = ec2_client or boto3.client("ec2", region_name=region)
     answers = _describe(client, [name.removeprefix("ml.") for name in names])
     supplement_rows = _supplement_entries(supplement)
+    corrections = _supplement_corrections(supplement)
     previous = _previous_entries(output)
 
     entries: dict[str, InstanceType] = {}
@@ -127,7 +128,7 @@ def refresh(
     for name in names:
         info = answers.get(name.removeprefix("ml."))
         if info is not None:
-            entries[name] = _from_ec2(name, info)
+            entries[name] = _corrected(_from_ec2(name, info), corrections.get(name))
         elif name in supplement_rows:
             entries[name] = supplement_rows[name]
             from_supplement[name] = entries[name].source
@@ -205,7 +206,29 @@ def _from_ec2(name: str, info: dict[str, Any]) -> InstanceType:
         efa_supported=bool(info.get("NetworkInfo", {}).get("EfaSupported", False)),
         source=EC2_SOURCE,
         neuron_cores=_neuron_cores(devices) if kind == "neuron" and count else None,
+        cpu_architecture=_architecture(info),
+        **_nvme_storage(info),
     )
+
+
+def _architecture(info: dict[str, Any]) -> str:
+    # x86_64 where the type runs it (i386 beside it on old types), else the first listed (arm64).
+    supported = info.get("ProcessorInfo", {}).get("SupportedArchitectures") or ["x86_64"]
+    return "x86_64" if "x86_64" in supported else str(supported[0])
+
+
+def _nvme_storage(info: dict[str, Any]) -> dict[str, int]:
+    # InstanceStorageInfo: the instance store SageMaker trains on (it "uses the NVMe volume"
+    # there, the SDK's volume_size docstring). EBS-only types answer InstanceStorageSupported
+    # false and no InstanceStorageInfo: 0 disks.
+    storage = info.get("InstanceStorageInfo")
+    if not info.get("InstanceStorageSupported") or not storage:
+        return {"nvme_disks": 0, "nvme_disk_gb": 0}
+    disks = storage.get("Disks") or []
+    sizes = {disk["SizeInGB"] for disk in disks}
+    if storage.get("NvmeSupport") == "unsupported" or len(sizes) != 1:
+        return {}  # not NVMe, or disks of several sizes: not recorded
+    return {"nvme_disks": sum(disk["Count"] for disk in disks), "nvme_disk_gb": sizes.pop()}
 
 
 def _neuron_cores(devices: list[dict[str, Any]]) -> int | None:
@@ -232,6 +255,24 @@ def _supplement_entries(path: Path) -> dict[str, InstanceType]:
         name: _entry(name, **{**row, "source": SUPPLEMENT_PREFIX + row["source"]})
         for name, row in rows.items()
     }
+
+
+def _supplement_corrections(path: Path) -> dict[str, dict[str, Any]]:
+    """Read the supplement's ``corrections``, by type, each with its ``source``.
+
+    They are fields whose API answer a primary source contradicts (moto's Trainium2 memory).
+    """
+    rows: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8")).get(
+        "corrections", {}
+    )
+    return rows
+
+
+def _corrected(entry: InstanceType, row: dict[str, Any] | None) -> InstanceType:
+    if row is None:
+        return entry
+    fields = {key: value for key, value in row.items() if key != "source"}
+    return attrs.evolve(entry, **fields, corrections=SUPPLEMENT_PREFIX + row["source"])
 
 
 def _previous_entries(path: Path) -> dict[str, InstanceType]:

@@ -78,7 +78,7 @@ def quote(value: object, limit: int = MAX_QUOTED) -> str:
         # repr() of an int over 4,300 digits raises (CVE-2020-10735's limit).
         return f"an integer of about {int(value.bit_length() * math.log10(2)):,} digits"
     if isinstance(value, str):
-        from safe_estimators._rules.secrets import redacted_if_secret
+        from safe_estimators._secrets import redacted_if_secret
 
         hidden = redacted_if_secret(value)
         if hidden is not None:

@@ -402,7 +402,7 @@ def _fits(path: str, as_json: bool) -> int:
     if as_json:
         rows = [
             {"instance_type": p.instance.name, "instance_count": p.instance_count,
-             "memory": p.estimate.to_dict()}
+             "layout": p.estimate.layout, "memory": p.estimate.to_dict()}
             for p in found
         ]  # fmt: skip
         _emit_json(rows)
@@ -410,15 +410,17 @@ def _fits(path: str, as_json: bool) -> int:
     if not found:
         print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 instances)")
         return EXIT_INVALID
-    table = [("instance type", "count", "accelerators", "memory/device", "estimate", "use")]
+    table = [("instance type", "count", "accelerators", "memory/device", "estimate", "use",
+              "layout assumed")]  # fmt: skip
     table += [
         (
             p.instance.name,
             str(p.instance_count),
-            f"{p.instance_count * p.instance.accelerator_count} x {p.instance.accelerator_name}",
-            f"{p.instance.accelerator_memory_mib} MiB",
+            f"{p.instance_count * p.device.accelerator_count} x {p.device.accelerator_name}",
+            f"{p.device.accelerator_memory_mib} MiB",
             f"{p.estimate.total / 1e9:.1f} GB",
             f"{p.estimate.fraction:.0%}" + (" (tight)" if p.estimate.tight else ""),
+            p.estimate.layout,
         )
         for p in found
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -215,6 +215,7 @@ def _plan(
         PLACEHOLDER_BUCKET,
         build_estimator,
         capture_request,
+        configured_bucket,
         configured_role,
         offline_session,
     )
@@ -228,12 +229,11 @@ def _plan(
         resolve_arguments(arguments, source, prior)  # raises with every problem, these first
     region = job_region()
     if (arguments.get("target") or default_target()) == MODEL_TRAINER:
-        from safe_estimators._plan_trainer import plan_trainer
-
-        return plan_trainer(arguments, source, prior, region)
+        return _plan_model_trainer(arguments, source, prior, region)
     session = offline_session(region, None)
     placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
-    if not arguments.get("output_path") or not arguments.get("code_location"):
+    no_bucket = not arguments.get("output_path") or not arguments.get("code_location")
+    if no_bucket and configured_bucket(session) is None:
         placeholders.append(
             f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket; no account is asked)"
         )
@@ -319,3 +319,65 @@ def _operation(session: Any) -> Any:
 def _inputs(inputs: str | Mapping[str, str] | None) -> Any:
     return dict(inputs) if isinstance(inputs, Mapping) else inputs
 
+
+# An offline plan of the ModelTrainer target: ModelTrainer's own ``train()``, stopped where
+# sagemaker-core's ``TrainingJob.create`` hands CreateTrainingJob to boto3.
+#
+# No AWS call is made: the session's default bucket is given (ModelTrainer asks S3, and STS, for
+# it when it is built), sagemaker 3.x's IAM role validation is off for the plan
+# (``SAGEMAKER_VALIDATE_ROLE=false``), the code uploads are answered locally and the request is
+# captured before it is sent. The plan also shows the files ModelTrainer writes into its
+# ``sm_drivers`` channel: the launcher settings (``distributed.json``), the source settings
+# (``sourcecode.json``) and the container's entry point (``sm_train.sh``).
+def _plan_model_trainer(
+    arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
+) -> Plan:
+    """The plan of the job ``arguments`` describe, built as a ModelTrainer."""
+    from safe_estimators._build import explain
+    from safe_estimators._build.model_trainer import (
+        configured_role,
+        offline_trainer_session,
+        plan_model_trainer,
+    )
+    from safe_estimators._build.shared import PLACEHOLDER_BUCKET, OfflineCallRefused
+
+    session = offline_trainer_session(region)
+    placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
+    if session.default_bucket() == PLACEHOLDER_BUCKET:
+        placeholders.append(
+            f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket, where ModelTrainer "
+            "uploads the code and its drivers; no account is asked)"
+        )
+    job = resolve_arguments(arguments, source, prior)
+    try:
+        trainer, request, files = plan_model_trainer(job, session)
+    except OfflineCallRefused as exc:  # sagemaker 3 looks a role name up in IAM
+        raise ConfigError(
+            [
+                Problem(
+                    "role",
+                    f"ModelTrainer would call AWS to plan this job ({exc}); a role name is "
+                    "looked up in IAM.",
+                    "give the role's ARN (arn:aws:iam::<account>:role/<name>) to plan offline.",
+                )
+            ],
+            source=source,
+        ) from exc
+    except (ValueError, TypeError, RuntimeError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(
+            [
+                Problem(
+                    "<sagemaker>",
+                    f"the SageMaker SDK refused the job at train(): {exc}",
+                    "report this spec: safe_estimators should have caught it.",
+                )
+            ],
+            source=source,
+        ) from exc
+    operation = session.boto_session.client("sagemaker").meta.service_model
+    problems = request_problems(request, operation.operation_model("CreateTrainingJob"))
+    if problems:
+        raise ConfigError(problems, source=source)
+    return Plan(request, explain(trainer), tuple(placeholders), source, files)

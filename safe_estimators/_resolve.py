@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import instance_catalog
+from safe_estimators._context import LOCAL_TYPES, Context
 from safe_estimators._distributions import is_enabled
-from safe_estimators._distributions.instance_groups import (
+from safe_estimators._distributions.instance_groups.spec import (
     launch_group,
     named_groups,
     total_instances,
@@ -32,8 +33,9 @@ from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._resolved import Injection
-from safe_estimators._rules import LOCAL_TYPES, Context, run_rules
+from safe_estimators._rules import run_rules
 from safe_estimators._rules.compiler import profiling_asked
+from safe_estimators._rules.resources import warm_pool_injections
 from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import (
     JobSpec,
@@ -181,6 +183,7 @@ def script_context(ctx: Context) -> ScriptContext:
         accelerate_device_map_bypass=str(
             spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP", "")
         ).lower() == "true",
+        hyperparameters=tuple(sorted((str(k), str(v)) for k, v in spec.hyperparameters.items())),
     )
 
 
@@ -403,6 +406,7 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         kwargs["encrypt_inter_container_traffic"] = True
         reason = _encryption_reason(ctx, instances)
         record.append(Injection("encrypt_inter_container_traffic", True, reason))
+    record += warm_pool_injections(ctx)
     return kwargs, record, layout
 
 

@@ -22,6 +22,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from safe_estimators._context import LOCAL_TYPES
 from safe_estimators._distributions.model_parallel import ModelParallel
 from safe_estimators._distributions.model_parallel.facts import ALIASES as MODEL_PARALLEL_ALIASES
 from safe_estimators._facts.sdk_arguments import (
@@ -31,7 +32,6 @@ from safe_estimators._facts.sdk_arguments import (
     RENAMED,
 )
 from safe_estimators._memory.shape import SCHEMA_KEY
-from safe_estimators._rules import LOCAL_TYPES
 from safe_estimators._spec import (
     SPEC_FIELDS,
     CompilerConfig,

@@ -17,7 +17,7 @@ from cattrs.gen import make_dict_structure_fn
 
 from safe_estimators._bounds import MAX_PROBLEMS, quote, shape_problems
 from safe_estimators._distributions import is_enabled
-from safe_estimators._distributions.instance_groups import (
+from safe_estimators._distributions.instance_groups.spec import (
     InstanceGroupSpec,
     conflicting_arguments,
     structure_instance_groups,
@@ -391,7 +391,7 @@ def _make_converter() -> cattrs.Converter:
 
 def _string_map_hook(value: object, _type: object) -> dict[str, Any]:
     # Each entry on its own: one bad entry must not hide the others (nor print a secret).
-    from safe_estimators._rules.secrets import secret_name
+    from safe_estimators._secrets import secret_name
 
     if not isinstance(value, Mapping):
         raise _BadValue(
@@ -677,7 +677,7 @@ def _v2_names(data: Mapping[Any, Any], path: str) -> tuple[dict[Any, Any], list[
 
 def _secrets_of_skipped(bad: set[str], fields: Mapping[str, Any]) -> list[Problem]:
     # A malformed entry leaves the whole mapping out of the spec, and the secrets rule with it.
-    from safe_estimators._rules.safety import secrets_in
+    from safe_estimators._secrets import secrets_in
 
     return [
         problem

@@ -776,8 +776,9 @@ def test_parameter_server_is_sent_but_ignored(factory, sagemaker_session, role):
     found = warnings_of(est)
     assert "is ignored" in found["distribution.parameter_server"]
     assert "(2 here)" in found["distribution.parameter_server"]
-    # And the GPUs it leaves idle are named, with a launcher our rules accept for this job.
-    assert "14 GPUs sit idle" in found["distribution"]
+    # And what one process per instance does with the GPUs is named (the fixture is a Trainer
+    # script: DataParallel over each instance's 8), with a launcher our rules accept.
+    assert "torch.nn.DataParallel over the instance's GPUs" in found["distribution"]
 
 
 def test_a_disabled_parameter_server_says_nothing(sagemaker_session, role):

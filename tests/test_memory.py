@@ -518,13 +518,15 @@ def test_smp_v1_pipeline_holds_the_micro_batches_its_schedule_keeps_in_flight(op
     assert layout.in_flight == in_flight
 
 
-def test_trainium_jobs_get_an_estimate_but_no_gpu_verdict():
+def test_trainium_jobs_get_a_verdict_per_neuroncore():
+    # 32 NeuronCores of 16 GiB (32 GiB per Trainium chip, 2 cores each): 70B does not fit.
     trn = instance_catalog.get("ml.trn1.32xlarge")
     job, result, problems = job_estimate(
         ModelShape(parameters="70B"), instance=trn, instance_count=1, hyperparameters={},
         distribution=None, model_parallel=None,
     )  # fmt: skip
-    assert job is None and problems == [] and result.fits is None
+    assert job is not None and problems == [] and result.fits is False
+    assert result.device_memory == 16 * 1024**3
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from safe_estimators._build.shared import (
     _sdk_loader,
 )
 from safe_estimators._cache import cache_folder, write_atomically
-from safe_estimators._distributions.instance_groups import describe, total_instances
+from safe_estimators._distributions.instance_groups.spec import describe, total_instances
 from safe_estimators._distributions.torchrun import concrete_instance_type_needed
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob
@@ -350,6 +350,13 @@ def submitting_session(region: str, check_request: Any) -> Any:
     return sagemaker.Session(boto_session=boto_session)
 
 
+def configured_bucket(session: Any) -> str | None:
+    """The SDK config's ``SageMaker.PythonSDK.Modules.Session.DefaultS3Bucket``, as the SDK's
+    ``Session`` resolved it (None: not set)."""
+    name = getattr(session, "_default_bucket_name_override", None)
+    return name if isinstance(name, str) and name else None
+
+
 def configured_role(session: Any) -> Any:
     """The execution role the SageMaker SDK config sets (TrainingJob.RoleArn), if any."""
     return _config_value(session, "TRAINING_JOB_ROLE_ARN_PATH")
@@ -482,7 +489,10 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
         captured: dict[str, Any] | None = None
 
         def default_bucket(self) -> str:
-            return bucket or PLACEHOLDER_BUCKET
+            # Never the SDK's own: it asks S3 whether the bucket exists, or creates it. The
+            # SDK config's DefaultS3Bucket (read by Session.__init__) is used as it is; its
+            # DefaultS3ObjectKeyPrefix is applied by the SDK's estimator code.
+            return bucket or configured_bucket(self) or PLACEHOLDER_BUCKET
 
         def _intercept_create_request(
             self, request: dict[Any, Any], create: Any, func_name: str | None = None

@@ -26,7 +26,7 @@ from safe_estimators._build.shared import (
     _botocore_session,
     _offline_send,
 )
-from safe_estimators._distributions.instance_groups import describe, total_instances
+from safe_estimators._distributions.instance_groups.spec import describe, total_instances
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob

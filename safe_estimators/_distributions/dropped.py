@@ -26,15 +26,16 @@ AWS documents SMDDP with the Hugging Face estimator as ``smdistributed.dataparal
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from safe_estimators._distributions import is_enabled, torchrun
+from safe_estimators._distributions.selection import huggingface_launcher
 from safe_estimators._distributions.smddp import p5_class
 from safe_estimators._problems import Problem
 from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
-    from safe_estimators._rules.context import Context
+    from safe_estimators._context import Context
 
 # The only hyperparameters each Hugging Face launcher branch sends, besides the instance type.
 _SENT_FLAG = {
@@ -42,15 +43,6 @@ _SENT_FLAG = {
     "pytorchddp": "sagemaker_pytorch_ddp_enabled",
 }
 _RUNS = {"torch_distributed": "plain torchrun", "pytorchddp": "plain PyTorch DDP over mpirun"}
-
-
-def huggingface_launcher(distribution: Mapping[str, Any]) -> str | None:
-    """The launcher whose branch the Hugging Face estimator takes, sending nothing else."""
-    if is_enabled(distribution.get("pytorchddp")):
-        return "pytorchddp"
-    if "pytorchddp" not in distribution and torchrun.enabled(distribution):
-        return "torch_distributed"
-    return None
 
 
 @only_for(ESTIMATOR)

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._distributions.dropped import dropped_launchers
-from safe_estimators._distributions.instance_groups import instance_groups_rules
+from safe_estimators._distributions.instance_groups.rules import instance_groups_rules
 from safe_estimators._distributions.mpi import mpi_rules, resolve_mpi
 from safe_estimators._distributions.smddp import dataparallel_shape, resolve_smddp, smddp_rules
 from safe_estimators._distributions.torchrun import torchrun_rules, trainium_only_torchrun
 from safe_estimators._resolved import Injection
 
 if TYPE_CHECKING:
-    from safe_estimators._rules.context import Context, Rule
+    from safe_estimators._context import Context, Rule
 
 LAUNCHER_RULES: tuple[Rule, ...] = (
     instance_groups_rules,

@@ -17,14 +17,14 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._distributions import is_enabled, torchrun
-from safe_estimators._distributions.dropped import huggingface_launcher
-from safe_estimators._distributions.instance_groups import group_note
+from safe_estimators._distributions.instance_groups.spec import group_note
+from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._resolved import Injection
 from safe_estimators._targets import ESTIMATOR
 
 if TYPE_CHECKING:
-    from safe_estimators._rules.context import Context
+    from safe_estimators._context import Context
 
 PATH = "distribution.mpi.processes_per_host"
 
@@ -36,15 +36,7 @@ def enabled(distribution: Mapping[str, Any]) -> bool:
 
 def injects_processes(ctx: Context) -> bool:
     """The process count is derived from the GPU count (MPI on, no count given, GPUs known)."""
-    block = ctx.distribution.get("mpi")
-    return (
-        enabled(ctx.distribution)
-        and isinstance(block, Mapping)
-        and block.get("processes_per_host") is None
-        and not torchrun.enabled(ctx.distribution)
-        and not (ctx.spec.estimator == "huggingface" and huggingface_launcher(ctx.distribution))
-        and bool(ctx.gpus_per_instance)
-    )
+    return mpi_processes_derived(ctx.distribution, ctx.spec.estimator, ctx.gpus_per_instance)
 
 
 def mpi_rules(ctx: Context) -> Iterator[Problem]:

@@ -36,7 +36,7 @@ from safe_estimators._resolved import Injection
 from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
-    from safe_estimators._rules.context import Context
+    from safe_estimators._context import Context
 
 # AWS's current list of instance types for SMDDP (SMDDPSUP, "Supported instance types").
 AWS_SUPPORTED_TYPES: tuple[str, ...] = ("ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge")

@@ -33,7 +33,7 @@ from safe_estimators._problems import Problem, warning
 from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
-    from safe_estimators._rules.context import Context
+    from safe_estimators._context import Context
 
 PATH = "distribution.torch_distributed"
 

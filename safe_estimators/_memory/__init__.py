@@ -69,7 +69,16 @@ def job_of(ctx: Any) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
         model_parallel=spec.model_parallel if ctx.model_parallel is None else ctx.model_parallel,
         library=ctx.model_parallel_library,
         spread_by_script=_spreads(ctx),
+        script=_script_facts(ctx),
     )
+
+
+def _script_facts(ctx: Any) -> Any:
+    # What the script does counts only where it decides: a data-parallel launcher (the SMP
+    # options say their own layout) or no launcher at all (precision, checkpointing).
+    if ctx.model_parallel is not None:
+        return None
+    return ctx.script_memory
 
 
 def _spreads(ctx: Any) -> bool:

@@ -250,11 +250,18 @@ def estimate(
             "activations not estimated: give layers, hidden_size, attention_heads, "
             "sequence_length and micro_batch_size (or config)"
         )
+    # Offloaded states live in CPU memory (DeepSpeed offload_optimizer/offload_param, FSDP
+    # CPUOffload): nothing of them stays on the accelerator but the layer being computed.
+    on_gpu = 0 if layout.offload == "parameters" else 1
+    on_gpu_optimizer = 0 if layout.offload else 1
     return MemoryEstimate(
-        weights=math.ceil(weights / layout.shard),
-        gradients=math.ceil(trainable * per_param.gradients / layout.shard),
+        weights=math.ceil(on_gpu * weights / layout.shard),
+        gradients=math.ceil(
+            on_gpu * trainable * per_param.gradients / layout.shard / layout.gradient_shard
+        ),
         optimizer_states=math.ceil(
-            trainable * per_param.optimizer / layout.shard / layout.optimizer_shard
+            on_gpu_optimizer * trainable * per_param.optimizer / layout.shard
+            / layout.optimizer_shard
         ),
         activations=activations(shape, layout) if estimated else 0,
         overhead=math.ceil(overhead),

@@ -191,12 +191,17 @@ def complete_shape(
     *,
     mixed_precision: str | None = None,
     microbatches: int | None = None,
+    script: Any = None,
 ) -> tuple[CompleteShape, list[Problem]]:
     """Fill in ``shape`` from its config file and the hyperparameters.
 
     ``mixed_precision`` is what the launcher's options say (SMP v1 ``fp16``/``bf16``), used when
     neither the shape nor the hyperparameters name a precision. ``microbatches``: the SMP v1
     pipeline splits each process's batch (the hyperparameter) into that many micro-batches.
+    ``script``: what the training script does (``_script_checks.ScriptMemoryFacts``): its
+    precision, activation checkpointing and quantized loading count where the shape says
+    nothing, before the hyperparameters' names; where the shape says otherwise, the shape wins
+    (it is what the user stated) and a note says so.
     """
     problems: list[Problem] = []
     notes: list[str] = []
@@ -224,7 +229,7 @@ def complete_shape(
         batch = -(-hit[1] // (microbatches or 1))
         split = f" / {microbatches} microbatches" if microbatches and microbatches > 1 else ""
         notes.append(f"micro_batch_size {batch} from hyperparameters.{hit[0]}{split}")
-    precision = shape.precision
+    precision = _scripted(shape, "precision", script, notes)
     if precision is None:
         for name in ("bf16", "fp16"):
             if _truthy(hyperparameters.get(name)):
@@ -237,7 +242,7 @@ def complete_shape(
     if precision is None:
         precision = "fp32"
         notes.append("precision fp32 (no bf16/fp16 given)")
-    checkpointing = shape.activation_checkpointing
+    checkpointing = _scripted(shape, "activation_checkpointing", script, notes)
     if checkpointing is None:
         for name in CHECKPOINTING_HYPERPARAMETERS:
             flag = _truthy(hyperparameters.get(name))
@@ -249,7 +254,7 @@ def complete_shape(
     complete = CompleteShape(
         parameters=shape.parameters,
         trainable_parameters=shape.trainable_parameters,
-        quantization=shape.quantization,
+        quantization=_scripted(shape, "quantization", script, notes),
         sequence_length=sequence,
         micro_batch_size=batch,
         precision=precision,
@@ -271,6 +276,31 @@ def complete_shape(
                 notes=(*complete.notes, f"parameters {counted:,} counted from the architecture"),
             )
     return complete, problems
+
+
+# ModelShape field -> the script fact that says it (``ScriptMemoryFacts``).
+_SCRIPT_FACTS = {
+    "precision": "precision",
+    "activation_checkpointing": "checkpointing",
+    "quantization": "quantization",
+}
+
+
+def _scripted(shape: ModelShape, field: str, script: Any, notes: list[str]) -> Any:
+    """The shape's ``field``, else what the script says (noted with its line)."""
+    given = getattr(shape, field)
+    fact = getattr(script, _SCRIPT_FACTS[field], None) if script is not None else None
+    if fact is None:
+        return given
+    if given is None:
+        notes.append(f"{field} {fact.value} from the script ({fact})")
+        return fact.value
+    if given != fact.value:
+        notes.append(
+            f"model.{field} {given} wins over the script's {fact.value} ({fact}): the model "
+            "section is what was stated"
+        )
+    return given
 
 
 def architecture_parameters(shape: CompleteShape) -> int | None:

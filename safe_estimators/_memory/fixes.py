@@ -17,6 +17,7 @@ import instance_catalog
 from safe_estimators._memory.accounting import MIB, MemoryEstimate, estimate, gb
 from safe_estimators._memory.complete import CompleteShape
 from safe_estimators._memory.layout import MemoryLayout
+from safe_estimators._memory.neuron import per_core
 
 # How far the instance-count search looks (the largest SageMaker training clusters AWS
 # documents run 32-64 ml.p4d instances: the SMP v2 best-practices table, launcher-facts 1.6).
@@ -89,7 +90,7 @@ def _shard(job: Job) -> Iterator[tuple[str, Job]]:
         return  # SMP v1 sharded data parallelism needs tensor and pipeline degree 1
     ranks = layout.world_size // (layout.tensor * layout.pipeline)
     for degree in range(layout.shard + 1, ranks + 1):
-        changed = attrs.evolve(layout, shard=degree, optimizer_shard=1)
+        changed = attrs.evolve(layout, shard=degree, optimizer_shard=1, gradient_shard=1)
         if valid(changed):
             yield _shard_names(layout, degree), attrs.evolve(job, layout=changed)
 
@@ -161,6 +162,9 @@ def relaid(layout: MemoryLayout, gpus: int, count: int) -> MemoryLayout:
         optimizer_shard=world // (layout.tensor * layout.pipeline)
         if layout.optimizer_shard > 1
         else 1,
+        gradient_shard=world // (layout.tensor * layout.pipeline)
+        if layout.gradient_shard > 1
+        else 1,
     )
 
 
@@ -186,7 +190,7 @@ def _bigger_accelerator(job: Job) -> Iterator[tuple[str, Job]]:
     candidates = sorted(
         (
             t
-            for t in instance_catalog.instance_types()
+            for t in map(per_core, instance_catalog.instance_types())
             if t.accelerator_kind == job.instance.accelerator_kind
             and (allowed is None or t.name in allowed)
             and (t.accelerator_memory_mib or 0) > current
@@ -219,7 +223,9 @@ def _more_instances(job: Job) -> Iterator[tuple[str, Job]]:
     for count in range(job.instance_count + 1, MAX_INSTANCE_COUNT + 1):
         world = gpus * count
         ranks = world // (layout.tensor * layout.pipeline)
-        changed = attrs.evolve(layout, world_size=world, shard=ranks, optimizer_shard=1)
+        changed = attrs.evolve(
+            layout, world_size=world, shard=ranks, optimizer_shard=1, gradient_shard=1
+        )
         if valid(changed):
             change = (
                 f"use instance_count={count} ({world} GPUs) and "

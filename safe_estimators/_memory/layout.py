@@ -26,7 +26,13 @@ class MemoryLayout:
     ``offload_horizon``: checkpointed activations go to CPU memory, with at most this many
     layers' worth on the GPU at once.
     ``script_may_shard``: the launcher leaves sharding to the script (torchrun with FSDP or
-    DeepSpeed), so an estimate that only sharding would fix is a warning, not an error.
+    DeepSpeed) and the script cannot be read or decides at run time (``script_unknown`` says
+    why, when it was read), so an estimate that only sharding would fix is a warning, not an
+    error. ``gradient_shard`` divides the gradients besides ``optimizer_shard`` (ZeRO-2, FSDP
+    SHARD_GRAD_OP); ``offload``: ``"optimizer"`` states, or ``"parameters"`` with their gradients
+    and optimizer states, in CPU memory; ``from_script``: the script facts used, with their lines;
+    ``over_counted``: what the script does that the estimate counts high (a verdict that rests
+    on it is a warning).
     """
 
     world_size: int = 1
@@ -42,6 +48,11 @@ class MemoryLayout:
     launcher: Launcher = "data-parallel"
     script_may_shard: bool = False
     notes: tuple[str, ...] = ()
+    gradient_shard: int = 1
+    offload: str | None = None
+    from_script: tuple[str, ...] = ()
+    script_unknown: tuple[str, ...] = ()
+    over_counted: tuple[str, ...] = ()
 
     @property
     def data_parallel(self) -> int:
@@ -57,8 +68,16 @@ class MemoryLayout:
             if degree > 1:
                 parts.append(f"{name} {degree}")
         if self.optimizer_shard > 1:
-            parts.append(f"optimizer states sharded {self.optimizer_shard}")
-        return ", ".join(parts)
+            what = "gradients and optimizer states" if self.gradient_shard > 1 else (
+                "optimizer states"
+            )
+            parts.append(f"{what} sharded {self.optimizer_shard}")
+        if self.offload:
+            parts.append(f"{self.offload} offloaded to CPU")
+        text = ", ".join(parts)
+        if self.from_script:
+            text += f" (from the script: {'; '.join(self.from_script)})"
+        return text
 
 
 def _degree(value: object) -> int | None:
@@ -105,12 +124,15 @@ def memory_layout(
     model_parallel: Any = None,
     library: int | None = None,
     spread_by_script: bool = False,
+    script: Any = None,
 ) -> MemoryLayout:
     """The layout of a job from its launcher options (the typed model-parallel options, if
     any, and the library generation they run as, when the rules know it).
 
     ``spread_by_script``: the script's one process spreads the model over its instance's GPUs
-    (``device_map="auto"``), which counts only for a job without a launcher.
+    (``device_map="auto"``), which counts only for a job without a launcher. ``script``: what
+    the script does (``_script_checks.ScriptMemoryFacts``), which decides the sharding under a
+    data-parallel launcher; None when it cannot be read.
     """
     gpus = max(1, gpus_per_instance)
     v2 = smp_v2_parameters(distribution, model_parallel, library)
@@ -130,13 +152,40 @@ def memory_layout(
             launcher="one process over the GPUs (device_map)",
             notes=("the layers are counted as split evenly over the GPUs by device_map",),
         )
-    return MemoryLayout(
+    plain = MemoryLayout(
         world_size=gpus * instance_count,
         gpus_per_instance=gpus,
         launcher="data-parallel",
         # A distributed launcher runs whatever the script does: FSDP or DeepSpeed ZeRO shard
-        # without the launcher knowing.
+        # without the launcher knowing, unless the script says.
         script_may_shard=launched,
+    )
+    if not launched or script is None:
+        return plain
+    if script.undecided:
+        return attrs.evolve(plain, script_unknown=tuple(script.undecided))
+    return _scripted(plain, script)
+
+
+def _scripted(plain: MemoryLayout, script: Any) -> MemoryLayout:
+    """The data-parallel layout as the script's sharding and offload divide it."""
+    used: list[str] = []
+    changes: dict[str, Any] = {"script_may_shard": False}
+    sharding = script.sharding
+    if sharding is not None:
+        what, over = sharding.value
+        degree = plain.gpus_per_instance if over == "instance" else plain.world_size
+        if what == "all":
+            changes["shard"] = degree
+        elif what in ("gradients", "optimizer"):
+            changes["optimizer_shard"] = degree
+            changes["gradient_shard"] = degree if what == "gradients" else 1
+        used.append(str(sharding))
+    if script.offload is not None:
+        changes["offload"] = script.offload.value
+        used.append(str(script.offload))
+    return attrs.evolve(
+        plain, from_script=tuple(used), over_counted=tuple(script.over_counted), **changes
     )
 
 

@@ -21,6 +21,7 @@ from safe_estimators._memory.complete import CompleteShape, complete_shape
 from safe_estimators._memory.facts import WARNING_FRACTION
 from safe_estimators._memory.fixes import Job, fixes, valid
 from safe_estimators._memory.layout import memory_layout
+from safe_estimators._memory.neuron import per_core
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._problems import Problem, warning
 
@@ -36,14 +37,16 @@ def mixed_precision(model_parallel: Any) -> str | None:
 
 
 def shape_of_job(
-    shape: ModelShape, hyperparameters: Mapping[str, Any], model_parallel: Any
+    shape: ModelShape, hyperparameters: Mapping[str, Any], model_parallel: Any, script: Any = None
 ) -> tuple[CompleteShape, list[Problem]]:
-    """The shape completed with what the job's hyperparameters and launcher options say."""
+    """The shape completed with what the job's hyperparameters, launcher options and script
+    (``_script_checks.ScriptMemoryFacts``, or None) say."""
     return complete_shape(
         shape,
         hyperparameters,
         mixed_precision=mixed_precision(model_parallel),
         microbatches=getattr(model_parallel, "microbatches", None),
+        script=script,
     )
 
 
@@ -57,12 +60,13 @@ def job_estimate(
     model_parallel: Any,
     library: int | None = None,
     spread_by_script: bool = False,
+    script: Any = None,
 ) -> tuple[Job | None, MemoryEstimate | None, list[Problem]]:
     """The estimate of one job (None without ``model``), and problems reading its shape
-    (``spread_by_script``: see ``memory_layout``)."""
+    (``spread_by_script`` and ``script``: see ``memory_layout``)."""
     if shape is None:
         return None, None, []
-    complete, problems = shape_of_job(shape, hyperparameters, model_parallel)
+    complete, problems = shape_of_job(shape, hyperparameters, model_parallel, script)
     if complete.parameters is None:
         problems.append(
             warning(
@@ -73,6 +77,8 @@ def job_estimate(
             )
         )
         return None, None, problems
+    if instance is not None:
+        instance = per_core(instance)  # Trainium: one process per NeuronCore
     gpus = instance.accelerator_count if instance is not None else 1
     layout = memory_layout(
         gpus_per_instance=gpus,
@@ -81,11 +87,10 @@ def job_estimate(
         model_parallel=model_parallel,
         library=library,
         spread_by_script=spread_by_script,
+        script=script,
     )
-    gpu = instance is not None and instance.accelerator_kind == "gpu"
-    if instance is None or not gpu or not instance.accelerator_memory_mib:
-        # CPU, local mode, or Neuron: Neuron processes run per NeuronCore and the compiler
-        # plans their memory, which this GPU accounting does not model.
+    if instance is None or instance.accelerator_kind is None or not instance.accelerator_memory_mib:
+        # CPU, local mode, or an accelerator whose memory no source gives.
         return None, estimate(complete, layout), problems
     job = Job(complete, layout, instance, instance_count)
     return job, job.estimate(), problems
@@ -124,10 +129,19 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
             "QLoRA does): model.quantization does not say."
         )
         return [warning(PATH, message + unless, hint)]
+    if job.layout.over_counted:
+        unless = f", unless the estimate counts high: {'; '.join(job.layout.over_counted)}."
+        return [warning(PATH, message + unless, hint)]
     if job.layout.script_may_shard and _fits_if_script_shards(job):
+        why = job.layout.script_unknown
+        said = (
+            f"the launcher does not say, and the script cannot tell: {'; '.join(why)}"
+            if why
+            else "the launcher does not say and the script could not be read"
+        )
         unless = (
             ", unless the training script shards the model states itself (FSDP FULL_SHARD, "
-            "DeepSpeed ZeRO-3): the launcher does not say."
+            f"DeepSpeed ZeRO-3): {said}."
         )
         return [warning(PATH, message + unless, hint)]
     return [Problem(PATH, message + ".", hint)]

@@ -3,12 +3,14 @@
 Every rule runs; their problems are gathered into one ConfigError. No rule raises for a user
 mistake and none imports ``sagemaker``. A new check is one function in the module of its
 concern in this folder (``instance``, ``compiler``, ``distribution``, ``safety``), listed in
-``RULES`` below; ``context`` holds what every rule reads. Rules that belong to one distribution
-strategy (model parallelism, a launcher) live with that strategy in ``_distributions/``.
+``RULES`` below; every rule reads the job's ``Context`` (``safe_estimators._context``). Rules
+that belong to one distribution strategy (model parallelism, a launcher) live with that
+strategy in ``_distributions/``.
 """
 
 from __future__ import annotations
 
+from safe_estimators._context import Context, Rule
 from safe_estimators._problems import Problem
 from safe_estimators._rules.compiler import (
     compiler_debugging_tools,
@@ -19,7 +21,6 @@ from safe_estimators._rules.compiler import (
     compiler_multi_gpu,
     compiler_profiling_asked,
 )
-from safe_estimators._rules.context import LOCAL_TYPES, Context, Rule
 from safe_estimators._rules.distribution import (
     distribution_needs_gpus,
     distribution_shape,
@@ -32,11 +33,17 @@ from safe_estimators._rules.instance import (
     instance_type_known,
     pipeline_parameter_instance_type,
 )
+from safe_estimators._rules.platform import (
+    container_runs_on_gpu,
+    host_architecture,
+    sdk_instance_deprecation,
+)
 from safe_estimators._rules.request import (
     option_types,
     request_members,
     vpc_pair,
 )
+from safe_estimators._rules.resources import instance_storage, warm_pool
 from safe_estimators._rules.safety import (
     api_limits,
     no_secrets,
@@ -47,7 +54,7 @@ from safe_estimators._rules.source import source_code_exists
 from safe_estimators._rules.targets import model_trainer_counterparts
 from safe_estimators._targets import applies
 
-__all__ = ["LOCAL_TYPES", "RULES", "Context", "Rule", "run_rules"]
+__all__ = ["RULES", "run_rules"]
 
 RULES: tuple[Rule, ...] = (
     source_code_exists,
@@ -73,6 +80,11 @@ RULES: tuple[Rule, ...] = (
     option_types,
     vpc_pair,
     source_dir_contents,
+    sdk_instance_deprecation,
+    host_architecture,
+    container_runs_on_gpu,
+    warm_pool,
+    instance_storage,
     model_trainer_counterparts,
 )
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._context import Context
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.launchers import LAUNCHER_RULES
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, did_you_mean, join_path, warning
-from safe_estimators._rules.context import Context
 from safe_estimators._rules.instance import pipeline_parameter_instance_type
 
 
@@ -147,6 +147,11 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
         return
     idle = total - ctx.instance_count
     spread = ctx.script_device_use if idle else None
+    if spread == "trainer":
+        if noun == "GPU":  # n_gpu counts CUDA devices: on NeuronCores the others idle
+            yield _trainer_data_parallel(ctx, per_instance, noun)
+            return
+        spread = None
     if spread is not None:
         # One process uses every GPU of its instance (the model spread by device_map,
         # DataParallel, or workers it spawns itself): nothing idles, and a launcher would start
@@ -176,6 +181,28 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
         f"is not set, but the job has {count(total, noun)} ({ctx.instance_count} x "
         f"{ctx.instance_name}, {count(per_instance, noun)} each): SageMaker starts one training "
         f"process per instance, so {effect}.",
+        _launcher_hint(ctx, noun),
+    )
+
+
+def _trainer_data_parallel(ctx: Context, per_instance: int, noun: str) -> Problem:
+    """The Hugging Face Trainer in one process per instance: it wraps the model in
+    torch.nn.DataParallel over the instance's GPUs (transformers: TrainingArguments sets n_gpu to
+    the device count outside distributed mode, and Trainer._wrap_model wraps when n_gpu > 1)."""
+    copies = (
+        f"; and the {ctx.instance_count} instances train independent copies"
+        if ctx.instance_count > 1
+        else ""
+    )
+    return warning(
+        "distribution",
+        f"is not set, but the job has {count(per_instance * ctx.instance_count, noun)} "
+        f"({ctx.instance_count} x {ctx.instance_name}, {count(per_instance, noun)} each) and "
+        "the script trains with the Hugging Face Trainer in one process per instance: it wraps "
+        "the model in torch.nn.DataParallel over the instance's GPUs, which uses them all but "
+        "replicates the model from GPU 0 on every step and gathers the outputs there, so GPU 0 "
+        "carries the most memory and the step runs slower than with one process per GPU "
+        f"(DDP, or FSDP to shard the model states){copies}.",
         _launcher_hint(ctx, noun),
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import instance_catalog
+from safe_estimators._context import Context
 from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
 from safe_estimators._facts.versions import (
@@ -15,7 +16,6 @@ from safe_estimators._facts.versions import (
     parse_version,
 )
 from safe_estimators._problems import Problem, count, did_you_mean, warning
-from safe_estimators._rules.context import Context
 
 
 def instance_type_known(ctx: Context) -> Iterator[Problem]:

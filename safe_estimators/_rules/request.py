@@ -12,10 +12,10 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._context import Context
 from safe_estimators._facts.limits import member_shape, shape_problems
 from safe_estimators._problems import Problem, join_path, warning
 from safe_estimators._rules.compiler import sdk_class_names
-from safe_estimators._rules.context import Context
 from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable
 
 # The SDK's timestamp suffix (sagemaker.utils.sagemaker_timestamp): "-YYYY-mm-dd-HH-MM-SS-mmm".

@@ -12,12 +12,12 @@ from safe_estimators._bounds import (
     project_folder,
     quote,
 )
+from safe_estimators._context import Context
 from safe_estimators._facts import tables
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._facts.reserved import sdk_hyperparameters
 from safe_estimators._problems import Problem, join_path, warning
-from safe_estimators._rules.context import Context
-from safe_estimators._rules.secrets import find_secrets
+from safe_estimators._secrets import secrets_in
 from safe_estimators._spec import value_of
 
 
@@ -49,19 +49,6 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
             "interruption restarts training from scratch.",
             "set checkpoint_s3_uri='s3://<bucket>/<prefix>/checkpoints' and save checkpoints "
             "to /opt/ml/checkpoints in the script.",
-        )
-
-
-def secrets_in(name: str, values: object) -> Iterator[Problem]:
-    """A problem for every suspected secret under ``values`` (nested values included); the
-    message shows only the value's first characters and length."""
-    for path, kind, shown in find_secrets(name, values):
-        yield Problem(
-            path,
-            f"looks like {kind}: {shown}. {name} are shown in plain text by DescribeTrainingJob, "
-            "the console and CloudTrail.",
-            "store it in AWS Secrets Manager and pass the secret's name or ARN instead; "
-            "read it in the script with boto3.",
         )
 
 

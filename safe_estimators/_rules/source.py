@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from safe_estimators._context import Context
 from safe_estimators._problems import Problem
-from safe_estimators._rules.context import Context
 from safe_estimators._spec import is_pipeline_variable
 
 

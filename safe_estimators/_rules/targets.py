@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from safe_estimators._context import Context
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._facts import tables
 from safe_estimators._facts.model_trainer import (
@@ -19,7 +20,6 @@ from safe_estimators._facts.model_trainer import (
 )
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._problems import Problem, join_path
-from safe_estimators._rules.context import Context
 from safe_estimators._targets import MODEL_TRAINER, only_for
 
 _USE_ESTIMATOR = "or build the job as the estimator (target: estimator, with sagemaker 2.x)"

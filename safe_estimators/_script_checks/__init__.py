@@ -23,6 +23,7 @@ Where things are, so that a new check is one small function in the file named af
 - ``program``: ``_Program`` groups the entry point with its local modules and answers
   program-wide questions (is it built on the Hugging Face Trainer? does it import torch_xla?).
 - ``files``: reading files and finding the local modules an import names.
+- ``libraries``: the libraries each absence rule knows (the severity policy below).
 - ``rules/``: the rules, one module per family, each rule a generator over the program and the
   context: ``rules.xla`` (xla_spawn jobs), ``rules.environ`` (``os.environ``, GPU_NUM_DEVICES),
   ``rules.padding``, ``rules.amp`` (GradScaler order), ``rules.smp`` (model parallelism fp16),
@@ -33,13 +34,32 @@ Where things are, so that a new check is one small function in the file named af
 
 The rules are heuristics over names. They prefer silence to crying wolf: each one says which
 patterns it accepts, and an expression it cannot read (``padding=args.padding``) is not a finding.
+
+The severity policy, which every rule follows:
+
+- Positive evidence (a call that is wrong in itself: ``os.environ["GPU_NUM_DEVICES"] = 4``,
+  ``init_process_group("nccl")`` on Trainium, ``tsm.init()`` before the smddp group) may be an
+  error: the job fails or trains wrongly whatever else the program does.
+- A finding that rests on an absence ("never initialises the process group", "never calls
+  ``smp.init()``", "never imports ``torch_smddp``", "no ``_mp_fn``") is an error only when the
+  whole program is visible to that rule: every module it imports is the standard library, a
+  library the rule knows (its table in ``libraries``, each entry with the source that shows what
+  the library does), or a local module the checks read. Otherwise it is a warning that names what
+  could not be seen (``megatron``, an unknown framework, the local modules the read budget left
+  unread): a framework we have not heard of may do the missing thing itself. A local package that
+  shadows an installed one (a ``megatron/`` folder in source_dir) is read like any local module,
+  within the read budget.
+- Frameworks verified to set up the process group themselves (Megatron's ``pretrain`` and
+  ``initialize_megatron``, NeMo, Composer, Ray Train, Accelerate, DeepSpeed, Lightning, ...)
+  are in ``libraries.PROCESS_GROUP_INITIALISERS``, each with its source line; a script that
+  calls one has no finding at all.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -50,11 +70,13 @@ from safe_estimators._script_checks.files import (
     _helper_name,
     _load,
     _local_imports,
+    _local_top,
     _real,
     _search_roots,
     _too_large,
 )
 from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.memory_facts import ScriptMemoryFacts, memory_facts
 from safe_estimators._script_checks.program import _LAUNCHER_OPTIONS, _Program
 from safe_estimators._script_checks.rules.amp import (
     _rule_amp_clip_before_unscale,
@@ -71,6 +93,7 @@ from safe_estimators._script_checks.rules.launch import (
 )
 from safe_estimators._script_checks.rules.outputs import (
     _rule_model_outside_model_dir,
+    _rule_spot_trainer_resume,
     _rule_spot_without_checkpoints,
 )
 from safe_estimators._script_checks.rules.padding import _rule_dynamic_padding
@@ -109,9 +132,11 @@ from safe_estimators._script_checks.rules.xla import (
     _rule_mark_step,
     _rule_mp_fn,
 )
-from safe_estimators._script_checks.summary import _parse
+from safe_estimators._script_checks.summary import _Module, _parse
 
-__all__ = ["Finding", "ScriptContext", "check_script", "check_source", "device_use"]
+__all__ = [
+    "Finding", "ScriptContext", "check_script", "check_source", "device_use", "script_memory_facts",
+]
 
 def check_script(
     entry_point: str | os.PathLike[str],
@@ -189,6 +214,29 @@ def device_use(
         return _device_use(path, given, base)
 
 
+def script_memory_facts(
+    entry_point: str | os.PathLike[str],
+    hyperparameters: Mapping[str, object],
+    *,
+    source_dir: str | os.PathLike[str] | None = None,
+) -> ScriptMemoryFacts | None:
+    """What the script does that the memory estimate counts (``memory_facts``: sharding,
+    offload, checkpointing, precision, quantized loading, each with its line), run with
+    ``hyperparameters``; None when the entry point is not a readable Python file. Never
+    raises."""
+    path, given, base = _located(entry_point, source_dir)
+    if path.suffix != ".py":
+        return None
+    with _gc_paused():
+        program, _ = _load_program(path, _display_name(path, base, given), given, base)
+        if program is None:
+            return None
+        try:
+            return memory_facts(program, hyperparameters, base)
+        except Exception:  # a bug in one reading must not block the job: today's caveat
+            return None
+
+
 def _located(
     entry_point: str | os.PathLike[str], source_dir: str | os.PathLike[str] | None
 ) -> tuple[Path, Path, Path | None]:
@@ -231,22 +279,44 @@ def _load_program(
     name_roots.append((_real(path).parent, given.parent))
     seen = {_real(path)}
     queue = [loaded]
-    while queue and not budget.exhausted:
+    unread: list[str] = []
+    while queue:
         module = queue.pop(0)
         for candidate in _local_imports(module, roots):
             real = _real(candidate)
-            if real in seen or budget.exhausted:
+            if real in seen:
                 continue
             seen.add(real)
             # Named where it was found: a link is not followed to name its target.
             name = _helper_name(_real(candidate.parent) / candidate.name, name_roots)
+            if budget.exhausted:
+                unread.append(name)
+                continue
             helper = _load(candidate, name, required=False, roots=roots, budget=budget)
             if isinstance(helper, Finding):
                 findings.append(helper)
+                unread.append(name)
                 continue
             modules.append(helper)
             queue.append(helper)
-    return _Program(modules), findings
+    program = _Program(modules, local_tops=_local_tops(modules, roots), unread=tuple(unread))
+    return program, findings
+
+
+def _local_tops(modules: list[_Module], roots: list[Path]) -> frozenset[str]:
+    """The top-level names the program imports that Python finds in the search roots (a
+    module, a package, or a namespace package's folder)."""
+    tops = {name.partition(".")[0] for m in modules for name, _, lvl in m.raw_imports if not lvl}
+    # A folder without __init__.py is a namespace package only where it holds a module the
+    # program imports (a run's log folder named like a library shadows nothing).
+    read = [_real(m.path) for m in modules if m.path is not None]
+    return frozenset(
+        top for top in tops if top and any(
+            (r / f"{top}.py").is_file() or (r / top / "__init__.py").is_file()
+            or (_local_top(r, top) and any((r / top) in path.parents for path in read))
+            for r in roots
+        )
+    )
 
 
 # Every rule runs on every check; each gates itself on the job configuration first.
@@ -289,6 +359,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule_trainium_backend,
     _rule_model_outside_model_dir,
     _rule_spot_without_checkpoints,
+    _rule_spot_trainer_resume,
 )
 
 

@@ -137,11 +137,9 @@ def _local_imports(module: _Module, roots: list[Path]) -> Iterator[Path]:
         else:
             if not parts:
                 continue
-            # Like Python: the first root that has the top-level package or module.
-            bases = [
-                r for r in roots
-                if (r / f"{parts[0]}.py").is_file() or (r / parts[0] / "__init__.py").is_file()
-            ][:1]
+            # Like Python: the first root that has the top-level package or module, else a
+            # folder of that name (a namespace package, as a Megatron-LM checkout's megatron/).
+            bases = [r for r in roots if _local_top(r, parts[0])][:1]
         for base in bases:
             directory = base
             for part in parts:
@@ -150,6 +148,11 @@ def _local_imports(module: _Module, roots: list[Path]) -> Iterator[Path]:
             for sub in names:
                 if sub != "*":
                     yield from _module_files(directory, sub)
+
+
+def _local_top(root: Path, name: str) -> bool:
+    """``import name`` finds a module, a package or a namespace package's folder in ``root``."""
+    return (root / f"{name}.py").is_file() or (root / name).is_dir()
 
 
 def _module_files(directory: Path, name: str) -> Iterator[Path]:

@@ -44,6 +44,8 @@ class ScriptContext:
             unknown (the PyTorch estimator installs it from requirements.txt).
         accelerate_device_map_bypass: the environment sets ``ACCELERATE_BYPASS_DEVICE_MAP=true``,
             which turns off Accelerate's refusal of device_map models in distributed mode.
+        hyperparameters: the job's hyperparameters as (name, value) pairs, as the script's
+            options receive them (``--name value``), for following a value to its option.
     """
 
     training_compiler: bool = False
@@ -65,6 +67,7 @@ class ScriptContext:
     checkpoint_in_hyperparameters: bool = False
     transformers_version: str | None = None
     accelerate_device_map_bypass: bool = False
+    hyperparameters: tuple[tuple[str, str], ...] = ()
 
     @property
     def multi_process(self) -> bool | None:

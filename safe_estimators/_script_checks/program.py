@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 
+from safe_estimators._problems import Severity
+from safe_estimators._script_checks.findings import Finding
+from safe_estimators._script_checks.libraries import STANDARD_LIBRARY
 from safe_estimators._script_checks.summary import (
     _Call,
     _dotted,
@@ -68,9 +71,19 @@ _OPTIMIZER_TAILS = frozenset({"AdamW", "Adafactor", "FusedAdam", "FusedLAMB", "L
 
 
 class _Program:
-    def __init__(self, modules: list[_Module]) -> None:
+    def __init__(
+        self,
+        modules: list[_Module],
+        *,
+        local_tops: frozenset[str] = frozenset(),
+        unread: tuple[str, ...] = (),
+    ) -> None:
         self.entry = modules[0]
         self.modules = modules
+        # Top-level names of the imports that resolved to local files (read or not), and the
+        # local modules the checks could not read (the read budget, unreadable files).
+        self.local_tops = local_tops
+        self.unread = unread
         self._mark_cache: dict[tuple[int, int], tuple[tuple[int, int], set[int]]] = {}
 
     def calls(self) -> Iterator[tuple[_Module, _Call]]:
@@ -96,6 +109,58 @@ class _Program:
         )
 
     @cached_property
+    def libraries(self) -> frozenset[str]:
+        """Top-level names of what the program imports that is neither the standard library nor
+        one of its local modules: ``{"torch", "megatron"}``."""
+        names = set()
+        for module in self.modules:
+            for name, _, level in module.raw_imports:
+                top = name.partition(".")[0]
+                if not level and top and top not in STANDARD_LIBRARY:
+                    names.add(top)
+        return frozenset(names - self.local_tops - self.local_names)
+
+    def unseen(self, known: Mapping[str, str]) -> list[str]:
+        """What a rule that reports an absence cannot see into, given the libraries it
+        ``known``s (a table of ``libraries``): the other libraries the program imports, and the
+        local modules left unread. Empty: the whole program is visible to that rule."""
+        hidden = sorted(name for name in self.libraries if name not in known)
+        if self.unread:
+            shown = ", ".join(self.unread[:3]) + (", ..." if len(self.unread) > 3 else "")
+            hidden.append(f"{len(self.unread)} local module(s) not read ({shown})")
+        return hidden
+
+    def absence(self, known: Mapping[str, str], severity: Severity = "error") -> tuple[
+        Severity, str
+    ]:
+        """The severity of a finding that rests on something missing, and what to add to its
+        message: ``severity`` when the whole program is visible to the rule (``unseen`` is
+        empty), else a warning naming what the checks could not see."""
+        hidden = self.unseen(known)
+        if not hidden:
+            return severity, ""
+        return "warning", (
+            f" The checks cannot see into {', '.join(hidden)}, which may do it for the script: "
+            "a warning, not an error."
+        )
+
+    def absent(
+        self,
+        known: Mapping[str, str],
+        rule: str,
+        message: str,
+        hint: str,
+        *,
+        severity: Severity = "error",
+        file: str | None = None,
+        line: int = 0,
+    ) -> Finding:
+        """A finding that rests on something missing, judged by ``absence``; about the whole
+        entry point unless ``file`` and ``line`` say where."""
+        judged, unseen = self.absence(known, severity)
+        return Finding(file or self.entry.file, line, judged, rule, message + unseen, hint)
+
+    @cached_property
     def local_names(self) -> set[str]:
         """Module names of the program's local files (``helpers`` for helpers.py)."""
         names = set()
@@ -103,6 +168,21 @@ class _Program:
             stem = module.file.rpartition("/")[2].removesuffix(".py")
             names.add(stem if stem != "__init__" else module.file.rpartition("/")[0])
         return names
+
+    def used(self, name: str) -> bool:
+        """Some file names ``name`` beyond its import lines (a call, an assignment, a string or
+        a comment): a name imported and never used is not a use."""
+        for module in self.modules:
+            count = module.text.count(name)
+            if not count:
+                continue
+            imported = sum(
+                1 for dotted, names, _ in module.raw_imports
+                for part in (dotted, *names) if name in part
+            )
+            if count > imported:
+                return True
+        return False
 
     def mentions(self, text: str) -> bool:
         """Some file names ``text`` anywhere (code, string or comment): a reason to stay quiet."""
@@ -122,7 +202,10 @@ class _Program:
         """How one process of this program uses several GPUs: ``"device_map"`` (the model is
         spread over them), ``"data_parallel"`` (torch.nn.DataParallel replicates it),
         ``"spawn"`` (it starts a worker per device itself: xmp.spawn, torch.multiprocessing's
-        spawn, or a launcher such as torchrun that it runs), or None."""
+        spawn, or a launcher such as torchrun that it runs), ``"trainer"`` (the Hugging Face
+        Trainer wraps the model in DataParallel over every GPU it sees: transformers
+        ``Trainer._wrap_model`` when ``args.n_gpu > 1``, except 8-bit (recently also 4-bit)
+        loaded models), or None."""
         if self.spreading_device_maps:
             return "device_map"
         found = None
@@ -135,7 +218,29 @@ class _Program:
             self.mentions(option) for option in _LAUNCHER_OPTIONS
         ):
             return "spawn"
+        if found is None and self.hugging_face_trainer and not self.quantized_loading:
+            return "trainer"
         return found
+
+    @cached_property
+    def hugging_face_trainer(self) -> bool:
+        """A Transformers or TRL ``*Trainer`` (or a subclass) trains the model."""
+        names = [call.name for _, call in self.calls()]
+        names += [b for module in self.modules for _, bases in module.class_bases for b in bases]
+        return any(
+            name.partition(".")[0] in _ACCELERATE_TRAINER_PACKAGES and name.endswith("Trainer")
+            for name in names
+        )
+
+    @cached_property
+    def quantized_loading(self) -> bool:
+        """Some call loads weights in 8 or 4 bits (``load_in_8bit=True``, bitsandbytes): the
+        Trainer does not wrap such a model in DataParallel."""
+        return any(
+            _is_const(_keyword(call.node, flag), True)
+            for _, call in self.calls()
+            for flag in ("load_in_8bit", "load_in_4bit")
+        )
 
     @cached_property
     def spreading_device_maps(self) -> list[tuple[_Module, _Call]]:
@@ -151,14 +256,7 @@ class _Program:
     def accelerate_based(self) -> bool:
         """Hugging Face Accelerate prepares the model: ``accelerator.prepare`` in the script, or
         a Transformers or TRL ``*Trainer`` (the Trainer is built on Accelerate)."""
-        if self.accelerate_prepared:
-            return True
-        names = [call.name for _, call in self.calls()]
-        names += [b for module in self.modules for _, bases in module.class_bases for b in bases]
-        return any(
-            name.partition(".")[0] in _ACCELERATE_TRAINER_PACKAGES and name.endswith("Trainer")
-            for name in names
-        )
+        return self.accelerate_prepared or self.hugging_face_trainer
 
     @staticmethod
     def _spreading(module: _Module, value: ast.expr) -> bool:

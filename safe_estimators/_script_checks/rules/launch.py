@@ -14,22 +14,14 @@ from collections.abc import Callable, Iterator
 from packaging.version import InvalidVersion, Version
 
 from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.libraries import (
+    KNOWN_TO_PROCESS_GROUP_RULE,
+    PROCESS_GROUP_INITIALISERS,
+    TP_PLAN_KEYWORD,
+)
 from safe_estimators._script_checks.program import _Program
 from safe_estimators._script_checks.summary import _Call, _keyword, _Module, _short, _src
 
-# Calls that initialise the process group for the script (besides init_process_group itself):
-# (package prefix, call tail).
-_INITIALISERS = frozenset({
-    ("deepspeed", "init_distributed"),
-    ("deepspeed", "initialize"),
-    ("horovod", "init"),
-    ("smdistributed.modelparallel", "init"),
-    ("torch.sagemaker", "init"),
-    ("torch.distributed", "init_device_mesh"),
-    ("accelerate", "Accelerator"),
-    ("lightning", "Fabric"),
-    ("colossalai", "launch_from_torch"),
-})  # fmt: skip
 # A call to a function of the user's own whose body the checks cannot see (an installed helper
 # package): `init_distributed_mode(args)`, `setup_dist()`, `ddp_setup()`. Taken as initialising.
 _HELPER_INIT = re.compile(
@@ -38,8 +30,9 @@ _HELPER_INIT = re.compile(
 )
 # Names that shard the data without a DistributedSampler (HF datasets, webdataset, MosaicML
 # streaming, Lightning Fabric, torchdata), mentioned anywhere.
+# DistributedSampler counts when it is used, not when it is only imported.
 _SHARDING_NAMES = (
-    "DistributedSampler", "split_dataset_by_node", "split_by_node", "StreamingDataset",
+    "split_dataset_by_node", "split_by_node", "StreamingDataset",
     "setup_dataloaders", "ShardingFilter", "sharding_filter", ".shard(",
 )  # fmt: skip
 # files[rank::world_size]: the script shards by hand.
@@ -83,18 +76,25 @@ def _rule_no_process_group(program: _Program, context: ScriptContext) -> Iterato
     if program.imports("mpi4py") or program.runs_other_programs:
         return  # it communicates through MPI itself / the training is in another program
     for _, call in program.calls():
-        if any(call.name.startswith(p) and call.tail == t for p, t in _INITIALISERS):
+        if any(
+            call.name.startswith(p) and call.tail == t for p, t in PROCESS_GROUP_INITIALISERS
+        ):
             return
         if _HELPER_INIT.search(call.tail):
             return
+        if call.tail == "from_pretrained" and _keyword(call.node, TP_PLAN_KEYWORD) is not None:
+            return
+    severity, unseen = program.absence(
+        KNOWN_TO_PROCESS_GROUP_RULE, "error" if context.multi_process else "warning"
+    )
     yield Finding(
-        program.entry.file, 0, "error" if context.multi_process else "warning",
-        "no-process-group",
+        program.entry.file, 0, severity, "no-process-group",
         f"the job's launcher ({context.launcher}) starts {_processes(context)}, but the script "
         "never initialises the process group (no `torch.distributed.init_process_group`, and no "
-        "Hugging Face Trainer, accelerate, Lightning or DeepSpeed to do it): each process trains "
-        "its own copy of the model and their gradients are never combined, or the first "
-        "torch.distributed call fails.",
+        "framework known to do it: the Hugging Face Trainer, Accelerate, Lightning, DeepSpeed, "
+        "Megatron's pretrain, NeMo, Composer, Ray Train): each process trains its own copy of "
+        "the model and their gradients are never combined, or the first torch.distributed call "
+        f"fails.{unseen}",
         _TRAINIUM_INIT if _trainium(context) else _GPU_INIT,
     )
 
@@ -133,7 +133,9 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
             return  # no data parallelism left: every rank reads the same data
     if program.trainer_based or program.accelerate_prepared:
         return
-    if any(program.mentions(name) for name in _SHARDING_NAMES) or any(
+    if program.used("DistributedSampler") or any(
+        program.mentions(name) for name in _SHARDING_NAMES
+    ) or any(
         _RANK_SLICE.search(m.text) for m in program.modules
     ):
         return

@@ -20,6 +20,7 @@ from safe_estimators._script_checks.summary import (
     _short,
     _src,
 )
+from safe_estimators._script_checks.values import _Values
 
 _MODEL_DIR = "/opt/ml/model"
 # Spellings that reach the model folder, mentioned anywhere: then something may write there.
@@ -30,6 +31,13 @@ _SAVES = {
     "save_pretrained": (0, "save_directory"),
     "save_model": (0, "output_dir"),  # Trainer.save_model(output_dir)
     "dump": (1, "filename"),  # joblib.dump(value, filename)
+}
+# The folders SageMaker's training toolkit names in the environment (sagemaker-training-toolkit,
+# environment.py: SM_MODEL_DIR, SM_OUTPUT_DIR, SM_OUTPUT_DATA_DIR).
+SAGEMAKER_ENVIRONMENT = {
+    "SM_MODEL_DIR": "/opt/ml/model",
+    "SM_OUTPUT_DIR": "/opt/ml/output",
+    "SM_OUTPUT_DATA_DIR": "/opt/ml/output/data",
 }
 # Destinations that are not lost with the instance: SageMaker's own folders, S3.
 _KEPT_PREFIXES = ("/opt/ml/", "s3://")
@@ -53,28 +61,40 @@ def _is_save(call: _Call) -> bool:
 
 
 def _rule_model_outside_model_dir(program: _Program, context: ScriptContext) -> Iterator[Finding]:
-    if any(program.mentions(name) for name in _MODEL_DIR_NAMES):
-        return
+    """The model is saved where SageMaker uploads it: the destination is followed through
+    assignments, ``os.path.join``, f-strings, argparse defaults (or the hyperparameter of that
+    name) and SageMaker's SM_* variables; a mention of the model folder quiets the rule only
+    where some destination cannot be read."""
+    values = _Values(program, dict(context.hyperparameters), SAGEMAKER_ENVIRONMENT)
+    outside: list[tuple[_Module, _Call, str]] = []
+    unread = False
     for module, call in program.find(*_SAVES):
         if not _is_save(call):
             continue
         position, keyword = _SAVES[call.tail]
         if call.tail == "save_model" and "accelerator" in call.receiver.lower():
             position, keyword = 1, "save_directory"  # accelerator.save_model(model, directory)
-        path = _path_prefix(_keyword(call.node, keyword, position), module, call, 0)
-        if path is None or path.startswith(_KEPT_PREFIXES) or path.startswith(
-            context.checkpoint_dir
-        ):
+        node = _keyword(call.node, keyword, position)
+        path = values.of(module, call, node)
+        if not isinstance(path, str) or not path:
+            path = _path_prefix(node, module, call, 0)
+        if path is None:
+            unread = True
             continue
-        yield Finding(
-            module.file, call.line, "warning", "model-outside-model-dir",
-            f"`{_short(call)}` at line {call.line} writes the model to {path!r}, and nothing in "
-            f"the script writes to SM_MODEL_DIR ({_MODEL_DIR}): SageMaker uploads only that "
-            "folder, so the trained model is lost when the instance stops.",
-            "save to `os.environ[\"SM_MODEL_DIR\"]` (for example "
-            "`os.path.join(os.environ[\"SM_MODEL_DIR\"], \"model.pt\")`).",
-        )
+        if path.startswith(_KEPT_PREFIXES) or path.startswith(context.checkpoint_dir):
+            return  # the model reaches a folder that outlives the instance
+        outside.append((module, call, path))
+    if not outside or (unread and any(program.mentions(name) for name in _MODEL_DIR_NAMES)):
         return
+    module, call, path = outside[0]
+    yield Finding(
+        module.file, call.line, "warning", "model-outside-model-dir",
+        f"`{_short(call)}` at line {call.line} writes the model to {path!r}, and nothing in "
+        f"the script writes to SM_MODEL_DIR ({_MODEL_DIR}): SageMaker uploads only that "
+        "folder, so the trained model is lost when the instance stops.",
+        "save to `os.environ[\"SM_MODEL_DIR\"]` (for example "
+        "`os.path.join(os.environ[\"SM_MODEL_DIR\"], \"model.pt\")`).",
+    )
 
 
 def _path_prefix(node: ast.expr | None, module: _Module, call: _Call, depth: int) -> str | None:
@@ -118,5 +138,57 @@ def _rule_spot_without_checkpoints(program: _Program, context: ScriptContext) ->
         "job restarts the script from zero and the time trained so far is paid again.",
         f"save checkpoints to {context.checkpoint_dir} and resume from the latest one found "
         "there at start-up (the Hugging Face Trainer: `output_dir` there and "
-        "`resume_from_checkpoint=True` when it holds a checkpoint).",
+        "`trainer.train(resume_from_checkpoint=get_last_checkpoint(output_dir))`).",
     )
+
+
+# Trainer.train(resume_from_checkpoint=True) looks the last checkpoint up in output_dir and
+# raises ValueError("No valid checkpoint found in output directory") when there is none
+# (transformers, src/transformers/trainer.py, Trainer.train): on a spot job's first start the
+# folder is empty.
+_RESUME_FIX = (
+    "`from transformers.trainer_utils import get_last_checkpoint`, then "
+    "`last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None` "
+    "and `trainer.train(resume_from_checkpoint=last)`, with output_dir in {folder}."
+)
+
+
+def _rule_spot_trainer_resume(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """A spot job's Trainer resumes from the latest checkpoint it finds, and starts fresh when
+    there is none: ``resume_from_checkpoint=True`` fails on the first start, no argument never
+    resumes."""
+    folder = context.checkpoint_dir.rstrip("/") or "/"
+    if not context.use_spot_instances or not program.trainer_based:
+        return
+    if not (context.checkpoint_in_hyperparameters or program.mentions(folder)):
+        return  # spot-without-checkpoints says what matters first
+    values = _Values(program, dict(context.hyperparameters))
+    trains = [(m, c) for m, c in program.find("train") if "trainer" in c.receiver.lower()]
+    fix = _RESUME_FIX.format(folder=context.checkpoint_dir)
+    never: tuple[_Module, _Call] | None = None
+    for module, call in trains:
+        node = _keyword(call.node, "resume_from_checkpoint", 0)
+        value = values.of(module, call, node) if node is not None else None
+        if value is True:
+            yield Finding(
+                module.file, call.line, "warning", "spot-resume-without-checkpoint",
+                f"`{_short(call)}` at line {call.line} asks the Trainer to resume with "
+                "resume_from_checkpoint=True, which raises \"No valid checkpoint found in output "
+                "directory\" when output_dir holds none: on this spot job's first start it does "
+                "not.",
+                fix,
+            )
+            return
+        if value in (None, False):
+            never = never or (module, call)
+        else:
+            return  # a checkpoint path, or a value decided at run time: it may resume
+    if never is not None:
+        module, call = never
+        yield Finding(
+            module.file, call.line, "warning", "spot-trainer-never-resumes",
+            f"`{_short(call)}` at line {call.line} never resumes (no resume_from_checkpoint): "
+            f"when the spot instance is reclaimed, SageMaker restores {context.checkpoint_dir} "
+            "and restarts the script, which trains again from step 0.",
+            fix,
+        )

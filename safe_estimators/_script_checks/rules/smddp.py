@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.libraries import KNOWN_TO_SMDDP_RULE
 from safe_estimators._script_checks.program import _backend, _Program
 from safe_estimators._script_checks.summary import _short
 
@@ -22,13 +23,14 @@ def _rule_smddp_not_imported(program: _Program, context: ScriptContext) -> Itera
         return
     for module, call in program.process_group_inits:
         if _backend(call) == "smddp":
-            yield Finding(
-                module.file, call.line, "error", "smddp-backend-not-imported",
+            yield program.absent(
+                KNOWN_TO_SMDDP_RULE, "smddp-backend-not-imported",
                 f"`{_short(call)}` at line {call.line} asks for the smddp backend, but the "
                 f"script never imports `{SMDDP_BACKEND_MODULE}`, which registers it: the job "
                 "fails at start-up with \"Invalid backend: 'smddp'\".",
                 f"add `import {SMDDP_BACKEND_MODULE}  # noqa: F401` before "
                 "`init_process_group`.",
+                file=module.file, line=call.line,
             )
 
 

@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator
 
 from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.libraries import KNOWN_TO_SMP_RULES
 from safe_estimators._script_checks.program import _Program
 from safe_estimators._script_checks.rules.smp import _custom_smp, _is_smp_name, _smp_calls
 from safe_estimators._script_checks.summary import _dotted
@@ -29,8 +30,8 @@ def _trains(program: _Program) -> bool:
 def _rule_smp_no_init(program: _Program, context: ScriptContext) -> Iterator[Finding]:
     if not _applies(program, context) or _smp_calls(program, "init"):
         return
-    yield Finding(
-        program.entry.file, 0, "error", "smp-no-init",
+    yield program.absent(
+        KNOWN_TO_SMP_RULES, "smp-no-init",
         "the script imports smdistributed.modelparallel but never calls `smp.init()`: the first "
         "smp call fails, or the processes run unpartitioned copies of the model.",
         "call `smp.init()` at the start of the script, before building the model.",
@@ -48,8 +49,8 @@ def _rule_smp_no_step(program: _Program, context: ScriptContext) -> Iterator[Fin
                 for d in scope.decorator_list
             ):
                 return
-    yield Finding(
-        program.entry.file, 0, "error", "smp-no-step",
+    yield program.absent(
+        KNOWN_TO_SMP_RULES, "smp-no-step",
         "no function is decorated with `@smp.step`: the library splits each batch into "
         "microbatches and runs the pipeline only inside such a function, so the forward and "
         "backward passes never run through it.",
@@ -63,8 +64,8 @@ def _rule_smp_no_distributed_model(program: _Program, context: ScriptContext) ->
         return
     if _smp_calls(program, "DistributedModel"):
         return
-    yield Finding(
-        program.entry.file, 0, "error", "smp-no-distributed-model",
+    yield program.absent(
+        KNOWN_TO_SMP_RULES, "smp-no-distributed-model",
         "the model is never wrapped in `smp.DistributedModel`: the library does not partition "
         "it, and every process holds and trains the whole model.",
         "`model = smp.DistributedModel(model)` after building it (and before the optimizer).",

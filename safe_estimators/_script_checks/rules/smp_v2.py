@@ -10,6 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from safe_estimators._distributions.model_parallel.facts_v2 import LIBRARY_BY_PYTORCH
 from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.libraries import KNOWN_TO_SMP_RULES
 from safe_estimators._script_checks.program import _backend, _Program
 from safe_estimators._script_checks.summary import _Call, _Module, _short, _src
 
@@ -46,8 +47,8 @@ def _tsm_calls(program: _Program, tail: str) -> list[tuple[_Module, _Call]]:
 def _rule_smp_v2_no_init(program: _Program, context: ScriptContext) -> Iterator[Finding]:
     if not _whole_file(program, context) or _tsm_calls(program, "init"):
         return
-    yield Finding(
-        program.entry.file, 0, "error", "smp-v2-no-init",
+    yield program.absent(
+        KNOWN_TO_SMP_RULES, "smp-v2-no-init",
         "the job runs the SageMaker model parallelism library v2, but the script never calls "
         "`torch.sagemaker.init()`: the SMP configuration (its degrees and options) is never "
         "applied and the script runs as plain PyTorch.",
@@ -69,13 +70,14 @@ def _rule_smp_v2_no_transform(program: _Program, context: ScriptContext) -> Iter
     inits = _tsm_calls(program, "init")
     if inits:
         module, line = inits[0][0], inits[0][1].line
-    yield Finding(
-        module.file, line, "error", "smp-v2-no-transform",
+    yield program.absent(
+        KNOWN_TO_SMP_RULES, "smp-v2-no-transform",
         f"the job sets {' and '.join(degrees)}, but the script never passes the model through "
         "`torch.sagemaker.transform(...)`: that degree would do nothing (the model is not split; "
         "each GPU holds its full copy).",
         "call `model = tsm.transform(model)` after building the model and before wrapping it in "
         "FSDP, or remove the degree from the job.",
+        file=module.file, line=line,
     )
 
 

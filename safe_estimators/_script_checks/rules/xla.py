@@ -31,13 +31,19 @@ def _rule_mp_fn(program: _Program, context: ScriptContext) -> Iterator[Finding]:
     entry = program.entry
     binding = _module_level_bindings(entry.tree).get("_mp_fn")
     if binding is None:
+        # A star import may bind it: the name rests on a module the checks may not see.
+        starred = sorted(name or "." for name, names, _ in entry.raw_imports if "*" in names)
+        unseen = (
+            f" (unless `from {starred[0]} import *` defines it: a warning, not an error)"
+            if starred else ""
+        )
         yield Finding(
-            entry.file, 0, "error", "xla-missing-mp-fn",
-            "no module-level `_mp_fn(index)`. With the pytorchxla distribution, SageMaker starts "
-            "this script through torch_xla's xla_spawn, which launches one process per "
-            f"GPU{_gpus(context)} and calls `_mp_fn(index)` from this module in each. Without it "
-            "the launch fails, or, if the script trains at import time, every worker trains its "
-            "own model independently and their updates are never combined.",
+            entry.file, 0, "warning" if starred else "error", "xla-missing-mp-fn",
+            f"no module-level `_mp_fn(index)`{unseen}. With the pytorchxla distribution, "
+            "SageMaker starts this script through torch_xla's xla_spawn, which launches one "
+            f"process per GPU{_gpus(context)} and calls `_mp_fn(index)` from this module in "
+            "each. Without it the launch fails, or, if the script trains at import time, every "
+            "worker trains its own model independently and their updates are never combined.",
             "define `def _mp_fn(index): main()` at module level (index is the process's "
             "ordinal; keep `if __name__ == \"__main__\": main()` for single-process runs).",
         )

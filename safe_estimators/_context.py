@@ -1,4 +1,10 @@
-"""What the rules look at: a typed spec with its catalog entry and parsed parts."""
+"""What the rules look at: a typed spec with its catalog entry and parsed parts.
+
+The core of the rules stage: the job-level rules (``_rules/``), the launchers
+(``_distributions/``), the memory fit and the resolver read it, and it reads only what lies
+below them (the typed spec, the facts, the catalog and the launcher selection of
+``_distributions.selection``), so that no import circle runs through it.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +19,8 @@ from packaging.version import InvalidVersion
 import instance_catalog
 from safe_estimators._bounds import Tree, too_wide_to_package, walk_tree
 from safe_estimators._distributions import is_enabled
-from safe_estimators._distributions.dropped import huggingface_launcher
 from safe_estimators._distributions.model_parallel import library_generation
-from safe_estimators._distributions.mpi import injects_processes
+from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target
 from safe_estimators._facts.versions import (
@@ -72,7 +77,12 @@ class Context:
     @property
     def gpu_derived(self) -> bool:
         """Values computed from the GPU count are injected (compiler, model parallelism, MPI)."""
-        return self.compiler or self.model_parallel is not None or injects_processes(self)
+        return self.compiler or self.model_parallel is not None or self.mpi_processes_derived
+
+    @property
+    def mpi_processes_derived(self) -> bool:
+        """MPI's process count is derived from the GPUs per instance (``mpi.injects_processes``)."""
+        return mpi_processes_derived(self.distribution, self.spec.estimator, self.gpus_per_instance)
 
     @property
     def gpu_assumption(self) -> str:
@@ -240,13 +250,28 @@ class Context:
         return _device_use(self.spec.entry_point, self.spec.source_dir, self.script_fingerprint)
 
     @functools.cached_property
+    def script_memory(self) -> Any:
+        """What the local script does that the memory estimate counts (``_script_checks``'
+        ``script_memory_facts``: sharding, offload, checkpointing, precision, quantized
+        loading, each with its line, read with the job's hyperparameters), or None (no
+        ``script_file``)."""
+        if self.script_file is None:
+            return None
+        hyperparameters = tuple(
+            sorted((str(k), str(v)) for k, v in self.spec.hyperparameters.items())
+        )
+        return _memory_facts(
+            self.spec.entry_point, self.spec.source_dir, self.script_fingerprint, hyperparameters
+        )
+
+    @functools.cached_property
     def launchers(self) -> tuple[str, ...]:
         """What the job launches with, as the keys of ``_facts.reserved``'s tables.
 
         The one model of each estimator's dispatch (the SDK-added hyperparameters and the
         launcher the script checks assume both read it): the PyTorch estimator runs
         ``pytorchddp`` as ``smdistributed.dataparallel``; the Hugging Face estimator's enabled
-        ``pytorchddp`` or ``torch_distributed`` is sent alone (``dropped.huggingface_launcher``);
+        ``pytorchddp`` or ``torch_distributed`` is sent alone (``selection.huggingface_launcher``);
         the PyTorch estimator's ``torch_distributed`` is sent alone unless ``smdistributed`` is
         beside it.
         """
@@ -273,7 +298,7 @@ class Context:
         mpi = distribution.get("mpi")
         if isinstance(mpi, Mapping):
             found.append("mpi")
-            if mpi.get("processes_per_host") or injects_processes(self):
+            if mpi.get("processes_per_host") or self.mpi_processes_derived:
                 found.append("mpi.processes_per_host")
         smdistributed = distribution.get("smdistributed")
         if smdistributed is not None:
@@ -306,6 +331,19 @@ def _device_use(
     from safe_estimators._script_checks import device_use
 
     return device_use(entry_point, source_dir=source_dir)
+
+
+@functools.lru_cache(maxsize=64)
+def _memory_facts(
+    entry_point: str,
+    source_dir: str | None,
+    fingerprint: tuple[tuple[str, int, int], ...],
+    hyperparameters: tuple[tuple[str, str], ...],
+) -> Any:
+    # Remembered per content and hyperparameters, as _device_use is.
+    from safe_estimators._script_checks import script_memory_facts
+
+    return script_memory_facts(entry_point, dict(hyperparameters), source_dir=source_dir)
 
 
 def version_at_least(version: str | None, minimum: str) -> bool:

@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from safe_estimators._problems import Problem
+
 # Values that are credentials whatever key they sit under.
 SECRET_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b")),
@@ -370,3 +372,16 @@ def find_secrets(path: str, value: Any) -> Iterator[tuple[str, str, str]]:
             kind = secret_kind(key, item, aws_context=aws)
             if kind:
                 yield where, kind, redacted(item)
+
+
+def secrets_in(name: str, values: object) -> Iterator[Problem]:
+    """A problem for every suspected secret under ``values`` (nested values included); the
+    message shows only the value's first characters and length."""
+    for path, kind, shown in find_secrets(name, values):
+        yield Problem(
+            path,
+            f"looks like {kind}: {shown}. {name} are shown in plain text by DescribeTrainingJob, "
+            "the console and CloudTrail.",
+            "store it in AWS Secrets Manager and pass the secret's name or ARN instead; "
+            "read it in the script with boto3.",
+        )

@@ -1,31 +1,19 @@
-"""Heterogeneous clusters: ``instance_groups`` instead of ``instance_type``/``instance_count``.
+"""The typed instance group and its parsing: what a heterogeneous cluster is, before any rule.
 
-The typed group (``InstanceGroupSpec``), its parsing from SDK ``InstanceGroup`` objects or
-``{instance_group_name, instance_type, instance_count}`` mappings, the group a launcher runs on,
-the rules, and the request shape the SDK needs (no instance type or count beside the groups:
-CreateTrainingJob refuses both at once, and the SDK's ``fit()`` raises before sending).
-
-Facts (AWS "Configure distributed training with the heterogeneous cluster", the SDK's
-``fw_utils.validate_distribution`` and ``Framework._distribution_configuration``): only MPI and
-SMDDP run on one group; with several groups, ``distribution["instance_groups"]`` names exactly
-one; the SDK drops the group silently under torchrun and under Hugging Face's pytorchddp.
+``InstanceGroupSpec``, parsed from SDK ``InstanceGroup`` objects or
+``{instance_group_name, instance_type, instance_count}`` mappings, the group a launcher runs on, and
+the words messages use for them. The rules over them are ``rules.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
-import instance_catalog
-from safe_estimators._distributions import is_enabled
 from safe_estimators._facts.limits import instance_groups_limit
 from safe_estimators._problems import ConfigError, Problem, count, did_you_mean, join_path
-from safe_estimators._targets import ESTIMATOR
-
-if TYPE_CHECKING:
-    from safe_estimators._rules.context import Context
 
 GROUP_KEYS = ("instance_group_name", "instance_type", "instance_count")
 
@@ -163,112 +151,6 @@ def launch_group(
         return groups[0] if len(groups) == 1 else None
     by_name = {g.instance_group_name: g for g in groups}
     return by_name.get(named[0]) if len(named) == 1 and isinstance(named[0], str) else None
-
-
-def _group_launchers(ctx: Context) -> tuple[bool, list[str]]:
-    """Whether an MPI or SMDDP launcher runs, and the launchers that lose the group."""
-    d = ctx.distribution
-    smd = d.get("smdistributed")
-    smddp = isinstance(smd, Mapping) and is_enabled(smd.get("dataparallel"))
-    if ctx.spec.estimator == "pytorch" and is_enabled(d.get("pytorchddp")):
-        smddp = True  # the PyTorch estimator rewrites pytorchddp into SMDDP
-    supported = is_enabled(d.get("mpi")) or smddp
-    losing = [key for key in ("torch_distributed", "pytorchxla", "parameter_server") if key in d]
-    if ctx.spec.estimator == "huggingface" and "pytorchddp" in d:
-        losing.append("pytorchddp")
-    if ctx.model_parallel is not None:
-        losing.append("smdistributed.modelparallel")
-    return supported, losing
-
-
-def instance_groups_rules(ctx: Context) -> Iterator[Problem]:
-    """Groups checked against the catalog, the API's limits and the launcher that uses them
-    (the estimator's; ModelTrainer scopes no launcher to a group: ``_rules.targets``)."""
-    groups = ctx.spec.instance_groups
-    if ctx.target != ESTIMATOR:
-        yield from _group_shapes(groups or ())
-        return
-    named = named_groups(ctx.distribution)
-    if not groups:
-        if named is not None:
-            yield Problem(
-                "distribution.instance_groups",
-                "names instance groups, but the job has no instance_groups.",
-                "define instance_groups=[...] or remove distribution['instance_groups'].",
-            )
-        return
-    yield from _group_shapes(groups)
-    names = [g.instance_group_name for g in groups]
-    supported, losing = _group_launchers(ctx)
-    for key in losing:
-        yield Problem(
-            join_path("distribution", key),
-            f"{key} does not run on instance groups: the SageMaker SDK silently drops the group "
-            "and the job loses its heterogeneous layout.",
-            "use MPI ({'mpi': {'enabled': True}}) or SMDDP "
-            "({'smdistributed': {'dataparallel': {'enabled': True}}}) on one group, or "
-            "instance_type and instance_count without groups.",
-        )
-    if named is None:
-        if ctx.distribution and len(groups) > 1:
-            # The SDK validates any distribution given (even one with everything disabled).
-            yield Problem(
-                "distribution.instance_groups",
-                f"is missing: with {len(groups)} instance groups ({', '.join(names)}) the "
-                "SageMaker SDK needs the distribution to name the one group it runs on.",
-                f"add 'instance_groups': [{names[-1]!r}] (exactly one group) to distribution.",
-            )
-        return
-    path = "distribution.instance_groups"
-    if not supported and not losing:
-        yield Problem(
-            path,
-            "names a group, but no launcher that runs on instance groups is enabled; the "
-            "SageMaker SDK refuses this.",
-            "enable MPI or SMDDP, or remove distribution['instance_groups'].",
-        )
-    if len(named) != 1:
-        yield Problem(
-            path,
-            f"names {len(named)} groups; a distributed launcher runs on exactly one.",
-            f"name one of: {', '.join(names)}.",
-        )
-    for index, name in enumerate(named):
-        if name not in names:
-            yield Problem(
-                join_path(path, index),
-                f"{name!r} is not one of the job's instance groups ({', '.join(names)}).",
-                did_you_mean(str(name), names) or f"name one of: {', '.join(names)}.",
-            )
-
-
-def _group_shapes(groups: tuple[InstanceGroupSpec, ...]) -> Iterator[Problem]:
-    limit = instance_groups_limit()
-    if len(groups) > limit.max_entries:
-        yield Problem(
-            "instance_groups",
-            f"has {len(groups)} groups; CreateTrainingJob takes at most {limit.max_entries}.",
-            f"merge groups of the same instance type until at most {limit.max_entries} remain.",
-        )
-    seen: set[str] = set()
-    for index, group in enumerate(groups):
-        where = join_path("instance_groups", index)
-        if group.instance_group_name in seen:
-            yield Problem(
-                join_path(where, "instance_group_name"),
-                f"{group.instance_group_name!r} names two groups; names must be unique.",
-                "rename one of them.",
-            )
-        seen.add(group.instance_group_name)
-        try:
-            instance_catalog.get(group.instance_type)
-        except instance_catalog.UnknownInstanceType as exc:
-            close = ", ".join(exc.suggestions[:3])
-            yield Problem(
-                join_path(where, "instance_type"),
-                f"{group.instance_type!r} is not a SageMaker training instance type.",
-                f"did you mean {close}?" if close else "see `safe-estimators catalog`.",
-            )
 
 
 def describe(groups: tuple[InstanceGroupSpec, ...]) -> str:

@@ -1,0 +1,120 @@
+"""Which libraries the absence rules know, and what of a program the checks cannot see.
+
+A rule that reports something missing ("never initialises the process group") is only as sure
+as its view of the program: a library it has not read may do the missing thing itself. Each such
+rule names the libraries it knows here, one table per rule, each entry with the source that shows
+what the library does; ``_Program.unseen`` compares a program's imports with a table (see the
+severity policy in the package docstring).
+
+Facts are data: a library that is verified to set up the process group itself is one entry in
+``PROCESS_GROUP_INITIALISERS``, one that is verified to play no part in it one entry in
+``NEUTRAL``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+
+# The standard library never starts processes for a launcher, joins a process group or sets up a
+# model parallel library.
+STANDARD_LIBRARY = frozenset(sys.stdlib_module_names) | {"__future__"}
+
+# Libraries that neither set up a process group, nor the SageMaker model parallel libraries, nor
+# register a torch.distributed backend: what they do is known to every absence rule.
+NEUTRAL: Mapping[str, str] = {
+    "numpy": "no torch dependency",
+    "pandas": "no torch dependency",
+    "scipy": "no torch dependency",
+    "sklearn": "no torch dependency",
+    "PIL": "no torch dependency",
+    "yaml": "no torch dependency",
+    "matplotlib": "no torch dependency",
+    "boto3": "no torch dependency (the AWS SDK)",
+    "botocore": "no torch dependency (the AWS SDK)",
+    "tqdm": "no torch dependency (progress bars)",
+    "sentencepiece": "no torch dependency (a tokenizer)",
+    "tokenizers": "no torch dependency (Rust tokenizers)",
+    "datasets": "huggingface/datasets src/: no init_process_group; split_dataset_by_node "
+    "(src/datasets/distributed.py) takes rank and world_size as arguments",
+    "evaluate": "huggingface/evaluate src/: no init_process_group",
+    "peft": "huggingface/peft src/: no init_process_group, no init_device_mesh",
+}  # fmt: skip
+
+# Calls that set up the torch.distributed process group for the script: (package prefix, call
+# tail) -> where the library does it.
+PROCESS_GROUP_INITIALISERS: Mapping[tuple[str, str], str] = {
+    ("torch.distributed", "init_device_mesh"): "torch/distributed/device_mesh.py: DeviceMesh "
+    "creates the default group (_get_or_create_default_group calls init_process_group)",
+    ("deepspeed", "init_distributed"): "deepspeed/comm/comm.py init_distributed -> "
+    "deepspeed/comm/torch.py TorchBackend.init_process_group",
+    ("deepspeed", "initialize"): "deepspeed/__init__.py initialize() calls "
+    "dist.init_distributed(...)",
+    ("horovod", "init"): "Horovod communicates through its own MPI/Gloo layer, started by "
+    "hvd.init()",
+    ("smdistributed.modelparallel", "init"): "smp.init() sets up the library's process groups "
+    "(AWS SMP v1 guide)",
+    ("torch.sagemaker", "init"): "tsm.init() sets up SMP v2's process groups (AWS SMP v2 guide)",
+    ("accelerate", "Accelerator"): "src/accelerate/accelerator.py Accelerator.__init__ builds "
+    "AcceleratorState, whose PartialState calls torch.distributed.init_process_group "
+    "(src/accelerate/state.py)",
+    ("lightning", "Fabric"): "Lightning Fabric's strategy sets up the process group on launch",
+    ("colossalai", "launch_from_torch"): "colossalai.launch_from_torch -> launch(), which calls "
+    "init_process_group",
+    ("megatron", "pretrain"): "NVIDIA/Megatron-LM megatron/training/training.py: pretrain() "
+    "calls initialize_megatron()",
+    ("megatron", "initialize_megatron"): "NVIDIA/Megatron-LM megatron/training/initialize.py: "
+    "initialize_megatron -> _initialize_distributed -> torch.distributed.init_process_group",
+    ("composer", "Trainer"): "mosaicml/composer composer/trainer/trainer.py: Trainer.__init__ "
+    "calls dist.initialize_dist (composer/utils/dist.py: torch.distributed.init_process_group)",
+    ("ray.train", "TorchTrainer"): "ray-project/ray python/ray/train/torch/config.py: "
+    "_TorchBackend.on_start runs _setup_torch_process_group (dist.init_process_group) in "
+    "every worker",
+    ("nemo", "pretrain"): "NVIDIA/NeMo nemo/collections/llm/api.py: pretrain -> train -> "
+    "trainer.fit; MegatronStrategy.setup_distributed calls torch.distributed.init_process_group "
+    "(nemo/lightning/pytorch/strategies/megatron_strategy.py)",
+    ("nemo", "finetune"): "NVIDIA/NeMo nemo/collections/llm/api.py: finetune -> trainer.fit "
+    "(MegatronStrategy.setup_distributed)",
+    ("nemo", "train"): "NVIDIA/NeMo nemo/collections/llm/api.py: train -> trainer.fit "
+    "(MegatronStrategy.setup_distributed)",
+    ("nemo", "create_trainer"): "NVIDIA/NeMo nemo/collections/nlp/parts/"
+    "megatron_trainer_builder.py: MegatronTrainerBuilder.create_trainer returns a Lightning "
+    "Trainer with NLPDDPStrategy (nlp_overrides.py), whose setup_distributed joins the group",
+}  # fmt: skip
+# Hugging Face Transformers' from_pretrained(tp_plan=...) initialises torch.distributed itself
+# (src/transformers/integrations/tensor_parallel.py, initialize_tensor_parallelism).
+TP_PLAN_KEYWORD = "tp_plan"
+
+# What the no-process-group rule knows: the neutral libraries, torch itself (its initialisers
+# are the calls above), the frameworks whose initialisers or trainers it recognises.
+KNOWN_TO_PROCESS_GROUP_RULE: Mapping[str, str] = {
+    **NEUTRAL,
+    "torch": "init_process_group / init_device_mesh are the calls that set it up",
+    "transformers": "its Trainer and from_pretrained(tp_plan=...) set it up; both recognised",
+    "trl": "its trainers are Transformers Trainers (recognised)",
+    "accelerate": "Accelerator() recognised",
+    "deepspeed": "deepspeed.initialize / init_distributed recognised",
+    "lightning": "Trainer and Fabric recognised",
+    "pytorch_lightning": "Trainer recognised",
+    "composer": "Trainer recognised",
+    "smdistributed": "smp.init() recognised; SMDDP's init_process_group is init_process_group",
+    "torch_xla": "its xla backend is joined through init_process_group",
+    "mpi4py": "the script communicates through MPI itself",
+    "horovod": "hvd.init() recognised",
+}  # fmt: skip
+
+# What the SMP rules (smp.init, @smp.step, DistributedModel, tsm.init, tsm.transform missing)
+# know: a library outside this table may call the library for the script.
+KNOWN_TO_SMP_RULES: Mapping[str, str] = {
+    **NEUTRAL,
+    "torch": "no SageMaker model parallel calls of its own",
+    "smdistributed": "the library itself: its calls are what the rules look for",
+}  # fmt: skip
+
+# What the smddp-backend rule knows: a library outside this table may import torch_smddp (and
+# so register the backend) for the script.
+KNOWN_TO_SMDDP_RULE: Mapping[str, str] = {
+    **NEUTRAL,
+    "torch": "registers no smddp backend",
+    "smdistributed": "the import the rule looks for",
+}  # fmt: skip
