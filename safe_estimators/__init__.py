@@ -59,7 +59,7 @@ _HOMES = {
     "check_source": "_script_checks",
     "explain": "_build",
     "huggingface": "_factories",
-    "load_spec": "_files",
+    "load_spec": "_validate",
     "model_trainer": "_factories",
     "plan": "_plan",
     "pytorch": "_factories",
@@ -69,13 +69,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from safe_estimators._build import explain
     from safe_estimators._distributions.model_parallel import ModelParallel, ParallelLayout
     from safe_estimators._factories import build, huggingface, model_trainer, pytorch
-    from safe_estimators._files import load_spec
     from safe_estimators._memory import MemoryEstimate, ModelShape
     from safe_estimators._plan import Plan, plan
     from safe_estimators._problems import ConfigError, Problem
     from safe_estimators._resolved import Explanation, Injection
     from safe_estimators._script_checks import Finding, ScriptContext, check_script, check_source
     from safe_estimators._spec import JobSpec, TrainingCompiler
+    from safe_estimators._validate import load_spec
 else:
     # Not shown to type checkers: a module __getattr__ would make every misspelt name valid.
 

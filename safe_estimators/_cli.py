@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from safe_estimators._bounds import MAX_PROBLEMS, printable
 from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._recipes.load import recipes_from
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -544,6 +545,13 @@ def _global_flags(parser: argparse.ArgumentParser, default: Any) -> None:
         help="the folder entry_point, source_dir and dependencies must stay inside (default: "
         "the spec's git repository, else the spec's folder)",
     )
+    parser.add_argument(
+        "--recipes",
+        metavar="DIR",
+        default=None if default is False else default,
+        help="a local copy of aws/sagemaker-hyperpod-recipes, where predefined training_recipe "
+        "names are read (default: $SAFE_ESTIMATORS_RECIPES)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -642,7 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     try:
-        with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS):
+        with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS), recipes_from(args.recipes):
             result: Any = args.run(args)
     except _UsageError as exc:
         return _usage(parser, str(exc), args.json)

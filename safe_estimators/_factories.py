@@ -108,7 +108,7 @@ def huggingface(
 
 def pytorch(
     *,
-    entry_point: str,
+    entry_point: str | None = None,
     instance_type: str | PipelineVariable | None = None,
     role: str | None = None,
     instance_count: int | None = None,
@@ -123,12 +123,21 @@ def pytorch(
     model: ModelShape | Mapping[str, Any] | None = None,
     sagemaker_session: Any = None,
     check_script: bool = True,
+    training_recipe: str | None = None,
+    recipe_overrides: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> PyTorch:
     """Build a checked ``sagemaker.pytorch.PyTorch`` estimator.
 
     Same options and guarantees as :func:`huggingface`, with ``framework_version`` naming the
     PyTorch container (short versions such as ``"1.13"`` resolve as the SDK resolves them).
+
+    ``training_recipe`` (a HyperPod recipe: a predefined name, a local ``.yaml`` file or a URL)
+    and ``recipe_overrides`` are the SDK's: with a recipe, ``entry_point``, ``framework_version``
+    and ``py_version`` are not needed (the SDK picks the image, the script and the
+    distribution), and the merged recipe is checked (devices, nodes, degrees, precision). A
+    predefined recipe is read from a local copy of the recipes collection named by
+    ``$SAFE_ESTIMATORS_RECIPES``.
     """
     _estimator_available()
     named = dict(
@@ -148,6 +157,8 @@ def pytorch(
         model_parallel=model_parallel,
         model=model,
         check_script=check_script,
+        training_recipe=training_recipe,
+        recipe_overrides=recipe_overrides,
     )
     job = resolve_arguments(_given(named, kwargs))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]

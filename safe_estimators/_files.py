@@ -162,33 +162,6 @@ def read_spec_data(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None,
     return data, []
 
 
-def load_spec(
-    path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
-) -> JobSpec:
-    """Load and check a spec file; raise ConfigError with every problem in it.
-
-    The file's keys are the factories' keyword arguments plus ``estimator`` (``huggingface`` or
-    ``pytorch``) and optional ``inputs`` (the channels passed to ``fit``). Relative
-    ``entry_point``, ``source_dir``, ``dependencies`` and ``model.config`` are resolved against
-    the file's folder and must stay inside the project (see ``project_folder``);
-    ``project_root`` widens it. Every check ``validate`` runs is run here too, and the errors
-    come in the same order.
-    """
-    from safe_estimators._resolve import check_arguments
-
-    arguments, problems = read_spec(path, project_root=project_root)
-    if arguments is None:
-        raise ConfigError(problems, source=str(path))
-    if problems:  # a path outside the project: its files are not to be read
-        arguments = {**arguments, "check_script": False}
-    ctx, found, _ = check_arguments(arguments)
-    problems += found
-    errors = [p for p in problems if p.severity == "error"]
-    if ctx is None or errors:
-        raise ConfigError(errors or problems, source=str(path))
-    return ctx.spec
-
-
 def job_arguments(
     spec_or_path: JobSpec | str | os.PathLike[str],
     overrides: dict[str, Any],
@@ -275,6 +248,9 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     parameters = _parameters_file(data)
     if parameters is not None:
         checks.append((_PARAMETERS_PATH, parameters, os.path.join(base, parameters), real_root))
+    recipe = _recipe_file(data)
+    if recipe is not None:
+        checks.append(("training_recipe", recipe, os.path.join(base, recipe), real_root))
     dependencies = data.get("dependencies")
     if isinstance(dependencies, list):
         for i, dependency in enumerate(dependencies):
@@ -357,6 +333,14 @@ def _parameters_file(data: Mapping[str, Any]) -> str | None:
     return found if isinstance(found, str) and found else None
 
 
+def _recipe_file(data: Mapping[str, Any]) -> str | None:
+    """A local recipe file the spec names (the SDK reads a name ending in .yaml as a file)."""
+    recipe = data.get("training_recipe")
+    if isinstance(recipe, str) and recipe.endswith(".yaml") and "://" not in recipe:
+        return recipe
+    return None
+
+
 def _with_parameters(arguments: dict[str, Any], parameters: object) -> dict[str, Any]:
     """``arguments`` with the model parallel ``parameters`` replaced (the others as they are)."""
     distribution = arguments["distribution"]
@@ -375,6 +359,9 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     parameters = _parameters_file(out)
     if parameters is not None:
         out = _with_parameters(out, str(folder / parameters))
+    recipe = _recipe_file(out)
+    if recipe is not None:
+        out["training_recipe"] = str(folder / recipe)
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")

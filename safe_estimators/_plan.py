@@ -13,6 +13,7 @@ from safe_estimators._bounds import printable, quote
 from safe_estimators._facts.sdk_files import default_target
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._recipes.offline import planned_recipe_job
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
 from safe_estimators._spec import JobSpec
@@ -238,9 +239,16 @@ def _plan(
             f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket; no account is asked)"
         )
     job = resolve_arguments(arguments, source, prior)
-    estimator = build_estimator(job, session)
     try:
-        request = capture_request(estimator, _inputs(job.spec.inputs))
+        # A recipe job: no clone, and nothing written into the project (no-op otherwise).
+        with planned_recipe_job(job.kwargs) as kwargs:
+            estimator = build_estimator(attrs.evolve(job, kwargs=kwargs), session)
+            try:
+                request = capture_request(estimator, _inputs(job.spec.inputs))
+            finally:
+                _close_recipe_file(estimator)
+    except ConfigError:
+        raise
     except (ValueError, TypeError, RuntimeError) as exc:
         raise ConfigError(
             [
@@ -274,6 +282,14 @@ def role_and_region_placeholders(
     if region is None:
         placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")
     return placeholders
+
+
+def _close_recipe_file(estimator: Any) -> None:
+    """The resolved recipe the SDK saved into the temporary source_dir, closed (and removed)
+    before that folder goes."""
+    saved = getattr(estimator, "training_recipe_file", None)
+    if saved is not None:
+        saved.close()
 
 
 def _profile_problems(environ: Mapping[str, str]) -> list[Problem]:

@@ -32,11 +32,13 @@ from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
+from safe_estimators._recipes import recipe_arguments
+from safe_estimators._recipes.check import recipe_of
 from safe_estimators._resolved import Injection
-from safe_estimators._rules import run_rules
+from safe_estimators._rules import RULES, run_rules
 from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._rules.resources import warm_pool_injections
-from safe_estimators._rules.targets import estimator_needs_sdk2
+from safe_estimators._rules.targets import estimator_needs_sdk2, recipe_needs_estimator
 from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
@@ -299,6 +301,13 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     Returns the context, all problems (errors and warnings; script errors among them, with the
     path ``entry_point``) and the script findings.
     """
+    if recipe_of(spec) is not None:
+        ctx, problems, findings = _check_recipe_job(spec)
+        if ctx.target == ESTIMATOR and sdk_generation() >= 3:
+            return ctx, [estimator_needs_sdk2()], []
+        if ctx.target != ESTIMATOR:
+            problems.append(recipe_needs_estimator())
+        return ctx, problems, findings
     model_parallel, rest, problems = _model_parallel(spec)
     group = launch_group(spec.instance_groups, rest)
     name = group.instance_type if group else instance_type_name(spec.instance_type)
@@ -312,6 +321,33 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     findings = check_entry_point(ctx)
     problems += [finding_problem(f) for f in findings if f.severity == "error"]
     return ctx, problems, findings
+
+
+# The job-level rules that hold for a recipe job; the others judge the entry point, the framework
+# versions and the distribution, which the SDK takes from the recipe.
+_RECIPE_JOB_RULES = tuple(
+    rule
+    for rule in RULES
+    if rule.__name__
+    in (
+        "instance_type_known", "pipeline_parameter_instance_type", "spot_training",
+        "no_secrets", "api_limits", "request_members", "option_types", "vpc_pair",
+        "source_dir_contents", "warm_pool", "instance_storage",
+    )
+)  # fmt: skip
+
+
+def _check_recipe_job(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
+    """A recipe job: the job-level rules that apply, then the recipe's own rules."""
+    from safe_estimators._recipes import check_recipe, dropped_arguments, load_recipe
+
+    ctx = Context(spec, _lookup(instance_type_name(spec.instance_type)), {})
+    problems = run_rules(ctx, _RECIPE_JOB_RULES) + dropped_arguments(spec)
+    recipe, found = load_recipe(recipe_of(spec), spec.extra.get("recipe_overrides"))
+    problems += found
+    if recipe is not None:
+        problems += check_recipe(ctx, recipe)
+    return ctx, problems, []
 
 
 def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Injection]) -> None:
@@ -388,6 +424,32 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         instances = _group_arguments(ctx, kwargs)
     record: list[Injection] = []
     layout = None
+    if recipe_of(spec) is not None:
+        record += _recipe_injections(ctx, kwargs)
+    else:
+        layout = _launch_injections(ctx, kwargs, record)
+    if instances > 1 and spec.encrypt_inter_container_traffic is None:
+        kwargs["encrypt_inter_container_traffic"] = True
+        reason = _encryption_reason(ctx, instances)
+        record.append(Injection("encrypt_inter_container_traffic", True, reason))
+    record += warm_pool_injections(ctx)
+    return kwargs, record, layout
+
+
+def _recipe_injections(ctx: Context, kwargs: dict[str, Any]) -> list[Injection]:
+    from safe_estimators._recipes import load_recipe, recipe_injections
+
+    spec = ctx.spec
+    recipe, _ = load_recipe(recipe_of(spec), spec.extra.get("recipe_overrides"))
+    return [] if recipe is None else recipe_injections(ctx, recipe, kwargs)
+
+
+def _launch_injections(
+    ctx: Context, kwargs: dict[str, Any], record: list[Injection]
+) -> ParallelLayout | None:
+    """The compiler's, model parallelism's and the launchers' injections; the layout."""
+    spec = ctx.spec
+    layout = None
     if ctx.compiler:
         _compiler_injections(ctx, kwargs, record)
     if ctx.model_parallel is not None and ctx.instance is not None:
@@ -402,12 +464,7 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
         kwargs["distribution"] = {**kwargs.get("distribution", {}), **distribution}
         record += injected
     record += resolve_launchers(ctx, kwargs)
-    if instances > 1 and spec.encrypt_inter_container_traffic is None:
-        kwargs["encrypt_inter_container_traffic"] = True
-        reason = _encryption_reason(ctx, instances)
-        record.append(Injection("encrypt_inter_container_traffic", True, reason))
-    record += warm_pool_injections(ctx)
-    return kwargs, record, layout
+    return layout
 
 
 def _encryption_reason(ctx: Context, instances: int) -> str:
@@ -492,7 +549,9 @@ def check_arguments(
     findings. When some options are malformed, the rules still run over the others (problems
     about the malformed options themselves are not repeated by the rules).
     """
-    spec, problems = structure_spec(arguments)
+    arguments, problems = recipe_arguments(arguments)
+    spec, found_in_spec = structure_spec(arguments)
+    problems = found_in_spec + problems
     if spec is None:
         return None, problems, []
     ctx, found, findings = check(spec)

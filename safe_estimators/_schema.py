@@ -293,6 +293,9 @@ def spec_schema() -> Schema:
     # A heterogeneous cluster (instance_groups) replaces instance_type and instance_count.
     required.remove("instance_type")
     machines = {"oneOf": [{"required": ["instance_type"]}, {"required": ["instance_groups"]}]}
-    schema["allOf"] = [machines]
+    # A training recipe names its own entry point.
+    required.remove("entry_point")
+    script = {"anyOf": [{"required": ["entry_point"]}, {"required": ["training_recipe"]}]}
+    schema["allOf"] = [machines, script]
     schema["$defs"] = defs
     return schema

@@ -555,6 +555,10 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
         fields.pop("compiler_config")
     problems += conflicting_arguments(data, path)
     grouped = "instance_groups" in fields
+    # With a training recipe the SDK picks the entry point itself (and warns about one given).
+    recipe = kind == "pytorch" and extra.get("training_recipe") is not None
+    if recipe:
+        fields.setdefault("entry_point", "")
     for required in ("entry_point", *(() if grouped else ("instance_type",))):
         if required not in fields:
             problems.append(

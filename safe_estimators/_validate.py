@@ -13,11 +13,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
-from safe_estimators._problems import Problem
+from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import check_arguments, finding_problem, script_context
 
 if TYPE_CHECKING:
     from safe_estimators._script_checks import Finding
+    from safe_estimators._spec import JobSpec
+
+
+def load_spec(
+    path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
+) -> JobSpec:
+    """Load and check a spec file; raise ConfigError with every problem in it.
+
+    The file's keys are the factories' keyword arguments plus ``estimator`` (``huggingface`` or
+    ``pytorch``) and optional ``inputs`` (the channels passed to ``fit``). Relative
+    ``entry_point``, ``source_dir``, ``dependencies`` and ``model.config`` are resolved against
+    the file's folder and must stay inside the project (see ``project_folder``);
+    ``project_root`` widens it. Every check ``validate`` runs is run here too, and the errors
+    come in the same order.
+    """
+    arguments, problems = read_spec(path, project_root=project_root)
+    if arguments is None:
+        raise ConfigError(problems, source=str(path))
+    if problems:  # a path outside the project: its files are not to be read
+        arguments = {**arguments, "check_script": False}
+    ctx, found, _ = check_arguments(arguments)
+    problems += found
+    errors = [p for p in problems if p.severity == "error"]
+    if ctx is None or errors:
+        raise ConfigError(errors or problems, source=str(path))
+    return ctx.spec
 
 
 def spec_files(target: str | os.PathLike[str]) -> list[str]:
@@ -90,17 +116,21 @@ def _lint_target(
 
 @contextlib.contextmanager
 def offline() -> Iterator[None]:
-    """No lookup of the EC2 instance metadata service (credentials, region) while this runs.
+    """No lookup of the EC2 instance metadata service (credentials, region) while this runs,
+    and no recipe fetched (one without a local copy is an error).
 
     Without credentials botocore asks 169.254.169.254, which on a machine where that address
     is black-holed waits for a timeout, and on EC2 picks up the instance's credentials. The
     user's environment is as it was afterwards.
     """
+    from safe_estimators._recipes.load import offline_recipes
+
     name = "AWS_EC2_METADATA_DISABLED"
     previous = os.environ.get(name)
     os.environ[name] = "true"
     try:
-        yield
+        with offline_recipes():  # a recipe with no local copy is an error here
+            yield
     finally:
         if previous is None:
             os.environ.pop(name, None)

@@ -214,7 +214,9 @@ def test_every_example_plans_offline_as_json(capsys, example):
         request
     )
     assert request["AlgorithmSpecification"]["TrainingImage"] == document["image_uri"]
-    assert request["HyperParameters"]["sagemaker_program"] == '"train.py"'
+    # The recipe example runs the script its recipe names (an injection); the others train.py.
+    script = {i["path"]: i["value"] for i in document["injected"]}.get("entry_point", "train.py")
+    assert request["HyperParameters"]["sagemaker_program"] == f'"{script}"'
     # What was injected is what the request carries.
     assert document["injected"], "every example relies on an injected value"
     for injection in document["injected"]:
@@ -266,6 +268,14 @@ SUMMARIES = {
         "pytorch on 1 x ml.p4d.24xlarge, 8 GPUs each",
         "memory: 17.2 GB per accelerator (40% of 42.9 GB (40960 MiB) per A100 of ml.p4d.24xlarge)",
         "memory note: parameters 6,738,415,616 counted from the architecture",
+    ],
+    "hyperpod-recipe": [
+        "pytorch on 2 x ml.p5.48xlarge, 8 GPUs each",
+        "smdistributed-modelparallel:2.4.1-gpu-py311-cu121",
+        "injected instance_count = 2: the recipe's trainer.num_nodes",
+        "injected entry_point = 'llama_pretrain.py'",
+        '  HyperParameters.mp_parameters = {"placement_strategy": "cluster"}',
+        "  HyperParameters.config-name = \"llama3_8b_pretrain_",
     ],
     "model-parallel-v2": [
         "pytorch on 2 x ml.p4d.24xlarge, 8 GPUs each",

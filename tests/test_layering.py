@@ -55,7 +55,9 @@ def test_the_package_has_no_import_circle() -> None:
     try:
         order = list(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
-        raise AssertionError(f"import circle: {' -> '.join(exc.args[1])}") from None
+        # graphlib lists each module before the one that imports it
+        circle = " imports ".join(reversed(exc.args[1]))
+        raise AssertionError(f"import circle: {circle}") from None
     assert len(order) == len(modules)
 
 

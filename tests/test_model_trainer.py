@@ -348,3 +348,11 @@ def test_a_role_name_is_refused_on_sagemaker_2_and_planned_only_as_an_arn_on_3(m
     (problem,) = raised.value.problems
     assert problem.path == "role"
     assert "arn:aws:iam::<account>:role/" in problem.hint
+
+
+def test_a_recipe_job_is_refused_as_a_model_trainer_naming_the_estimator_target():
+    with pytest.raises(ConfigError) as raised:
+        safe_estimators.plan(EXAMPLES / "hyperpod-recipe" / "job.yaml", target="model_trainer")
+    (problem,) = raised.value.problems
+    assert problem.path == "training_recipe"
+    assert "target: estimator" in problem.hint

@@ -21,6 +21,7 @@ from safe_estimators._cache import cache_folder, write_atomically
 from safe_estimators._distributions.instance_groups.spec import describe, total_instances
 from safe_estimators._distributions.torchrun import concrete_instance_type_needed
 from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._recipes.offline import handed_recipe
 from safe_estimators._resolve import ResolvedJob
 from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._spec import count_of, instance_type_name
@@ -417,7 +418,8 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     kwargs = estimator_arguments(job, session)
     injections = _respect_sdk_config(kwargs, job.injections, session)
     try:
-        estimator = _construct(estimator_class, kwargs)
+        with handed_recipe(kwargs) as kwargs:  # the recipe checked, as a local file
+            estimator = _construct(estimator_class, kwargs)
         # The SDK validates distributions (validate_mp_config, smdistributed on p5, ...) only
         # when it computes the hyperparameters; do it now so a refusal is a ConfigError here,
         # not a traceback at fit().

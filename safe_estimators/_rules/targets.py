@@ -37,6 +37,17 @@ def estimator_needs_sdk2() -> Problem:
     )
 
 
+def recipe_needs_estimator() -> Problem:
+    """A HyperPod recipe job built as a ModelTrainer (checked as the estimator's only)."""
+    return Problem(
+        "training_recipe",
+        "a HyperPod recipe is checked and built as the estimator only; the ModelTrainer target "
+        "does not build recipe jobs (ModelTrainer.from_recipe).",
+        "build it as the estimator (target: estimator, with sagemaker 2.x), or call "
+        "ModelTrainer.from_recipe yourself.",
+    )
+
+
 def _no_counterpart(path: str, what: str, fix: str) -> Problem:
     return Problem(
         path, f"{what}; ModelTrainer has no counterpart for it.", f"{fix}, {_USE_ESTIMATOR}."

@@ -1,0 +1,527 @@
+"""Rules over a recipe job and what the SDK derives from the recipe, recorded as injections.
+
+Each rule is a small function of the job's context and the merged, resolved recipe; its
+problems carry the recipe's own dotted path (``recipe.trainer.num_nodes``). The GPU rules are
+the training adapter's checks (aws/sagemaker-hyperpod-training-adapter-for-nemo,
+``conf/config_schemas.py``: ``validate_distributed_degrees``, ``BaseTrainerConfig``,
+``BaseModelConfig``), which otherwise run only inside the container, minutes into a paid job.
+Trainium recipes run neuronx-distributed-training under PyTorch Lightning, whose keys differ.
+Nova and LLM fine-tuning recipes have keys of their own: only what the SDK reads is checked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from packaging.version import Version
+
+from safe_estimators._context import Context
+from safe_estimators._problems import Problem, count, warning
+from safe_estimators._recipes import facts
+from safe_estimators._recipes.load import Recipe
+from safe_estimators._resolved import Injection
+from safe_estimators._spec import JobSpec
+
+RecipeRule = Callable[[Context, Recipe], Iterator[Problem]]
+
+
+def recipe_of(spec: JobSpec) -> object:
+    """The ``training_recipe`` a PyTorch job names (None without one)."""
+    return spec.extra.get("training_recipe") if spec.estimator == "pytorch" else None
+
+
+def _section(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = data.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def _device(ctx: Context) -> str:
+    return facts.device_type(ctx.instance_name)
+
+
+def _devices_per_instance(ctx: Context) -> int | None:
+    """Processes per instance under torchrun: one per GPU, or per NeuronCore on Trainium."""
+    if ctx.instance is None:
+        return None
+    if _device(ctx) == "trainium":
+        return ctx.instance.neuron_cores
+    return ctx.instance.gpu_count or None
+
+
+def _uses_smp(recipe: Recipe) -> bool:
+    value = recipe.data.get("use_smp_model", facts.ADAPTER_DEFAULTS["use_smp_model"])
+    return value is not False
+
+
+# --- what every recipe job needs ---------------------------------------------------------------
+
+
+def recipe_machines(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """The SDK decides the device from instance_type; it takes no instance groups."""
+    if ctx.spec.instance_groups is not None:
+        yield Problem(
+            "instance_groups",
+            "a training recipe runs on one instance type; the SDK needs instance_type "
+            "(\"Must pass instance type to estimator when using training recipes\").",
+            "use instance_type and instance_count.",
+        )
+        return
+    name = ctx.instance_name
+    if recipe.kind == "standard" and name and _device(ctx) == "cpu":
+        yield Problem(
+            "instance_type",
+            f"{name} has neither GPUs nor Trainium; the SDK runs training recipes on ml.p*, "
+            "ml.g* and ml.trn* types only (\"Devices of type cpu are not supported with "
+            "training recipes\").",
+            "pick a GPU type (ml.p5.48xlarge, ml.p4d.24xlarge, ml.g5.48xlarge) or a Trainium "
+            "type (ml.trn1.32xlarge).",
+        )
+
+
+def recipe_sources(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """source_dir must be a local folder; the adapter URL must be one the SDK clones."""
+    source_dir = ctx.spec.source_dir
+    if source_dir is not None and not os.path.isdir(source_dir):
+        yield Problem(
+            "source_dir",
+            f"{source_dir!r} is not a local folder; the SDK copies the recipe's script into it "
+            "(\"When using training_recipe, source_dir must be a local directory\").",
+            "create the folder, or leave source_dir out (the SDK then uses the current folder).",
+        )
+    adapter = os.environ.get(facts.ADAPTER_VARIABLE)
+    if (
+        recipe.kind == "standard"
+        and _device(ctx) == "gpu"
+        and adapter
+        and not adapter.startswith(facts.CLONED_SCHEMES)
+    ):
+        yield Problem(
+            f"${facts.ADAPTER_VARIABLE}",
+            f"is {adapter!r}; the SDK clones only https://, git@ and ssh:// URLs and skips any "
+            "other without a word, then cannot find the adapter's script.",
+            "point it at an https:// or ssh:// URL of the adapter repository, or unset it.",
+        )
+
+
+def recipe_image(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """Nova, evaluation and LLM fine-tuning recipes have no default image in the SDK."""
+    if recipe.kind != "standard" and ctx.spec.image_uri is None:
+        kind = "an LLM fine-tuning" if recipe.kind == "llmft" else "a Nova"
+        yield Problem(
+            "image_uri",
+            f"{recipe.name} is {kind} recipe, which the SDK runs only with an image_uri "
+            "(\"Must supply image_uri when running llmft or nova jobs\").",
+            "set image_uri to the container the recipe's documentation names for it.",
+        )
+
+
+def recipe_structure(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """What the SDK reads from a standard recipe before it builds anything."""
+    if recipe.kind != "standard":
+        return
+    if not isinstance(recipe.data.get("trainer"), Mapping):
+        yield Problem(
+            "recipe.trainer",
+            "is missing; the SDK needs it (\"Supplied recipe does not contain required field "
+            "trainer\").",
+            "add a trainer section with devices and num_nodes.",
+        )
+    if _device(ctx) != "gpu":
+        return
+    model_type = _section(recipe.data, "model").get("model_type")
+    if not isinstance(model_type, str):
+        yield Problem(
+            "recipe.model.model_type",
+            "is missing; on GPUs the SDK picks the adapter's script by it (\"Supplied recipe "
+            "does not contain required field model_type\").",
+            f"set it to one of {', '.join(facts.GPU_SCRIPTS)}.",
+        )
+    elif facts.gpu_script(model_type) is None:
+        yield Problem(
+            "recipe.model.model_type",
+            f"is {model_type!r}; the SDK has an adapter script for {', '.join(facts.GPU_SCRIPTS)} "
+            f"only (\"Model type {model_type} not supported\").",
+            "use a model type the adapter has a script for.",
+        )
+
+
+# --- devices and nodes -------------------------------------------------------------------------
+
+
+def recipe_devices(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """trainer.devices must be the processes torchrun starts on each instance."""
+    if recipe.kind != "standard":
+        return
+    devices = _section(recipe.data, "trainer").get("devices")
+    per_instance = _devices_per_instance(ctx)
+    if type(devices) is not int or per_instance is None or devices == per_instance:
+        return
+    unit = "NeuronCore" if _device(ctx) == "trainium" else "GPU"
+    checker = (
+        "Lightning requires devices x num_nodes == WORLD_SIZE"
+        if unit == "NeuronCore"
+        else "the adapter refuses it: \"'devices' does not equal actual number of devices\""
+    )
+    # Trainium2's count depends on the logical NeuronCore setting (64 by default, 128 without
+    # pairing): a warning there; Trainium1's 32 is fixed.
+    sure = unit == "GPU" or ctx.instance_name.startswith(facts.FIXED_CORE_FAMILIES)
+    yield Problem(
+        "recipe.trainer.devices",
+        f"is {devices}, but {ctx.instance_name} has {count(per_instance, unit)} and the job "
+        f"starts one process per {unit}; {checker}.",
+        f"set recipe_overrides={{'trainer': {{'devices': {per_instance}}}}}, or pick an "
+        f"instance type with {count(devices, unit)}.",
+        "error" if sure else "warning",
+    )
+
+
+def recipe_nodes(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """trainer.num_nodes must be the instances the job has (the SDK does not change it)."""
+    if recipe.kind != "standard":
+        return
+    nodes = _int(_section(recipe.data, "trainer").get("num_nodes"))
+    instances = ctx.instance_count
+    if nodes is None or nodes == instances:
+        return
+    fix = f"set recipe_overrides={{'trainer': {{'num_nodes': {instances}}}}}"
+    per_instance = _devices_per_instance(ctx)
+    product = _degree_product(recipe, ctx)
+    if per_instance and product and (instances * per_instance) % product[0]:
+        fix += (
+            f" and lower the degrees ({product[1]} = {product[0]}) to divide "
+            f"{instances * per_instance} processes"
+        )
+    yield Problem(
+        "recipe.trainer.num_nodes",
+        f"is {nodes}, but the job has {count(instances, 'instance')} (instance_count); the SDK "
+        "keeps the recipe's value (\"Ignoring trainer -> num_nodes\") and the training fails "
+        "at start (\"'num_nodes' does not equal actual number of nodes\").",
+        f"{fix}, or instance_count={nodes}.",
+    )
+
+
+def _degree_product(recipe: Recipe, ctx: Context) -> tuple[int, str, str] | None:
+    """The degrees that must divide the world: (product, shown, the path to name)."""
+    if _device(ctx) == "trainium":
+        strategy = _section(recipe.data, "distributed_strategy")
+        tp = _int(strategy.get("tensor_model_parallel_size")) or 1
+        pp = _int(strategy.get("pipeline_model_parallel_size")) or 1
+        path = "tensor_model_parallel_size" if tp > 1 or pp == 1 else "pipeline_model_parallel_size"
+        return tp * pp, f"tensor {tp} x pipeline {pp}", f"recipe.distributed_strategy.{path}"
+    model = _section(recipe.data, "model")
+    sd = _int(model.get("shard_degree")) or 1
+    tp = _int(model.get("tensor_model_parallel_degree")) or 1
+    ep = _int(model.get("expert_model_parallel_degree")) or 1
+    path = "shard_degree" if model.get("shard_degree") else "tensor_model_parallel_degree"
+    return sd * tp * ep, f"shard {sd} x tensor {tp} x expert {ep}", f"recipe.model.{path}"
+
+
+def recipe_degrees(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """The degree product divides the world (recipe num_nodes x processes per instance)."""
+    if recipe.kind != "standard":
+        return
+    per_instance = _devices_per_instance(ctx)
+    product = _degree_product(recipe, ctx)
+    if per_instance is None or product is None:
+        return
+    nodes = _int(_section(recipe.data, "trainer").get("num_nodes")) or 1
+    world = nodes * per_instance
+    degree, shown, path = product
+    if world % degree == 0:
+        return
+    unit = "NeuronCores" if _device(ctx) == "trainium" else "GPUs"
+    divisors = [d for d in range(1, world + 1) if world % d == 0]
+    yield Problem(
+        path,
+        f"{shown} = {degree} must divide the world size, {nodes} node(s) x {per_instance} "
+        f"{unit} = {world}; the training fails at start.",
+        f"choose degrees whose product is one of {', '.join(map(str, divisors[-6:]))} (or "
+        "another divisor), or run more nodes.",
+    )
+
+
+def recipe_context_parallel(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """The adapter: the context parallel degree must not exceed the shard degree."""
+    if recipe.kind != "standard" or _device(ctx) != "gpu":
+        return
+    model = _section(recipe.data, "model")
+    cp = _int(model.get("context_parallel_degree")) or 1
+    sd = _int(model.get("shard_degree")) or 1
+    if cp > 1 and cp > sd:
+        yield Problem(
+            "recipe.model.context_parallel_degree",
+            f"is {cp}, more than shard_degree ({sd}); the adapter refuses it (\"context "
+            "parallel degree shouldn't be greater than shard degree\").",
+            f"raise model.shard_degree to at least {cp}, or lower context_parallel_degree.",
+        )
+
+
+def recipe_without_smp(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """Without the SMP model implementation, tensor and expert parallelism stay at 1."""
+    if recipe.kind != "standard" or _device(ctx) != "gpu" or _uses_smp(recipe):
+        return
+    model = _section(recipe.data, "model")
+    for key in ("tensor_model_parallel_degree", "expert_model_parallel_degree"):
+        value = _int(model.get(key)) or 1
+        if value > 1:
+            yield Problem(
+                f"recipe.model.{key}",
+                f"is {value} with use_smp_model false; the adapter refuses it (\"Non SMP Model "
+                "implementations do not support tensor_model_parallel_degree or "
+                "expert_model_parallel_degree > 1\").",
+                f"set use_smp_model: true, or {key}: 1.",
+            )
+
+
+def recipe_finetune(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """Fine-tuning (on unless the recipe turns it off) needs the model to start from."""
+    if recipe.kind != "standard" or _device(ctx) != "gpu":
+        return
+    model = _section(recipe.data, "model")
+    finetune = model.get("do_finetune", facts.ADAPTER_DEFAULTS["do_finetune"])
+    if finetune is not False and model.get("hf_model_name_or_path") is None:
+        default = "" if "do_finetune" in model else " (the adapter's default when it is absent)"
+        yield Problem(
+            "recipe.model.do_finetune",
+            f"is true{default} and model.hf_model_name_or_path is not set; the adapter refuses "
+            "it (\"Must provide 'hf_model_name_or_path' or set 'do_finetune' to False\").",
+            "set model.hf_model_name_or_path (a Hugging Face name or a path in the container), "
+            "or model.do_finetune: false to pre-train from scratch.",
+        )
+
+
+def recipe_training_data(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """Real data needs train_dir; synthetic and multi-modal data do not."""
+    if recipe.kind != "standard" or _device(ctx) != "gpu":
+        return
+    model = _section(recipe.data, "model")
+    data = model.get("data")
+    if not isinstance(data, Mapping) or not data or model.get("multi_modal"):
+        return
+    if not data.get("use_synthetic_data") and not data.get("train_dir"):
+        yield Problem(
+            "recipe.model.data.train_dir",
+            "is not set and use_synthetic_data is false; the adapter refuses it (\"'train_dir' "
+            "is required since model is not using Synthetic or multi-modal Data\").",
+            "set recipe_overrides={'model': {'data': {'train_dir': '/opt/ml/input/data/train'}}} "
+            "and pass inputs={'train': 's3://...'}, or use_synthetic_data: true.",
+        )
+
+
+def recipe_precision(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """fp8 (on by default with the SMP model) needs compute capability 8.9; bf16 needs 8.0."""
+    if recipe.kind != "standard" or _device(ctx) != "gpu" or ctx.instance is None:
+        return
+    accelerator = ctx.instance.accelerator
+    capability = accelerator.compute_capability if accelerator is not None else None
+    if accelerator is None or not capability:
+        return
+    model = _section(recipe.data, "model")
+    name = f"{ctx.instance_name} ({accelerator.name}, compute capability {capability})"
+    fp8 = model.get("fp8", facts.ADAPTER_DEFAULTS["fp8"])
+    if _uses_smp(recipe) and fp8 is not False and _below(capability, facts.FP8_COMPUTE_CAPABILITY):
+        default = "" if "fp8" in model else " (the adapter's default when it is absent)"
+        yield Problem(
+            "recipe.model.fp8",
+            f"is true{default}, but {name} has no fp8: Transformer Engine needs compute "
+            f"capability {facts.FP8_COMPUTE_CAPABILITY} or higher and the training fails at its "
+            "first step.",
+            "set recipe_overrides={'model': {'fp8': False}}, or use ml.p5.48xlarge (H100).",
+        )
+    precision = str(_section(recipe.data, "trainer").get("precision", ""))
+    if "bf16" in precision and _below(capability, facts.BF16_COMPUTE_CAPABILITY):
+        yield warning(
+            "recipe.trainer.precision",
+            f"is {precision!r}, but {name} has no bfloat16 arithmetic (compute capability "
+            f"{facts.BF16_COMPUTE_CAPABILITY}); PyTorch emulates it or refuses it, far slower "
+            "either way.",
+            "use an A100, A10G, L4 or H100 instance type, or precision 16-mixed.",
+        )
+
+
+def _below(capability: str, minimum: str) -> bool:
+    try:
+        return Version(capability) < Version(minimum)
+    except ValueError:
+        return False
+
+
+RECIPE_RULES: tuple[RecipeRule, ...] = (
+    recipe_machines,
+    recipe_sources,
+    recipe_image,
+    recipe_structure,
+    recipe_devices,
+    recipe_nodes,
+    recipe_degrees,
+    recipe_context_parallel,
+    recipe_without_smp,
+    recipe_finetune,
+    recipe_training_data,
+    recipe_precision,
+)
+
+
+def dropped_arguments(spec: JobSpec) -> list[Problem]:
+    """Arguments the SDK ignores beside a recipe, each with the recipe key to set instead."""
+    found = []
+    if spec.entry_point:
+        found.append(
+            warning(
+                "entry_point",
+                f"is ignored with training_recipe: the SDK runs the recipe's own script, not "
+                f"{spec.entry_point!r}.",
+                "remove entry_point (to change the training, override the recipe's keys).",
+            )
+        )
+    if spec.hyperparameters:
+        names = ", ".join(sorted(map(str, spec.hyperparameters))[:5])
+        found.append(
+            warning(
+                "hyperparameters",
+                f"are dropped with training_recipe ({names}): the SDK passes only the recipe's "
+                "location, and the script reads the recipe.",
+                "set the values in recipe_overrides under the recipe's keys, e.g. "
+                "{'model': {'optim': {'lr': 0.0001}}, 'trainer': {'max_steps': 100}}.",
+            )
+        )
+    for name, keys in (
+        ("distribution", "model.shard_degree, model.tensor_model_parallel_degree"),
+        ("model_parallel", "model.shard_degree, model.tensor_model_parallel_degree"),
+    ):
+        if getattr(spec, name):
+            found.append(
+                warning(
+                    name,
+                    "is dropped with training_recipe: the SDK sets the distribution from the "
+                    "instance type (torchrun, with SMP on GPUs).",
+                    f"set the parallelism in recipe_overrides ({keys}; on Trainium "
+                    "distributed_strategy.tensor_model_parallel_size).",
+                )
+            )
+    if spec.training_compiler is not None:
+        found.append(
+            Problem(
+                "training_compiler",
+                "does not apply to a recipe job: the recipe's image and script run it.",
+                "remove training_compiler.",
+            )
+        )
+    return found
+
+
+def check_recipe(ctx: Context, recipe: Recipe) -> list[Problem]:
+    """Every recipe rule's problems, in the table's order; the memory estimate's warnings
+    once the rest holds."""
+    from safe_estimators._recipes.memory import recipe_memory
+
+    found = [problem for rule in RECIPE_RULES for problem in rule(ctx, recipe)]
+    if any(p.severity == "error" for p in found):
+        return found
+    return found + list(recipe_memory(ctx, recipe))
+
+
+def recipe_instance_count(recipe: Recipe) -> tuple[object, str]:
+    """The instance count the SDK takes from the recipe when none is given, and from where."""
+    if recipe.kind in ("nova", "eval"):
+        return _section(recipe.data, "run").get("replicas"), "run.replicas"
+    return _section(recipe.data, "trainer").get("num_nodes"), "trainer.num_nodes"
+
+
+def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> list[Injection]:
+    """What the SDK derives from the recipe, with its reason; the dropped arguments removed."""
+    spec = ctx.spec
+    for name in ("entry_point", "hyperparameters", "distribution"):
+        kwargs.pop(name, None)
+    record: list[Injection] = []
+    count_value, key = recipe_instance_count(recipe)
+    if count_value == spec.instance_count:
+        record.append(
+            Injection(
+                "instance_count",
+                count_value,
+                f"the recipe's {key}; the SDK takes the instance count from it when "
+                "instance_count is not given.",
+            )
+        )
+    if recipe.kind in ("nova", "eval"):
+        run = _section(recipe.data, "run")
+        where = str(run.get("model_name_or_path") or "")
+        sent = {"model_type": run.get("model_type")}
+        if where:
+            sent["base_model_location" if where.startswith("s3://") else "base_model"] = where
+        record.append(
+            Injection(
+                "hyperparameters",
+                sent,
+                "the SDK sends the Nova model from the recipe's run section; it also turns off "
+                "remote debugging, the profiler and the Debugger hook for Nova jobs.",
+            )
+        )
+    if recipe.kind != "standard":
+        record.append(
+            Injection(
+                "inputs.recipe",
+                "the resolved recipe, uploaded to S3 at fit",
+                "Nova and LLM fine-tuning jobs read their recipe from a 'recipe' input "
+                "channel, which the SDK adds.",
+            )
+        )
+        return record
+    device = _device(ctx)
+    if spec.image_uri is None:
+        config = "gpu_image" if device == "gpu" else "neuron_image"
+        record.append(
+            Injection(
+                "image_uri",
+                facts.image_description(device),
+                f"the SDK's recipe image for {device.upper() if device == 'gpu' else 'Trainium'} "
+                f"instances (training_recipes.json, {config}); an image_uri you give wins.",
+            )
+        )
+    if device == "gpu":
+        script = facts.gpu_script(str(_section(recipe.data, "model").get("model_type", "")))
+        if script is not None:
+            record.append(
+                Injection(
+                    "entry_point",
+                    script[1],
+                    f"the training adapter's examples/{script[0]}/{script[1]} for model_type "
+                    f"{_section(recipe.data, 'model').get('model_type')!r}, which the SDK "
+                    "clones and copies into source_dir.",
+                )
+            )
+    elif device == "trainium":
+        record.append(
+            Injection(
+                "entry_point",
+                facts.TRAINIUM_SCRIPT,
+                "neuronx-distributed-training's examples, which the SDK clones and copies "
+                "into source_dir.",
+            )
+        )
+    if device in facts.DISTRIBUTIONS:
+        record.append(
+            Injection(
+                "distribution",
+                facts.DISTRIBUTIONS[device],
+                "the SDK's distribution for recipe jobs on "
+                + ("GPUs (torchrun with SMP v2)" if device == "gpu" else "Trainium (torchrun)")
+                + "; the adapter sets the SMP degrees from the recipe itself.",
+            )
+        )
+    record.append(
+        Injection(
+            "hyperparameters",
+            {"config-path": ".", "config-name": f"{recipe.name}_<random>.yaml"},
+            "the resolved recipe, which the SDK saves into source_dir and points the script at.",
+        )
+    )
+    return record
+

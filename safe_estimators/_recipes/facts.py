@@ -1,0 +1,128 @@
+"""What the SageMaker SDK does with a HyperPod training recipe, as data.
+
+Read from the installed SDK (``sagemaker/pytorch/estimator.py``, ``_setup_for_training_recipe``
+and its helpers, SDK 2.236.0 and later) and from AWS's training adapter
+(aws/sagemaker-hyperpod-training-adapter-for-nemo, ``conf/config_schemas.py``). Nothing here
+imports ``sagemaker``: ``training_recipes.json`` is read as a file from the installed package, and
+``tests/test_recipes_sdk_agreement.py`` compares the other tables with the SDK's own functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+from typing import Any
+
+# ``_get_training_recipe_gpu_script``: a GPU recipe's ``model.model_type`` (its prefix) picks the
+# adapter's example script, which the SDK copies into source_dir as the entry point.
+GPU_SCRIPTS: dict[str, tuple[str, str]] = {
+    "llama_v3": ("llama", "llama_pretrain.py"),
+    "mistral": ("mistral", "mistral_pretrain.py"),
+    "mixtral": ("mixtral", "mixtral_pretrain.py"),
+    "deepseek": ("deepseek", "deepseek_pretrain.py"),
+    "gpt_oss": ("custom_model", "custom_pretrain.py"),
+}
+
+# ``_get_training_recipe_trainium_script``: the Neuron repository's ``examples`` folder is copied
+# into source_dir whole; this script is the entry point.
+TRAINIUM_SCRIPT = "training_orchestrator.py"
+
+# ``_device_get_distribution``: the distribution a recipe job gets, by device type.
+DISTRIBUTIONS: dict[str, dict[str, Any]] = {
+    "gpu": {
+        "smdistributed": {
+            "modelparallel": {"enabled": True, "parameters": {"placement_strategy": "cluster"}}
+        },
+        "torch_distributed": {"enabled": True},
+    },
+    "trainium": {"torch_distributed": {"enabled": True}},
+}
+
+# ``_device_validate_and_get_type``: the second part of the instance type name decides.
+GPU_PREFIXES = ("p", "g")
+TRAINIUM_PREFIX = "trn"
+# Trainium types whose NeuronCores per instance (the processes torchrun starts) do not depend
+# on the Neuron runtime's logical NeuronCore setting.
+FIXED_CORE_FAMILIES = ("ml.trn1.", "ml.trn1n.")
+
+# The adapter's defaults where a recipe leaves a key out (config_schemas.py, BaseConfig and
+# BaseModelConfig): the SMP model implementation and fp8 are on, and so is fine-tuning.
+ADAPTER_DEFAULTS: dict[str, Any] = {
+    "use_smp_model": True,
+    "fp8": True,
+    "do_finetune": True,
+}
+
+# Transformer Engine's fp8_autocast refuses a GPU below compute capability 8.9 ("Device compute
+# capability 8.9 or higher required for FP8 execution"); bfloat16 needs 8.0 (Ampere).
+FP8_COMPUTE_CAPABILITY = "8.9"
+BF16_COMPUTE_CAPABILITY = "8.0"
+
+# What the SDK's training_recipes.json holds when the installed SDK has none (SDK 2.257.7).
+_FALLBACK_CONFIG: dict[str, Any] = {
+    "adapter_repo": "https://github.com/aws/sagemaker-training-adapter-for-nemo.git",
+    "launcher_repo": "https://github.com/aws/sagemaker-hyperpod-recipes.git",
+    "neuron_dist_repo": "https://github.com/aws-neuron/neuronx-distributed-training.git",
+    "gpu_image": {
+        "framework": "pytorch-smp",
+        "version": "2.4.1",
+        "additional_args": {"container_version": "cu121"},
+    },
+    "neuron_image": {"framework": "hyperpod-recipes-neuron", "version": "2.1.2"},
+}
+
+# The variables the SDK reads for the repositories it clones (none for the Neuron one).
+LAUNCHER_VARIABLE = "TRAINING_LAUNCHER_GIT"
+ADAPTER_VARIABLE = "TRAINING_ADAPTER_GIT"
+# git_utils._run_clone_command clones only these; any other URL is skipped without a word.
+CLONED_SCHEMES = ("https://", "git@", "ssh://")
+
+
+@functools.lru_cache(maxsize=1)
+def recipes_config() -> dict[str, Any]:
+    """The installed SDK's ``sagemaker/pytorch/training_recipes.json`` (not imported)."""
+    spec = importlib.util.find_spec("sagemaker")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for folder in locations:
+        path = os.path.join(folder, "pytorch", "training_recipes.json")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if isinstance(found, dict):
+            return found
+    return _FALLBACK_CONFIG
+
+
+def device_type(instance_type: str) -> str:
+    """``gpu``, ``trainium`` or ``cpu``, as the SDK tells them apart."""
+    parts = instance_type.split(".")
+    family = parts[1] if len(parts) > 1 else ""
+    if family.startswith(GPU_PREFIXES):
+        return "gpu"
+    if family.startswith(TRAINIUM_PREFIX):
+        return "trainium"
+    return "cpu"
+
+
+def gpu_script(model_type: str) -> tuple[str, str] | None:
+    """The adapter's (folder, script) for a model type, matched by prefix as the SDK does."""
+    for key, script in GPU_SCRIPTS.items():
+        if model_type.startswith(key):
+            return script
+    return None
+
+
+def image_description(device: str) -> str:
+    """The recipe image the SDK retrieves for a device type, as framework and version."""
+    config = recipes_config().get("gpu_image" if device == "gpu" else "neuron_image")
+    if isinstance(config, str):
+        return config
+    if not isinstance(config, dict):
+        return "<none>"
+    extra = config.get("additional_args") or {}
+    suffix = f" ({', '.join(str(v) for v in extra.values())})" if extra else ""
+    return f"{config.get('framework')} {config.get('version')}{suffix}"
