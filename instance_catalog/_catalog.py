@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from instance_catalog._model import Accelerator, InstanceType, UnknownInstanceType
+
+if TYPE_CHECKING:
+    from instance_catalog._suggest import CloseMatches
 
 DATA_FILE = "instances.json"
 ACCELERATORS_FILE = "accelerators.json"
@@ -73,6 +76,18 @@ def gpu_count(name: str) -> int:
 
 
 def _suggestions(name: str, known: dict[str, InstanceType]) -> list[str]:
+    last = _LAST_SUGGESTED
+    if last and last[0] == name and last[1] is known:  # a name is often looked up twice
+        return list(_LAST_SUGGESTED[2])
+    found = _suggest(name, known)
+    _LAST_SUGGESTED[:] = [name, known, found]
+    return list(found)
+
+
+_LAST_SUGGESTED: list[Any] = []
+
+
+def _suggest(name: str, known: dict[str, InstanceType]) -> list[str]:
     # SageMaker names are exact: "ML.P3.8XLARGE", " ml.p3.8xlarge" and "p3.8xlarge" are all
     # rejected by CreateTrainingJob, so they are errors here too, but with the fix spelled out.
     normalised = "".join(name.split()).lower()
@@ -80,6 +95,16 @@ def _suggestions(name: str, known: dict[str, InstanceType]) -> list[str]:
         normalised = "ml." + normalised
     if normalised in known:
         return [normalised]
-    import difflib  # only the error path pays for it
+    return _close_matches(known)(normalised, n=3, cutoff=0.6)
 
-    return difflib.get_close_matches(normalised, known, n=3, cutoff=0.6)
+
+_INDEX: list[tuple[object, CloseMatches]] = []
+
+
+def _close_matches(known: dict[str, InstanceType]) -> CloseMatches:
+    """The did-you-mean index of the catalog's names, built on the first misspelling."""
+    if not _INDEX or _INDEX[0][0] is not known:
+        from instance_catalog._suggest import CloseMatches
+
+        _INDEX[:] = [(known, CloseMatches(known))]
+    return _INDEX[0][1]

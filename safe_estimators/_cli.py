@@ -1,7 +1,8 @@
 """The ``safe-estimators`` command: validate, plan, submit, lint, catalog and schema.
 
 Every command prints text, or with ``--json`` one JSON document on stdout, errors included:
-``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity"}]}``.
+``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity", "file", "line",
+"column"}]}``. ``--format github|sarif|codeclimate`` reports the problems for CI (see _report).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import sys
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from safe_estimators._bounds import MAX_PROBLEMS, printable
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._recipes.load import recipes_from
+from safe_estimators._report import FORMATS, Entry, Reporter, located
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -90,36 +92,8 @@ def _quiet(verbose: bool, sdk: bool = True) -> Iterator[None]:
                     os.environ.pop(_V2_WARNING, None)
 
 
-# A problem is one line for a human; a path or message longer than this quotes a value whole.
-_MAX_LINE = 2_000
-
-
-def _print_problem(out: TextIO, source: str, problem: Problem) -> None:
-    # Every part may hold the user's text: escaped, none can start a line or reach the terminal.
-    label = "warning: " if problem.severity == "warning" else ""
-    hint = f" ({problem.hint})" if problem.hint else ""
-    path = problem.path if len(problem.path) <= 200 else problem.path[:199] + "…"
-    line = printable(f"{source}: {path}: {label}{problem.message}{hint}")
-    out.write((line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…") + "\n")
-
-
-def _print_problems(out: TextIO, source: str, problems: Sequence[Problem]) -> None:
-    for problem in problems[:MAX_PROBLEMS]:
-        _print_problem(out, source, problem)
-    if len(problems) > MAX_PROBLEMS:
-        more = len(problems) - MAX_PROBLEMS
-        out.write(printable(f"{source}: ... and {more:,} more problems (the first "
-                            f"{MAX_PROBLEMS} are shown)") + "\n")  # fmt: skip
-
-
-def _problem_json(source: str | None, problem: Problem) -> dict[str, Any]:
-    return {
-        "source": source,
-        "path": problem.path,
-        "message": problem.message,
-        "hint": problem.hint,
-        "severity": problem.severity,
-    }
+def _problems_json(source: str | None, problems: Sequence[Problem]) -> list[dict[str, Any]]:
+    return [entry.as_json() for entry in located(source, problems)]
 
 
 def _emit_json(document: Any) -> None:
@@ -128,53 +102,83 @@ def _emit_json(document: Any) -> None:
 
 
 def _failure(source: str | None, problems: Sequence[Problem]) -> dict[str, Any]:
-    return {"ok": False, "source": source, "problems": [_problem_json(source, p) for p in problems]}
+    return {"ok": False, "source": source, "problems": _problems_json(source, problems)}
 
 
 # --- validate -------------------------------------------------------------------------------
 
 
-def _validate(args: argparse.Namespace) -> int:
-    from safe_estimators._validate import is_job_spec, spec_files, validate_file
+def _targets(args: argparse.Namespace) -> tuple[list[tuple[str, bool]], list[str]]:
+    """The files the command line names, each with whether it is a folder that holds no spec
+    (a folder stands for the job specs in it; with --specs-only a spec-suffixed file that
+    names no estimator is skipped too), and the files skipped."""
+    from safe_estimators._files import SUFFIXES
+    from safe_estimators._validate import is_job_spec, spec_files
 
-    results = []
+    out: list[tuple[str, bool]] = []
     skipped: list[str] = []
     for target in args.files:
         files = spec_files(target)
-        if os.path.isdir(target):
-            skipped += [path for path in files if not is_job_spec(path)]
-            files = [path for path in files if path not in skipped]
-        if not files:
-            empty = Problem(
-                "<folder>",
-                "holds no spec files (.yaml, .yml, .json, .toml).",
-                "give the folder of your job specs, or the files themselves.",
-            )
-            results.append((target, [empty]))
-        results += [(path, validate_file(path, project_root=args.project_root)) for path in files]
+        folder = os.path.isdir(target)
+        if folder or getattr(args, "specs_only", False):
+            kept = {p for p in files if not p.lower().endswith(SUFFIXES) or is_job_spec(p)}
+            skipped += [path for path in files if path not in kept]
+            files = [path for path in files if path in kept]
+        if folder and not files:
+            out.append((target, True))
+        out += [(path, False) for path in files]
+    return out, skipped
+
+
+_EMPTY_FOLDER = Problem(
+    "<folder>",
+    "holds no spec files (.yaml, .yml, .json, .toml).",
+    "give the folder of your job specs, or the files themselves.",
+)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    def check(path: str, project_root: str | os.PathLike[str] | None) -> list[Entry]:
+        from safe_estimators._validate import validate_file
+
+        return located(path, validate_file(path, project_root=project_root))
+
+    if not args.no_cache:  # an unchanged spec's verdict is read back (see _verdicts)
+        from safe_estimators._verdicts import new_run
+        from safe_estimators._verdicts import validate_cached as check
+
+        new_run()
+
+    targets, skipped = _targets(args)
+    results: list[tuple[str, list[Entry]]] = [
+        (path, located(path, [_EMPTY_FOLDER]) if empty else check(path, args.project_root))
+        for path, empty in targets
+    ]
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
     if args.json:
+        per_file: list[dict[str, Any]] = [
+            {
+                "source": source,
+                "ok": not any(p.severity == "error" for p in found),
+                "problems": [entry.as_json() for entry in found],
+            }
+            for source, found in results
+        ]
         _emit_json(
             {
                 "ok": not invalid,
-                "problems": [_problem_json(s, p) for s, found in results for p in found],
+                "problems": [p for file in per_file for p in file["problems"]],
                 "skipped": skipped,
-                "files": [
-                    {
-                        "source": source,
-                        "ok": not any(p.severity == "error" for p in found),
-                        "problems": [_problem_json(source, p) for p in found],
-                    }
-                    for source, found in results
-                ],
+                "files": per_file,
             }
         )
         return EXIT_INVALID if invalid else EXIT_OK
+    report: Reporter = args.report
     for source, problems in results:
-        _print_problems(sys.stdout, source, problems)
-        if not any(p.severity == "error" for p in problems):
+        report.add(problems)
+        if report.human and not any(p.severity == "error" for p in problems):
             print(f"{printable(source)}: valid")
-    for path in skipped:
+    for path in skipped if report.human else ():
         print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if invalid else EXIT_OK
 
@@ -208,13 +212,17 @@ def _plan(args: argparse.Namespace) -> int:
             problems = [p for d in documents for p in d["problems"]]
             _emit_json({"ok": not failed, "problems": problems, "plans": documents})
     else:
+        report: Reporter = args.report
         for index, item in enumerate(texts):
-            if index:
+            if index and report.human:
                 print()
             if isinstance(item, ConfigError):
-                _print_problems(sys.stdout, item.source or args.files[index], item.problems)
-            else:
+                report.problems(item.source or args.files[index], item.problems)
+                continue
+            if report.human:
                 print(item)
+            if report.format != "text":  # the text of a plan shows its warnings
+                report.problems(item.source, item.explanation.warnings)
     return EXIT_INVALID if failed else EXIT_OK
 
 
@@ -230,7 +238,7 @@ def _strict_json(document: Any, source: str) -> None:
 
 
 def _warnings_json(result: Any) -> list[dict[str, Any]]:
-    return [_problem_json(result.source, w) for w in result.explanation.warnings]
+    return _problems_json(result.source, result.explanation.warnings)
 
 
 # --- submit ---------------------------------------------------------------------------------
@@ -313,7 +321,7 @@ def _submit(args: argparse.Namespace) -> int:
         raise ConfigError([problem], source=path) from exc
     if args.json:
         _emit_json({"ok": True, "problems": [], "source": path, "job_name": name})
-    else:
+    elif args.report.human:
         print(name)
     return EXIT_OK
 
@@ -361,42 +369,74 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
 
 
 def _lint(args: argparse.Namespace) -> int:
+    import attrs
+
     from safe_estimators._validate import lint_target
 
-    results = [(t, lint_target(t, project_root=args.project_root)) for t in args.files]
+    targets, skipped = _targets(args)
+    root = args.project_root
+    results = [
+        (path, [_folder_finding(path)] if empty else lint_target(path, project_root=root))
+        for path, empty in targets
+    ]
     failed = any(f.severity == "error" for _, findings in results for f in findings)
+    entries = {target: [_finding_entry(target, f) for f in found] for target, found in results}
     if args.json:
-        _emit_json(
-            {
-                "ok": not failed,
-                "problems": [
-                    {
-                        "source": target,
-                        "path": f"{f.file}:{f.line}",
-                        "message": f.message,
-                        "hint": f.hint,
-                        "severity": f.severity,
-                        "rule": f.rule,
-                    }
-                    for target, findings in results
-                    for f in findings
-                ],
-            }
-        )
+        problems = [
+entry.as_json() for found in entries.values() for entry in found]
+        _emit_json({"ok": not failed, "problems": problems})
         return EXIT_INVALID if failed else EXIT_OK
+    report: Reporter = args.report
     for target, findings in results:
-        for finding in findings[:MAX_PROBLEMS]:
-            print(printable(str(finding)))
-        if len(findings) > MAX_PROBLEMS:
-            print(f"{printable(target)}: ... and {len(findings) - MAX_PROBLEMS:,} more findings")
-        if not findings:
+        if report.format != "text":
+            report.add(entries[target])
+        else:
+            for finding, entry in zip(findings[:MAX_PROBLEMS], entries[target], strict=False):
+                print(printable(str(attrs.evolve(finding, file=entry.file))))
+            if len(findings) > MAX_PROBLEMS:
+                more = len(findings) - MAX_PROBLEMS
+                print(f"{printable(target)}: ... and {more:,} more findings")
+        if not findings and report.human:
             print(f"{printable(target)}: no findings")
+    for path in skipped if report.human else ():
+        print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if failed else EXIT_OK
+
+
+def _folder_finding(folder: str) -> Any:
+    from safe_estimators._script_checks import Finding
+
+    empty = _EMPTY_FOLDER
+    return Finding(folder, 0, "error", "invalid-spec", empty.message, empty.hint)
+
+
+def _finding_entry(target: str, finding: Any) -> Entry:
+    """A script finding where it is written: its file is relative to the spec's source_dir,
+    or as the command line gave it."""
+    file = finding.file
+    if not os.path.isfile(file) and file != target:
+        from safe_estimators._files import read_spec_data
+
+        data, _ = read_spec_data(target)
+        source_dir = data.get("source_dir") if data else None
+        if isinstance(source_dir, str):
+            inside = os.path.join(os.path.dirname(target), source_dir, file)
+            file = os.path.normpath(inside) if os.path.isfile(inside) else file
+    return Entry(
+        target,
+        f"{finding.file}:{finding.line}",
+        finding.message,
+        finding.hint,
+        finding.severity,
+        rule=finding.rule,
+        file=file,
+        line=finding.line or None,
+    )
 
 
 # --- catalog and schema ---------------------------------------------------------------------
 
-def _fits(path: str, as_json: bool) -> int:
+def _fits(path: str, as_json: bool, report: Reporter) -> int:
     from safe_estimators._memory.catalog import placements_of_file
 
     found = placements_of_file(path)
@@ -409,8 +449,19 @@ def _fits(path: str, as_json: bool) -> int:
         _emit_json(rows)
         return EXIT_OK
     if not found:
-        print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 instances)")
+        if report.format == "text":
+            print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 "
+                  "instances)")  # fmt: skip
+        else:
+            nowhere = Problem(
+                "model",
+                "fits on no instance type of the catalog (up to 64 instances).",
+                "make the model smaller, or shard it over more devices.",
+            )
+            report.problems(path, [nowhere])
         return EXIT_INVALID
+    if not report.human:
+        return EXIT_OK
     table = [("instance type", "count", "accelerators", "memory/device", "estimate", "use",
               "layout assumed")]  # fmt: skip
     table += [
@@ -452,7 +503,7 @@ def _catalog(args: argparse.Namespace) -> int:
     import instance_catalog
 
     if args.fits:
-        return _fits(args.fits, args.json)
+        return _fits(args.fits, args.json, args.report)
 
     every = instance_catalog.instance_types()
     known = sorted({t.accelerator_name for t in every if t.accelerator_name})
@@ -477,6 +528,8 @@ def _catalog(args: argparse.Namespace) -> int:
         import attrs
 
         _emit_json([attrs.asdict(t) for t in rows])
+        return EXIT_OK
+    if not args.report.human:
         return EXIT_OK
     header = (
         "instance type", "GPUs", "accelerator", "devices", "memory/device", "vCPUs", "EFA",
@@ -507,7 +560,8 @@ def _yes_no(value: bool | None) -> str:
 def _schema(args: argparse.Namespace) -> int:
     from safe_estimators._schema import spec_schema
 
-    _emit_json(spec_schema())
+    _emit_json(spec_schema())  # in every format: the schema is what was asked for
+    args.report.printed = True
     return EXIT_OK
 
 
@@ -531,12 +585,19 @@ def _count(text: str) -> int:
 
 
 def _global_flags(parser: argparse.ArgumentParser, default: Any) -> None:
-    """--verbose, --json and --project-root, accepted before and after the command."""
+    """--verbose, --json, --format and --project-root, accepted before and after the command."""
     parser.add_argument(
         "--verbose", action="store_true", default=default, help="show the SageMaker SDK's logs"
     )
     parser.add_argument(
         "--json", action="store_true", default=default, help="one JSON document on stdout"
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text" if default is False else default,
+        help="text (default), json (as --json), github (workflow-command annotations), sarif "
+        "(SARIF 2.1.0) or codeclimate (GitLab Code Quality)",
     )
     parser.add_argument(
         "--project-root",
@@ -551,6 +612,15 @@ def _global_flags(parser: argparse.ArgumentParser, default: Any) -> None:
         default=None if default is False else default,
         help="a local copy of aws/sagemaker-hyperpod-recipes, where predefined training_recipe "
         "names are read (default: $SAFE_ESTIMATORS_RECIPES)",
+    )
+
+
+def _specs_only(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--specs-only",
+        action="store_true",
+        help="skip YAML, JSON and TOML files that name no estimator, as in a folder (for "
+        "pre-commit, which passes every changed file)",
     )
 
 
@@ -579,6 +649,12 @@ def _parser() -> argparse.ArgumentParser:
 
     validate = command("validate", "check spec files or folders of them (no AWS, no sagemaker)")
     validate.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
+    _specs_only(validate)
+    validate.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="check every spec again instead of reusing the verdict of an unchanged one",
+    )
     validate.set_defaults(run=_validate)
 
     plan = command("plan", "show the resolved job and its request, offline")
@@ -591,7 +667,8 @@ def _parser() -> argparse.ArgumentParser:
     submit.set_defaults(run=_submit)
 
     lint = command("lint", "check training scripts, or the scripts of specs")
-    lint.add_argument("files", nargs="+", metavar="FILE_OR_SPEC")
+    lint.add_argument("files", nargs="+", metavar="FILE_SPEC_OR_DIR")
+    _specs_only(lint)
     lint.set_defaults(run=_lint)
 
     catalog = command("catalog", "list training instance types")
@@ -622,16 +699,35 @@ def _port(args: argparse.Namespace) -> int:
         _emit_json({"ok": True, "problems": [], "source": args.files[0], "code": code})
     else:
         print(code, end="")
+    args.report.printed = True  # the code is what was asked for, in every format
     return EXIT_OK
 
 
-def _usage(parser: argparse.ArgumentParser, message: str, as_json: bool) -> int:
-    if as_json:
+def _usage(parser: argparse.ArgumentParser, message: str, output: str) -> int:
+    if output == "json":
         _emit_json(_failure(None, [Problem("<usage>", message, "see safe-estimators --help.")]))
-    else:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    Reporter(output, sys.stdout).finish(failure=message)
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _requested_format(arguments: Sequence[str]) -> str:
+    """The output format the command line asks for, read before it is parsed (a usage error
+    is reported in it too)."""
+    if "--json" in arguments:
+        return "json"
+    chosen = "text"
+    for index, argument in enumerate(arguments):
+        value = None
+        if argument == "--format" and index + 1 < len(arguments):
+            value = arguments[index + 1]
+        elif argument.startswith("--format="):
+            value = argument.partition("=")[2]
+        if value in FORMATS:
+            chosen = value
+    return chosen
 
 
 # The commands that load the SageMaker SDK; the others never load logging just to quiet it.
@@ -639,27 +735,56 @@ _SDK_COMMANDS = (_plan, _submit, _port)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (see ``EXIT_CODES``)."""
+    """Run the command line; return the exit code (see ``EXIT_CODES``).
+
+    Run as the ``safe-estimators`` command (no ``argv``), the process ends as soon as the output
+    is flushed: nothing it holds needs tearing down, and garbage-collecting every module at exit
+    costs a one-file validate about a fifth of its time.
+    """
+    code = _main(argv)
+    if argv is None and _is_the_command():
+        _exit_now(code)
+    return code
+
+
+def _is_the_command() -> bool:
+    script = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    return os.path.basename(script).removesuffix(".exe") == "safe-estimators"
+
+
+def _exit_now(code: int) -> None:
+    with contextlib.suppress(OSError, ValueError):  # the reader left, or a stream was closed
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in arguments
+    output = _requested_format(arguments)
     parser = _parser()
     try:
         args = parser.parse_args(arguments)
     except _UsageError as exc:
-        return _usage(parser, str(exc), as_json)
+        return _usage(parser, str(exc), output)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.json:
+        args.format = "json"
+    args.json = args.format == "json"
+    report = args.report = Reporter(args.format, sys.stdout)
     try:
         with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS), recipes_from(args.recipes):
             result: Any = args.run(args)
     except _UsageError as exc:
-        return _usage(parser, str(exc), args.json)
+        return _usage(parser, str(exc), args.format)
     except ConfigError as error:
         source = error.source or next(iter(getattr(args, "files", [])), None) or "spec"
         if args.json:
             _emit_json(_failure(source, error.problems))
         else:
-            _print_problems(sys.stdout, source, error.problems)
+            report.problems(source, error.problems)
+            report.finish()
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
@@ -673,14 +798,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             internal = Problem("<internal>", message, "run again with --verbose and report it.")
             _emit_json(_failure(None, [internal]))
+        elif report.format != "text":
+            report.finish(failure=message)
         print(
             f"safe-estimators: {message}\n"
             "Run again with --verbose for the traceback, and please report it.",
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+    report.finish()
     return int(result)
 
 
+def run() -> None:  # pragma: no cover - the console script
+    """``safe-estimators``: run, flush, and end the process without tearing it down."""
+    _exit_now(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

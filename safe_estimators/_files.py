@@ -9,7 +9,7 @@ import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from safe_estimators._bounds import (
     MAX_SPEC_BYTES,
@@ -21,7 +21,9 @@ from safe_estimators._bounds import (
     too_wide_to_package,
 )
 from safe_estimators._problems import ConfigError, Problem, value_at
-from safe_estimators._spec import JobSpec, spec_arguments
+
+if TYPE_CHECKING:  # loaded where a spec is structured: reading a file does not need cattrs
+    from safe_estimators._spec import JobSpec
 
 SUFFIXES = (".yaml", ".yml", ".json", ".toml")
 
@@ -176,6 +178,8 @@ def job_arguments(
     together, in ``validate``'s order. Raises ConfigError when the file cannot be read as a
     mapping of options.
     """
+    from safe_estimators._spec import JobSpec, spec_arguments
+
     if isinstance(spec_or_path, JobSpec):
         arguments = {"estimator": spec_or_path.estimator, **spec_arguments(spec_or_path)}
         if spec_or_path.inputs is not None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
+
+if TYPE_CHECKING:
+    from instance_catalog._suggest import CloseMatches
 
 # Shown in a ConfigError's message (all of them stay in ``problems``); see _bounds.
 MAX_PROBLEMS = 50
@@ -72,8 +75,29 @@ def closest(word: object, choices: Iterable[str]) -> str | None:
     """The choice closest to ``word`` (difflib's ratio of 0.6 or more), or None."""
     if not isinstance(word, str) or len(word) > _MAX_SUGGESTED_LENGTH:
         return None
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    names = tuple(choices)
+    if len(names) < _INDEXED:
+        close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    else:  # the option names, the catalog: difflib's answer from an index (instance_catalog)
+        close = _index(names)(word, n=1, cutoff=0.6)
     return close[0] if close else None
+
+
+_INDEXED = 40  # choices from which the index pays for itself
+_INDEXES: dict[frozenset[str], CloseMatches] = {}
+
+
+def _index(names: tuple[str, ...]) -> CloseMatches:
+    # By the set of names: the one closest name does not depend on their order (difflib
+    # breaks a tie of scores by the larger name).
+    key = frozenset(names)
+    if key not in _INDEXES:
+        from instance_catalog._suggest import CloseMatches
+
+        if len(_INDEXES) >= 16:
+            _INDEXES.clear()
+        _INDEXES[key] = CloseMatches(sorted(key))
+    return _INDEXES[key]
 
 
 def did_you_mean(word: object, choices: Iterable[str]) -> str:

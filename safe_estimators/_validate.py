@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from safe_estimators._bounds import MAX_SPEC_BYTES
 from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
 from safe_estimators._problems import ConfigError, Problem
-from safe_estimators._resolve import check_arguments, finding_problem, script_context
 
 if TYPE_CHECKING:
     from safe_estimators._script_checks import Finding
@@ -33,6 +35,8 @@ def load_spec(
     ``project_root`` widens it. Every check ``validate`` runs is run here too, and the errors
     come in the same order.
     """
+    from safe_estimators._resolve import check_arguments
+
     arguments, problems = read_spec(path, project_root=project_root)
     if arguments is None:
         raise ConfigError(problems, source=str(path))
@@ -54,36 +58,91 @@ def spec_files(target: str | os.PathLike[str]) -> list[str]:
     found = []
     for folder, folders, names in os.walk(target):
         folders[:] = sorted(f for f in folders if not f.startswith((".", "__")))
-        found += [os.path.join(folder, n) for n in sorted(names) if Path(n).suffix in SUFFIXES]
+        found += [
+            os.path.join(folder, n) for n in sorted(names) if os.path.splitext(n)[1] in SUFFIXES
+        ]
     return found
 
 
 def is_job_spec(path: str | os.PathLike[str]) -> bool:
     """A file found in a folder is a job spec when it names an estimator (``estimator: ...``);
-    other YAML, JSON or TOML files (a copier.yml, a package.json) live beside specs."""
+    other YAML, JSON or TOML files (a copier.yml, a package.json) live beside specs.
+
+    Decided from the text where that is certain (a folder of specs is read once more for
+    this): a file that does not hold the word, or that names one of the estimators as a spec
+    does. Checking a file that is not a spec is the safe mistake, so the text may say yes too
+    readily, and says no only where no reading of it can hold the key.
+    """
+    head = _head(path)
+    if head is None:
+        return True  # unreadable: reported as it is
+    if "estimator" not in head and "\\" not in head:  # a key may be written with escapes
+        return False
+    if _named().search(head):
+        return True
     data, _ = read_spec_data(path)
-    return data is None or isinstance(data.get("estimator"), str)
+    if data is None:  # unreadable or refused: a spec when it visibly names an estimator
+        return re.search(_ESTIMATOR_KEY, head) is not None
+    return isinstance(data.get("estimator"), str)
+
+
+# A top-level estimator key in YAML or TOML (estimator: / estimator =), or a JSON key.
+_ESTIMATOR_KEY = r"""(?m)^["']?estimator["']?[ \t]*[:=]|"estimator"\s*:"""
+# A line that names an estimator as a spec does, in YAML, TOML or JSON.
+_NAMED = (
+    r"""(?m)^["']?estimator["']?[ \t]*[:=][ \t]*["']?(?:huggingface|pytorch)\b"""
+    r'|"estimator"\s*:\s*"(?:huggingface|pytorch)"'
+)
+_NAMED_RE: list[re.Pattern[str]] = []
+
+
+def _named() -> re.Pattern[str]:
+    if not _NAMED_RE:
+        _NAMED_RE.append(re.compile(_NAMED))
+    return _NAMED_RE[0]
+
+
+def _head(path: str | os.PathLike[str]) -> str | None:
+    """The text of a regular file (its first MAX_SPEC_BYTES), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, MAX_SPEC_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def validate_file(
     path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
 ) -> list[Problem]:
     """Every problem (errors and warnings) of one spec file, its training script included."""
+    return validate_spec(path, project_root=project_root)[1]
+
+
+def validate_spec(
+    path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
+) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """``validate_file``'s problems, and the keyword arguments the spec stands for (paths
+    resolved; None when the file cannot be read as a spec): what the verdict cache records."""
+    from safe_estimators._resolve import check_arguments, finding_problem
+
     with offline():
-        return _validate_file(path, project_root)
-
-
-def _validate_file(
-    path: str | os.PathLike[str], project_root: str | os.PathLike[str] | None
-) -> list[Problem]:
-    arguments, problems = read_spec(path, project_root=project_root)
-    if arguments is None:
-        return problems
-    problems += offline_problems(arguments)
-    if problems:  # a path outside the project, or in git: its files are not to be read
-        arguments = {**arguments, "check_script": False}
-    _, found, findings = check_arguments(arguments)
-    return problems + found + [finding_problem(f) for f in findings if f.severity == "warning"]
+        arguments, problems = read_spec(path, project_root=project_root)
+        if arguments is None:
+            return None, problems
+        problems += offline_problems(arguments)
+        checked = arguments
+        if problems:  # a path outside the project, or in git: its files are not to be read
+            checked = {**arguments, "check_script": False}
+        _, found, findings = check_arguments(checked)
+    warnings = [finding_problem(f) for f in findings if f.severity == "warning"]
+    return arguments, problems + found + warnings
 
 
 def lint_target(
@@ -97,6 +156,7 @@ def lint_target(
 def _lint_target(
     path: str | os.PathLike[str], project_root: str | os.PathLike[str] | None
 ) -> list[Finding]:
+    from safe_estimators._resolve import check_arguments, script_context
     from safe_estimators._script_checks import Finding, ScriptContext, check_script
 
     if Path(path).suffix.lower() not in SUFFIXES:
@@ -108,7 +168,10 @@ def _lint_target(
     if arguments is not None and not problems:
         ctx, problems, _ = check_arguments(arguments)
     if ctx is None:
-        return [Finding(str(path), 0, "error", "invalid-spec", str(p), p.hint) for p in problems]
+        return [
+            Finding(str(path), 0, "error", "invalid-spec", f"{p.path}: {p.message}", p.hint)
+            for p in problems
+        ]
     spec = ctx.spec
     # Run even where the spec says check_script: false: linting is what was asked for.
     return check_script(spec.entry_point, script_context(ctx), source_dir=spec.source_dir)

@@ -61,29 +61,31 @@ def test_warnings_are_printed_but_do_not_fail_validation(capsys):
     assert "distribution.torchxla: warning: 'torchxla' is not read by the SageMaker SDK" in out
 
 
-# (fixture, the problem line validate prints after "<file>: ")
+# (fixture, the problem line validate prints after "<file>" and the line and column it names)
 BROKEN = [
-    ("yaml-syntax-error.yaml", "<file>: is not valid YAML at line 6, column 1:"),
+    ("yaml-syntax-error.yaml", ":6:1: <file>: is not valid YAML at line 6, column 1:"),
     (
         "unknown-key.yaml",
-        "instance_cout: 'instance_cout' is not an option of the pytorch estimator, and the SDK "
-        "would silently ignore it (the estimator's **kwargs drops it): the job would run without "
-        "that setting. (did you mean 'instance_count'?)",
+        ":6:1: instance_cout: 'instance_cout' is not an option of the pytorch estimator, and "
+        "the SDK would silently ignore it (the estimator's **kwargs drops it): the job would run "
+        "without that setting. (did you mean 'instance_count'?)",
     ),
     (
         "wrong-type.yaml",
-        "instance_count: expected int, got str '2'. (write a whole number without quotes, e.g. 4)",
+        ":6:1: instance_count: expected int, got str '2'. (write a whole number without quotes, "
+        "e.g. 4)",
     ),
     (
         "too-many-processes.yaml",
-        "model_parallel.processes_per_host: 16 processes per host, but ml.p3.16xlarge has 8 GPUs",
+        ":10:3: model_parallel.processes_per_host: 16 processes per host, but ml.p3.16xlarge "
+        "has 8 GPUs",
     ),
     (
         "compiler-on-cpu.yaml",
-        "instance_type: Training Compiler does not support the c5 family (ml.c5.xlarge)",
+        ":5:1: instance_type: Training Compiler does not support the c5 family (ml.c5.xlarge)",
     ),
-    ("not-a-mapping.yaml", "<file>: must hold a mapping of options at the top level, got list."),
-    ("does-not-exist.yaml", "<file>: '{path}' does not exist. (check the path.)"),
+    ("not-a-mapping.yaml", ": <file>: must hold a mapping of options at the top level, got list."),
+    ("does-not-exist.yaml", ": <file>: '{path}' does not exist. (check the path.)"),
 ]
 
 
@@ -92,7 +94,7 @@ def test_validate_reports_a_broken_file_with_its_path_and_exits_1(capsys, name, 
     path = SPECS / name
     code, out, err = run(capsys, "validate", path)
     assert code == 1
-    assert f"{path}: {expected.format(path=path)}" in out
+    assert f"{path}{expected.format(path=path)}" in out
     assert "Traceback" not in out + err
     assert "valid" not in out.splitlines()[-1].rsplit(":", 1)[-1]
 
@@ -102,15 +104,19 @@ def test_plan_refuses_a_broken_file_the_same_way(capsys, name, expected):
     path = SPECS / name
     code, text, err = run(capsys, "plan", path)
     assert code == 1
-    assert f"{path}: {expected.format(path=path)}" in text
+    assert f"{path}{expected.format(path=path)}" in text
     assert "Traceback" not in text + err
     code, out, err = run(capsys, "plan", path, "--json")
     assert code == 1
     document = json.loads(out)
     assert document["ok"] is False
-    lines = [
-        f"{p['source']}: {p['path']}: {p['message']}" + (f" ({p['hint']})" if p["hint"] else "")
+    where = [
+        f"{p['file']}:{p['line']}:{p['column']}" if p["line"] else p["source"]
         for p in document["problems"]
+    ]
+    lines = [
+        f"{at}: {p['path']}: {p['message']}" + (f" ({p['hint']})" if p["hint"] else "")
+        for at, p in zip(where, document["problems"], strict=True)
     ]
     assert lines == text.splitlines()
 
@@ -122,11 +128,11 @@ def test_three_mistakes_are_three_problems_with_their_paths(capsys):
     lines = out.splitlines()
     assert len(lines) == 3
     assert lines == [
-        f"{path}: hyperparameter: 'hyperparameter' is not an option of the pytorch estimator, "
+        f"{path}:10:1: hyperparameter: 'hyperparameter' is not an option of the pytorch estimator, "
         "and the SDK would silently ignore it (the estimator's **kwargs drops it): the job would "
         "run without that setting. (did you mean 'hyperparameters'?)",
-        f"{path}: instance_count: must be a positive whole number, got 0. (use 1 or more)",
-        f"{path}: max_run: expected int, got str '3600'. "
+        f"{path}:7:1: instance_count: must be a positive whole number, got 0. (use 1 or more)",
+        f"{path}:12:1: max_run: expected int, got str '3600'. "
         "(write a whole number without quotes, e.g. 4)",
     ]
 
@@ -143,7 +149,7 @@ def test_validate_checks_every_file_and_fails_if_any_is_invalid(capsys):
     code, out, _ = run(capsys, "validate", good, bad)
     assert code == 1
     assert f"{good}: valid" in out
-    assert f"{bad}: instance_count:" in out
+    assert f"{bad}:6:1: instance_count:" in out
 
 
 def test_validate_does_not_import_sagemaker():

@@ -62,7 +62,9 @@ def test_validate_json_lists_every_problem(capsys):
     ]
     assert [f["ok"] for f in document["files"]] == [False, True]
     problem = document["problems"][0]
-    assert set(problem) == {"source", "path", "message", "hint", "severity"}
+    assert set(problem) == {
+        "source", "path", "message", "hint", "severity", "file", "line", "column"
+    }  # fmt: skip
 
 
 def test_usage_errors_are_json_too(capsys):

@@ -55,7 +55,11 @@ def test_validating_a_spec_without_a_local_script_loads_neither_builder_nor_scri
 
 
 def test_validating_a_spec_with_a_local_script_checks_it_without_the_builder():
-    code = "from safe_estimators._cli import main\nassert main(['validate', sys.argv[1]]) == 0"
+    # --no-cache: an unchanged spec's verdict would be read back without checking its script.
+    code = (
+        "from safe_estimators._cli import main\n"
+        "assert main(['validate', '--no-cache', sys.argv[1]]) == 0"
+    )
     loaded = _loaded_after("import sys\n" + code, str(EXAMPLES / "compiler-multi-gpu/job.yaml"))
     assert SCRIPT_CHECKS in loaded
     assert [m for m in [*HEAVY, "sagemaker"] if m in loaded] == []

@@ -1,0 +1,310 @@
+"""Where a problem is written: the file, line and column of a dotted path in a spec file.
+
+Only files with problems are located, so a valid file costs nothing here: the spec is read
+again (bounded as when it was checked) and its keys indexed by dotted path, each at the line and
+column of its key (a list item at the start of the item). A path that is not written in the file
+(a value injected, or under an alias) is placed at its longest written prefix; a path written
+nowhere (``<aws>``, ``$SAGEMAKER_USER_CONFIG_OVERRIDE``) has no position. A file that does not
+parse places ``<file>`` at its syntax error.
+
+A path can continue into a JSON file the spec names (``LINKED``): a model parallel option read
+from the ``parameters`` file is placed in that file. Such a file is read only when the spec's
+own problems say nothing about that path (a path outside the project has a problem there).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+# A position: the file it is in (as the spec's path was given, or beside it), line and column
+# (1-based, in characters).
+Position = tuple[str, int, int]
+
+# Paths whose value is the name of a JSON file whose keys the problems' paths continue into.
+LINKED = ("distribution.smdistributed.modelparallel.parameters", "model.config")
+
+_STRING: re.Pattern[str] | None = None
+_TOML_ERROR: re.Pattern[str] | None = None
+
+
+class Locator:
+    """Positions of the dotted paths of one spec file (read on the first question)."""
+
+    def __init__(self, source: str, problem_paths: frozenset[str] = frozenset()) -> None:
+        self.source = source
+        self.problem_paths = problem_paths
+        self._index: dict[str, tuple[int, int]] | None = None
+        self._linked: dict[str, Locator | None] = {}
+
+    def index(self) -> dict[str, tuple[int, int]]:
+        if self._index is None:
+            self._index = _file_index(self.source)
+        return self._index
+
+    def position(self, path: str) -> Position | None:
+        """Where ``path`` (or its longest written prefix) is written, or None."""
+        for linked in LINKED:
+            if path.startswith(linked + ".") and linked not in self.problem_paths:
+                found = self._linked_file(linked)
+                if found is not None:
+                    inner = found.position(path[len(linked) + 1 :])
+                    if inner is not None:
+                        return inner
+        index = self.index()
+        key = path
+        while key:
+            if key in index:
+                line, column = index[key]
+                return self.source, line, column
+            key = key.rpartition(".")[0]
+        return None
+
+    def _linked_file(self, linked: str) -> Locator | None:
+        if linked not in self._linked:
+            self._linked[linked] = None
+            from safe_estimators._files import read_spec_data
+            from safe_estimators._problems import value_at
+
+            data, _ = read_spec_data(self.source)
+            name = value_at(data, linked) if data is not None else None
+            if isinstance(name, str) and name.lower().endswith(".json") and "://" not in name:
+                target = os.path.join(os.path.dirname(self.source), name)
+                self._linked[linked] = Locator(os.path.normpath(target))
+        return self._linked[linked]
+
+
+def _file_index(source: str) -> dict[str, tuple[int, int]]:
+    from safe_estimators._files import _read_bounded
+
+    try:
+        text = _read_bounded(Path(source)).decode("utf-8")
+    except Exception:  # unreadable, not a file, too large, not UTF-8: the problem says so
+        return {}
+    suffix = Path(source).suffix.lower()
+    try:
+        if suffix == ".json":
+            return _json_index(text)
+        if suffix == ".toml":
+            return _toml_index(text)
+        if suffix in (".yaml", ".yml"):
+            return _yaml_index(text)
+    except Exception as exc:  # a syntax error: <file> is where the parser stopped
+        return _error_index(exc)
+    return {}
+
+
+def _error_index(exc: Exception) -> dict[str, tuple[int, int]]:
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:  # PyYAML
+        return {"<file>": (mark.line + 1, mark.column + 1)}
+    if isinstance(exc, json.JSONDecodeError):
+        return {"<file>": (exc.lineno, exc.colno)}
+    global _TOML_ERROR
+    _TOML_ERROR = _TOML_ERROR or re.compile(r"at line (\d+), column (\d+)")
+    found = _TOML_ERROR.search(str(exc))
+    return {"<file>": (int(found.group(1)), int(found.group(2)))} if found else {}
+
+
+def _join(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+class _Frame:
+    __slots__ = ("count", "is_map", "key", "path")
+
+    def __init__(self, is_map: bool, path: str) -> None:
+        self.is_map = is_map
+        self.path = path
+        self.key: str | None = None  # a mapping's current key path, None while a key is due
+        self.count = 0
+
+
+def _value_path(stack: list[_Frame]) -> str:
+    """The path of the value that starts now (a list item is numbered as it starts)."""
+    if not stack:
+        return ""
+    frame = stack[-1]
+    if frame.is_map:
+        path, frame.key = frame.key or frame.path, None
+        return path
+    frame.count += 1
+    return _join(frame.path, frame.count - 1)
+
+
+def _yaml_index(text: str) -> dict[str, tuple[int, int]]:
+    import yaml
+
+    index: dict[str, tuple[int, int]] = {}
+    stack: list[_Frame] = []
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    events = yaml.events
+    for event in yaml.parse(text, Loader=loader):
+        mark: Any = event.start_mark
+        if isinstance(event, events.MappingEndEvent | events.SequenceEndEvent):
+            stack.pop()
+            continue
+        starts = isinstance(event, events.MappingStartEvent | events.SequenceStartEvent)
+        if not starts and not isinstance(event, events.ScalarEvent | events.AliasEvent):
+            continue
+        top = stack[-1] if stack else None
+        if top is not None and top.is_map and top.key is None:  # a key
+            key = event.value if isinstance(event, events.ScalarEvent) else "?"
+            top.key = _join(top.path, key)
+            index[top.key] = (mark.line + 1, mark.column + 1)  # a duplicate: the last one
+            if starts:  # a complex key: its contents are no path
+                stack.append(_Frame(isinstance(event, events.MappingStartEvent), "?"))
+            continue
+        path = _value_path(stack)
+        if top is not None and not top.is_map:
+            index[path] = (mark.line + 1, mark.column + 1)
+        if starts:
+            stack.append(_Frame(isinstance(event, events.MappingStartEvent), path))
+    return index
+
+
+def _positions(text: str) -> Any:
+    """A function from an offset of ``text`` to its (line, column), both 1-based."""
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def at(offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(starts, offset)
+        return line, offset - starts[line - 1] + 1
+
+    return at
+
+
+def _json_index(text: str) -> dict[str, tuple[int, int]]:
+    json.loads(text)  # a syntax error is raised here, with its position
+    global _STRING
+    _STRING = _STRING or re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+    at = _positions(text)
+    index: dict[str, tuple[int, int]] = {}
+    stack: list[_Frame] = []
+    i, end = 0, len(text)
+    while i < end:
+        char = text[i]
+        if char in " \t\r\n,:":
+            i += 1
+            continue
+        if char in "}]":
+            stack.pop()
+            i += 1
+            continue
+        top = stack[-1] if stack else None
+        if top is not None and top.is_map and top.key is None:  # a key: always a string
+            found = _STRING.match(text, i)
+            assert found is not None  # the text parsed as JSON
+            top.key = _join(top.path, json.loads(found.group()))
+            index[top.key] = at(i)
+            i = found.end()
+            continue
+        path = _value_path(stack)
+        if top is not None and not top.is_map:
+            index[path] = at(i)
+        if char in "{[":
+            stack.append(_Frame(char == "{", path))
+            i += 1
+        elif char == '"':
+            found = _STRING.match(text, i)
+            assert found is not None
+            i = found.end()
+        else:  # a number, true, false or null
+            while i < end and text[i] not in " \t\r\n,]}":
+                i += 1
+    return index
+
+
+def _toml_index(text: str) -> dict[str, tuple[int, int]]:
+    """Keys of a TOML document by dotted path: tables, arrays of tables and ``key = value``
+    lines (the keys of an inline table are placed at the key that holds it)."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    tomllib.loads(text)  # a syntax error is raised here, with its position
+    index: dict[str, tuple[int, int]] = {}
+    arrays: dict[str, int] = {}  # an array of tables' path: the index of its last table
+    table = ""
+    open_value = ""  # what closes the multi-line value that the previous lines opened
+    for number, line in enumerate(text.splitlines(), 1):
+        if open_value:
+            open_value = _still_open(line, open_value)
+            continue
+        stripped = line.lstrip()
+        column = len(line) - len(stripped) + 1
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.startswith("["):
+            double = stripped.startswith("[[")
+            inside = stripped[2 if double else 1 :].split("]", 1)[0]
+            keys = _toml_keys(inside)
+            path = ".".join(keys)
+            # A table below an array of tables is inside its last table.
+            for prefix in sorted(arrays, key=len, reverse=True):
+                if path.startswith(prefix + ".") or (path == prefix and not double):
+                    path = f"{prefix}.{arrays[prefix]}{path[len(prefix) :]}"
+                    break
+            if double:
+                arrays[path] = arrays.get(path, -1) + 1
+                index.setdefault(path, (number, column + 2))
+                path = f"{path}.{arrays[path]}"
+            index[path] = (number, column + (2 if double else 1))
+            table = path
+            continue
+        key_text, equals, value = stripped.partition("=")
+        if not equals:
+            continue
+        path = ".".join([table, *_toml_keys(key_text)] if table else _toml_keys(key_text))
+        index[path] = (number, column)
+        open_value = _still_open(value, "")
+    return index
+
+
+def _toml_keys(text: str) -> list[str]:
+    """The parts of a TOML key (``a."b.c".d``), unquoted."""
+    parts: list[str] = []
+    for found in re.finditer(r'\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[^.\s]+)\s*(?:\.|$)', text):
+        part = found.group(1)
+        if part.startswith('"'):
+            part = json.loads(part)
+        elif part.startswith("'"):
+            part = part[1:-1]
+        parts.append(part)
+    return parts
+
+
+def _still_open(text: str, closing: str) -> str:
+    """What still has to close after ``text``: a multi-line string's quotes, or the brackets
+    of an array that goes on (as ``]]``); "" when the value ended."""
+    depth = len(closing) if closing.startswith("]") else 0
+    quote = closing if closing in ('"""', "'''") else ""
+    i = 0
+    while i < len(text):
+        if quote:
+            if text.startswith(quote, i):
+                i, quote = i + 3, ""
+                continue
+            i += 2 if text[i] == "\\" and quote == '"""' else 1
+            continue
+        char = text[i]
+        if text.startswith(('"""', "'''"), i):
+            quote, i = text[i : i + 3], i + 3
+        elif char == '"':
+            found = re.match(r'"(?:[^"\\]|\\.)*"', text[i:])
+            i += found.end() if found else len(text)
+        elif char == "'":
+            close = text.find("'", i + 1)
+            i = close + 1 if close >= 0 else len(text)
+        elif char == "#":
+            break
+        else:
+            depth += 1 if char in "[{" else -1 if char in "]}" else 0
+            i += 1
+    return quote or "]" * max(depth, 0)

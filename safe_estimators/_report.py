@@ -1,0 +1,340 @@
+"""Problems as each consumer reads them: ``--format text|json|github|sarif|codeclimate``.
+
+- ``text``: one line per problem, ``file:line:col: path: message (fix)`` where the line is known
+  (editors and CI logs link it), else ``file: path: ...``.
+- ``json``: the CLI's JSON documents (built in ``_cli``), each problem with ``file``, ``line``
+  and ``column`` beside its ``source``.
+- ``github``: GitHub Actions workflow commands, one ``::error file=F,line=L,col=C,title=T::M`` per
+  problem, escaped as GitHub's toolkit escapes them (``%``, CR and LF in the message; also ``:``
+  and ``,`` in properties), so that a value can neither end the command nor start another.
+- ``sarif``: one SARIF 2.1.0 log (GitHub code scanning, most IDEs); ``codeclimate``: GitLab's
+  Code Quality report (a JSON list of Code Climate issues).
+
+Every message has been masked where it was written (``quote`` never prints a suspected secret)
+and is passed through ``printable`` here in every format, so no format carries a control
+character of the user's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
+
+import attrs
+
+from safe_estimators._bounds import MAX_PROBLEMS, printable
+from safe_estimators._problems import Problem
+
+FORMATS = ("text", "json", "github", "sarif", "codeclimate")
+
+# Each format's words for our two severities.
+_GITHUB_LEVEL = {"error": "error", "warning": "warning"}
+_SARIF_LEVEL = {"error": "error", "warning": "warning"}
+# GitLab's scale is info, minor, major, critical, blocker: an error stops the job (major is
+# what linters' errors usually map to), a warning is worth reading.
+_CODECLIMATE_SEVERITY = {"error": "major", "warning": "minor"}
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+# A problem is one line for a human; a path or message longer than this quotes a value whole.
+_MAX_LINE = 2_000
+_MAX_PATH = 200
+
+
+@attrs.frozen
+class Entry:
+    """One problem as reported: what the command was given, the problem, and where it is
+    written (``file``, ``line``, ``column``; None where that is not known)."""
+
+    source: str | None
+    path: str
+    message: str
+    hint: str = ""
+    severity: str = "error"
+    rule: str | None = None
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        document = {
+            "source": self.source,
+            "path": self.path,
+            "message": self.message,
+            "hint": self.hint,
+            "severity": self.severity,
+        }
+        if self.rule is not None:
+            document["rule"] = self.rule
+        return {**document, "file": self.file, "line": self.line, "column": self.column}
+
+
+def located(source: str | None, problems: Iterable[Problem]) -> list[Entry]:
+    """The problems of ``source`` (a spec file), each placed where the file writes its path."""
+    problems = list(problems)
+    locator = None
+    if source is not None and problems and os.path.isfile(source):
+        from safe_estimators._locations import Locator
+
+        locator = Locator(source, frozenset(p.path for p in problems))
+    out = []
+    for problem in problems:
+        position = locator.position(problem.path) if locator is not None else None
+        file, line, column = position if position else (source, None, None)
+        out.append(
+            Entry(
+                source,
+                problem.path,
+                problem.message,
+                problem.hint,
+                problem.severity,
+                file=file,
+                line=line,
+                column=column,
+            )
+        )
+    return out
+
+
+# --- text -----------------------------------------------------------------------------------
+
+
+def text_line(entry: Entry) -> str:
+    """``file:line:col: path: [warning: ]message (hint)``, escaped and bounded."""
+    label = "warning: " if entry.severity == "warning" else ""
+    hint = f" ({entry.hint})" if entry.hint else ""
+    path = entry.path if len(entry.path) <= _MAX_PATH else entry.path[: _MAX_PATH - 1] + "…"
+    if entry.line is not None:
+        where = f"{entry.file}:{entry.line}:{entry.column or 1}"
+    else:
+        where = str(entry.source)
+    line = printable(f"{where}: {path}: {label}{entry.message}{hint}")
+    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
+
+
+def write_text(out: TextIO, entries: Sequence[Entry]) -> None:
+    for entry in entries[:MAX_PROBLEMS]:
+        out.write(text_line(entry) + "\n")
+    if len(entries) > MAX_PROBLEMS:
+        more = len(entries) - MAX_PROBLEMS
+        source = entries[0].source
+        out.write(printable(f"{source}: ... and {more:,} more problems (the first "
+                            f"{MAX_PROBLEMS} are shown)") + "\n")  # fmt: skip
+
+
+# --- github ---------------------------------------------------------------------------------
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message, as GitHub's toolkit escapes it."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value (file, title), as GitHub's toolkit escapes it."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(entry: Entry) -> str:
+    """``::error file=F,line=L,col=C,title=T::message`` (``::warning`` for a warning)."""
+    properties = []
+    if entry.file:
+        properties.append(f"file={escape_property(_repository_path(entry.file))}")
+    if entry.line is not None:
+        properties.append(f"line={entry.line}")
+        if entry.column is not None:
+            properties.append(f"col={entry.column}")
+    title = entry.rule or entry.path
+    properties.append(f"title={escape_property(printable(_bounded(title, _MAX_PATH)))}")
+    message = printable(_bounded(_message(entry), _MAX_LINE))
+    level = _GITHUB_LEVEL.get(entry.severity, "error")
+    return f"::{level} {','.join(properties)}::{escape_data(message)}"
+
+
+def write_github(out: TextIO, entries: Sequence[Entry]) -> None:
+    for entry in entries:
+        out.write(github_line(entry) + "\n")
+
+
+# --- sarif ----------------------------------------------------------------------------------
+
+
+def sarif_log(entries: Sequence[Entry], *, failure: str | None = None) -> dict[str, Any]:
+    """One SARIF 2.1.0 log of ``entries``; ``failure``: why the run could not finish."""
+    rules: dict[str, int] = {}
+    results = []
+    for entry in entries:
+        rule = _rule_id(entry)
+        rules.setdefault(rule, len(rules))
+        result: dict[str, Any] = {
+            "ruleId": rule,
+            "ruleIndex": rules[rule],
+            "level": _SARIF_LEVEL.get(entry.severity, "error"),
+            "message": {"text": printable(_message(entry))},
+        }
+        location: dict[str, Any] = {}
+        if entry.file:
+            physical: dict[str, Any] = {"artifactLocation": _artifact(entry.file)}
+            if entry.line is not None:
+                physical["region"] = {"startLine": entry.line, "startColumn": entry.column or 1}
+            location["physicalLocation"] = physical
+        if entry.path and not entry.path.startswith("<"):
+            location["logicalLocations"] = [{"fullyQualifiedName": printable(entry.path)}]
+        if location:
+            result["locations"] = [location]
+        result["partialFingerprints"] = {"safeEstimators/v1": _fingerprint(entry)}
+        results.append(result)
+    invocation: dict[str, Any] = {"executionSuccessful": failure is None}
+    if failure is not None:
+        invocation["toolExecutionNotifications"] = [
+            {"level": "error", "message": {"text": printable(failure)}}
+        ]
+    driver = {
+        "name": "safe-estimators",
+        "version": _version(),
+        "rules": [
+            {"id": rule, "shortDescription": {"text": _rule_description(rule)}} for rule in rules
+        ],
+    }
+    run = {
+        "tool": {"driver": driver},
+        "invocations": [invocation],
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _artifact(file: str) -> dict[str, Any]:
+    from urllib.parse import quote as url_quote
+
+    shown = _repository_path(file)
+    if os.path.isabs(shown):
+        return {"uri": "file://" + url_quote(shown.replace(os.sep, "/"))}
+    return {"uri": url_quote(shown.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
+
+
+def _rule_id(entry: Entry) -> str:
+    """A script check's id; for a spec problem, the option it is about (``instance_type``,
+    ``distribution``, ``file`` for the file itself)."""
+    if entry.rule:
+        return entry.rule
+    head = entry.path.split(".", 1)[0].strip("<>$") or "file"
+    return printable(head[:_MAX_PATH])
+
+
+def _rule_description(rule: str) -> str:
+    return f"safe-estimators: a problem with {rule}"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("safe-estimators")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "0"
+
+
+# --- codeclimate ----------------------------------------------------------------------------
+
+
+def codeclimate_issues(entries: Sequence[Entry]) -> list[dict[str, Any]]:
+    """GitLab Code Quality: a Code Climate issue per problem (GitLab needs a path and a line:
+    a problem without one is placed at line 1 of its file)."""
+    issues = []
+    for entry in entries:
+        issues.append(
+            {
+                "type": "issue",
+                "check_name": _rule_id(entry),
+                "description": printable(_message(entry)),
+                "categories": ["Bug Risk"],
+                "severity": _CODECLIMATE_SEVERITY.get(entry.severity, "major"),
+                "fingerprint": _fingerprint(entry),
+                "location": {
+                    "path": _repository_path(entry.file or entry.source or "."),
+                    "lines": {"begin": entry.line or 1},
+                },
+            }
+        )
+    return issues
+
+
+# --- shared ---------------------------------------------------------------------------------
+
+
+def write_document(out: TextIO, document: Any) -> None:
+    # Strict JSON: a NaN or Infinity would break the reader's parser.
+    out.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
+
+
+def _message(entry: Entry) -> str:
+    """The message with its fix, for formats that show one text."""
+    text = f"{entry.path}: {entry.message}" if entry.rule is None else entry.message
+    return f"{text} Fix: {entry.hint}" if entry.hint else text
+
+
+def _bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fingerprint(entry: Entry) -> str:
+    """Stable across runs and line moves: the file, the path (or rule) and the message."""
+    import hashlib
+
+    key = json.dumps([entry.file or entry.source, entry.path, entry.rule, entry.message])
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _repository_path(file: str) -> str:
+    """A path as CI tools want it: relative to the working folder (the repository's root in
+    CI and pre-commit) where it is inside it, with forward slashes."""
+    if os.path.isabs(file):
+        try:
+            relative = os.path.relpath(file)
+        except ValueError:  # another drive on Windows
+            return file
+        if not relative.startswith(".."):
+            file = relative
+    return os.path.normpath(file).replace(os.sep, "/") if file else file
+
+
+class Reporter:
+    """Where a command's problems go in its ``--format``: text and github lines as they come
+    (between the command's other output), a SARIF or Code Climate document at the end."""
+
+    def __init__(self, format: str, out: TextIO) -> None:
+        self.format = format
+        self.out = out
+        self.entries: list[Entry] = []
+        self.printed = False  # the command printed its own document (schema)
+
+    @property
+    def human(self) -> bool:
+        """Whether the command's own text (valid, a plan, a table) is printed too."""
+        return self.format in ("text", "github")
+
+    def problems(self, source: str | None, problems: Sequence[Problem]) -> None:
+        self.add(located(source, problems))
+
+    def add(self, entries: Sequence[Entry]) -> None:
+        if self.format == "text":
+            write_text(self.out, entries)
+        elif self.format == "github":
+            write_github(self.out, entries)
+        else:
+            self.entries += entries
+
+    def finish(self, failure: str | None = None) -> None:
+        """Print the document of a document format; ``failure``: the run did not finish."""
+        if self.printed:
+            return
+        if self.format == "sarif":
+            write_document(self.out, sarif_log(self.entries, failure=failure))
+        elif self.format == "codeclimate":
+            write_document(self.out, codeclimate_issues(self.entries))
+        elif self.format == "github" and failure is not None:
+            self.out.write(f"::error title=safe-estimators::{escape_data(printable(failure))}\n")

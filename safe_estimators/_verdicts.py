@@ -1,0 +1,408 @@
+"""The verdict cache: what ``validate`` found for a spec, kept until anything it depends on changes.
+
+A repository's specs are validated on every change, most of them unchanged. An entry is found by
+a key of the spec's bytes, its path (as given and resolved), the working folder, the project root
+given, the environment variables in ``ENVIRONMENT`` and the installed code (``_installed``:
+safe_estimators and its catalog, the SageMaker SDK, botocore). It records the files the verdict
+read or looked for (``_dependencies``: the project's ``.git``, the code folder the script checks
+and the upload rule walk, the entry point, the data files and dependencies the spec names), each
+with a fingerprint, and is used only while every fingerprint is the same: Python and shell files
+and the files the spec names by their bytes, the other files of a code folder by name, kind and
+size (no check reads their contents), links by their target.
+
+Threat model: entries another user could have written are never read (the folder and the file
+must be this user's and writable by no one else, ``_cache.read_cached``); the user's own entries
+are trusted as the user's own files are. An entry that is corrupt, of another format, or whose
+recorded key is not the one looked up (an entry copied from another spec) is ignored and written
+again. Writes are atomic; an entry is at most ``MAX_ENTRY_BYTES`` and each of the 256 shards keeps
+at most ``MAX_ENTRIES // 256`` entries (the oldest go first), so the cache stays under about
+20,000 entries. A hit returns exactly the problems a miss returns, so it prints the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from safe_estimators._report import Entry, located
+
+FORMAT = 1
+MAX_ENTRY_BYTES = 1_000_000
+MAX_ENTRIES = 20_480
+_SHARD_ENTRIES = MAX_ENTRIES // 256
+
+# The environment variables a verdict may depend on (the region and the SDK config overrides are
+# read by plan; a validate that reads them later is covered).
+ENVIRONMENT = (
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "SAGEMAKER_USER_CONFIG_OVERRIDE",
+    "SAGEMAKER_ADMIN_CONFIG_OVERRIDE",
+)
+# Files of a code folder whose bytes a check may read (the script checks parse Python and shell
+# entry points); the others count by name, kind and size.
+_READ_SUFFIXES = (".py", ".pyi", ".sh")
+_MAX_HASHED = 1_000_000  # a larger file is fingerprinted by size and modification time
+_MAX_TREE = 20_000  # entries of a code folder: past this the verdict is not cached
+
+def validate_cached(path: str, project_root: str | os.PathLike[str] | None) -> list[Entry]:
+    """``validate_file(path, project_root=...)``'s problems, each where the file writes it
+    (``_report.located``), from the cache when nothing they depend on changed."""
+    from safe_estimators import _validate
+
+    folder = _folder()
+    key = _key(path, project_root) if folder is not None else None
+    if folder is None or key is None:
+        return located(path, _validate.validate_file(path, project_root=project_root))
+    entry = _shard(folder, key[:2]) / f"{key}.json"
+    found = _read(entry, key, path)
+    if found is not None:
+        return found
+    arguments, problems = _validate.validate_spec(path, project_root=project_root)
+    entries = located(path, problems)
+    dependencies = _dependencies(path, arguments, project_root)
+    # A problem about the cache itself is this process's, not the spec's: never kept.
+    if dependencies is not None and not any(p.path == "<cache>" for p in problems):
+        _write(entry, key, dependencies, entries)
+    return entries
+
+
+_FOLDERS: dict[tuple[str | None, ...], Path | None] = {}
+_SHARDS: dict[tuple[Path, str], Path] = {}
+
+
+def _folder() -> Path | None:
+    """The cache folder's ``verdicts`` (once per process for the same environment)."""
+    environment = tuple(os.environ.get(n) for n in ("SAFE_ESTIMATORS_CACHE_DIR", "XDG_CACHE_HOME"))
+    if environment not in _FOLDERS:
+        from safe_estimators._cache import cache_folder
+
+        found = cache_folder()
+        _FOLDERS[environment] = found / "verdicts" if found is not None else None
+    return _FOLDERS[environment]
+
+
+def _shard(folder: Path, name: str) -> Path:
+    if (folder, name) not in _SHARDS:
+        _SHARDS[folder, name] = folder / name
+    return _SHARDS[folder, name]
+
+
+# --- the key --------------------------------------------------------------------------------
+
+
+def _key(path: str, project_root: str | os.PathLike[str] | None) -> str | None:
+    """The key of the spec at ``path``, or None (unreadable: not worth caching)."""
+    data = _spec_bytes(path)
+    if data is None:
+        return None
+    digest = hashlib.sha256(data)
+    run = _run()
+    context = [
+        path,
+        os.path.join(run[0], path),  # the absolute path
+        None if project_root is None else os.fspath(project_root),
+        *run,
+    ]
+    digest.update(repr(context).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def _spec_bytes(path: str) -> bytes | None:
+    """The spec's bytes, if it is a regular file of at most a spec's size (else not cached)."""
+    from safe_estimators._bounds import MAX_SPEC_BYTES
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SPEC_BYTES:
+            return None
+        data = os.read(fd, MAX_SPEC_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= MAX_SPEC_BYTES else None
+
+
+_INSTALLED: list[str] = []
+
+
+def _installed() -> str:
+    """The installed code a verdict comes from: our own package and catalog (every file, by
+    size and modification time: an editable install changes without a new version) and the
+    SageMaker SDK's and botocore's packages (by their version files)."""
+    if _INSTALLED:
+        return _INSTALLED[0]
+    import importlib.util
+
+    digest = hashlib.sha256(f"{FORMAT}:{sys.version}".encode())
+    here = Path(__file__).parent
+    for root in (here, here.parent / "instance_catalog"):
+        for folder, folders, names in os.walk(root):
+            folders[:] = sorted(f for f in folders if f != "__pycache__")
+            for name in sorted(names):
+                digest.update(_metadata(os.path.join(folder, name)).encode())
+    for package, version_file in (("sagemaker", "__init__.py"), ("botocore", "__init__.py")):
+        spec = importlib.util.find_spec(package)
+        locations = spec.submodule_search_locations if spec is not None else None
+        found = next(iter(locations), None) if locations else None
+        digest.update(f"{package}:{found}".encode())
+        if found is not None:
+            digest.update(_metadata(os.path.join(found, version_file)).encode())
+            digest.update(_metadata(os.path.join(found, "VERSION")).encode())
+    _INSTALLED.append(digest.hexdigest())
+    return _INSTALLED[0]
+
+
+def _metadata(path: str) -> str:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{info.st_size}:{info.st_mtime_ns}"
+
+
+# --- what a verdict depends on --------------------------------------------------------------
+
+
+def _dependencies(
+    path: str, arguments: dict[str, Any] | None, project_root: str | os.PathLike[str] | None
+) -> list[list[str]] | None:
+    """``[kind, name, fingerprint]`` of everything the verdict of the spec read or looked for
+    (``path``: a file or folder; ``project``: the project found above the spec's folder), or
+    None when one of them cannot be fingerprinted (too large a folder)."""
+    out = []
+    if project_root is None:
+        folder = os.path.dirname(path) or "."
+        out.append(["project", folder, _project(folder)])
+    named: list[str] = []
+    if arguments is not None:
+        given = arguments.get("source_dir")
+        entry_point = arguments.get("entry_point")
+        source_dir = given if isinstance(given, str) and "://" not in given else None
+        if source_dir is not None:
+            named.append(source_dir)
+        if isinstance(entry_point, str) and "://" not in entry_point:
+            script = os.path.join(source_dir or "", entry_point)
+            named.append(script)
+            if given is None:
+                named.append(os.path.dirname(script) or ".")  # what it imports from beside it
+        model = arguments.get("model")
+        if isinstance(model, dict) and isinstance(model.get("config"), str):
+            named.append(model["config"])
+        from safe_estimators._files import _PARAMETERS_PATH
+        from safe_estimators._problems import value_at
+
+        parameters = value_at(arguments, _PARAMETERS_PATH)
+        if isinstance(parameters, str):
+            named.append(parameters)
+        dependencies = arguments.get("dependencies")
+        if isinstance(dependencies, list):
+            named += [d for d in dependencies if isinstance(d, str) and "://" not in d]
+    for name in named:
+        fingerprint = _fingerprint(name)
+        if fingerprint is None:
+            return None
+        out.append(["path", name, fingerprint])
+    return out
+
+
+def _project(folder: str) -> str:
+    """The project above ``folder`` (once per folder and process, like a fingerprint)."""
+    key = "project:" + folder
+    if key not in _FINGERPRINTS:
+        from safe_estimators._bounds import project_folder
+
+        _FINGERPRINTS[key] = str(project_folder(folder))
+    return _FINGERPRINTS[key] or ""
+
+
+def _now(kind: str, name: str) -> str | None:
+    return _project(name) if kind == "project" else _fingerprint(name)
+
+
+# Per run of a command (``new_run``): a folder that many specs share is fingerprinted once.
+_FINGERPRINTS: dict[str, str | None] = {}
+
+
+_RUN: list[Any] = []  # what every key of this run shares: folder, environment, installed code
+
+
+def new_run() -> None:
+    """Forget the fingerprints: files may have changed since the last command in this process."""
+    _FINGERPRINTS.clear()
+    _RUN.clear()
+
+
+def _run() -> list[Any]:
+    if not _RUN:
+        _RUN[:] = [os.getcwd(), *(os.environ.get(name) for name in ENVIRONMENT), _installed()]
+    return _RUN
+
+
+def _fingerprint(path: str) -> str | None:
+    """What the checks can see of ``path``: a file's bytes, a folder's tree, a link's target, or
+    that it is missing; None for a folder too large to fingerprint."""
+    if path not in _FINGERPRINTS:
+        _FINGERPRINTS[path] = _fingerprint_now(path)
+    return _FINGERPRINTS[path]
+
+
+def _fingerprint_now(path: str) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError) as exc:
+        return f"missing:{type(exc).__name__}"
+    if stat.S_ISLNK(info.st_mode):
+        real = os.path.realpath(path)
+        target = _fingerprint(real) if real != path else None
+        return None if target is None else f"link:{real}:{target}"
+    if stat.S_ISREG(info.st_mode):
+        return f"file:{_file_print(path, info, read=True)}"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"other:{stat.S_IFMT(info.st_mode)}"
+    stack, entries = [path], 0
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                found = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            digest.update(f"{folder}:unlisted:{type(exc).__name__}\n".encode())
+            continue
+        for entry in found:
+            entries += 1
+            if entries > _MAX_TREE:
+                return None
+            name = entry.path
+            try:
+                if entry.is_symlink():
+                    line = f"{name}:link:{os.readlink(name)}"
+                elif entry.is_dir(follow_symlinks=False):
+                    line = f"{name}:dir"
+                    stack.append(name)
+                else:
+                    info = entry.stat(follow_symlinks=False)
+                    read = name.endswith(_READ_SUFFIXES)
+                    line = f"{name}:{stat.S_IFMT(info.st_mode)}:{_file_print(name, info, read)}"
+            except OSError as exc:
+                line = f"{name}:error:{type(exc).__name__}"
+            digest.update(line.encode("utf-8", "surrogatepass") + b"\n")
+    return f"tree:{digest.hexdigest()}"
+
+
+def _file_print(path: str, info: os.stat_result, read: bool) -> str:
+    if not read or not stat.S_ISREG(info.st_mode):
+        return f"size:{info.st_size}"
+    if info.st_size > _MAX_HASHED:
+        return f"size:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as file:
+            return hashlib.sha256(file.read(_MAX_HASHED + 1)).hexdigest()
+    except OSError as exc:
+        return f"unreadable:{type(exc).__name__}"
+
+
+# --- entries --------------------------------------------------------------------------------
+
+
+def _read(entry: Path, key: str, source: str) -> list[Entry] | None:
+    """The problems recorded at ``entry`` for ``key``, if it is ours, whole, and nothing it
+    depends on changed; None otherwise (a miss)."""
+    from safe_estimators._cache import read_cached
+
+    data = read_cached(entry)
+    if not data:
+        return None
+    try:
+        document = json.loads(data)
+        if document.get("format") != FORMAT or document.get("key") != key:
+            return None
+        for kind, name, recorded in document["dependencies"]:
+            if _now(kind, name) != recorded:
+                return None
+        problems = [_entry(item, source) for item in document["problems"]]
+    except Exception:  # corrupt, or not written by this version: a miss
+        return None
+    if any(p is None for p in problems):
+        return None
+    return [p for p in problems if p is not None]
+
+
+def _entry(item: object, source: str) -> Entry | None:
+    """A recorded problem, or None when it is not one: path, message, hint, severity, and the
+    file, line and column it is written at."""
+    if not (isinstance(item, list) and len(item) == 7):
+        return None
+    path, message, hint, severity, file, line, column = item
+    if not all(isinstance(v, str) for v in (path, message, hint, file)):
+        return None
+    if severity not in ("error", "warning"):
+        return None
+    position = (line, column)
+    if position != (None, None) and not all(type(v) is int and v > 0 for v in position):
+        return None
+    return Entry(source, path, message, hint, severity, file=file, line=line, column=column)
+
+
+def _write(entry: Path, key: str, dependencies: list[list[str]], found: list[Entry]) -> None:
+    from safe_estimators._cache import write_atomically
+
+    if any(e.source != e.file and e.line is None for e in found):
+        return  # only problems of the spec's own file, or placed in a file it names
+    document = {
+        "format": FORMAT,
+        "key": key,
+        "dependencies": dependencies,
+        "problems": [
+            [e.path, e.message, e.hint, e.severity, e.file, e.line, e.column] for e in found
+        ],
+    }
+    data = json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    if len(data) > MAX_ENTRY_BYTES:
+        return
+    _make_room(entry.parent)
+    write_atomically(entry, data)
+
+
+_WRITTEN: dict[Path, int] = {}  # entries this process wrote to each shard since it counted
+
+
+def _make_room(shard: Path) -> None:
+    """Keep a shard under its share of ``MAX_ENTRIES``: the oldest entries go first. A shard is
+    listed once per process and again only when this process may have filled it."""
+    written = _WRITTEN.get(shard)
+    if written is not None and written < _SHARD_ENTRIES // 4:
+        _WRITTEN[shard] = written + 1
+        return
+    _WRITTEN[shard] = 1
+    try:
+        with os.scandir(shard) as listing:
+            entries = [e for e in listing if e.name.endswith(".json")]
+    except OSError:
+        return
+    if len(entries) < _SHARD_ENTRIES - _SHARD_ENTRIES // 4:
+        return
+
+    def age(entry: os.DirEntry[str]) -> float:
+        try:
+            return entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            return 0.0
+
+    keep = _SHARD_ENTRIES - _SHARD_ENTRIES // 4 - 1  # room for the writes before the next count
+    for old in sorted(entries, key=age)[: max(len(entries) - keep, 0)]:
+        with contextlib.suppress(OSError):
+            os.unlink(old.path)

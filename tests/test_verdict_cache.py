@@ -1,0 +1,157 @@
+"""The verdict cache: `validate` over a repository reads back the verdict of each unchanged spec,
+prints exactly what checking it prints, and never trusts an entry it did not write for that spec.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import safe_estimators._validate
+import safe_estimators._verdicts as verdicts
+from safe_estimators._cli import main
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*/job.*"))
+SPECS = Path(__file__).parent / "fixtures" / "specs"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SAFE_ESTIMATORS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(verdicts, "_FINGERPRINTS", {})  # a fresh process's view of the files
+    previous = logging.root.manager.disable
+    yield
+    logging.disable(previous)
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """How many specs were really checked (not read back)."""
+    calls: list[str] = []
+    for name in ("validate_spec",):
+        real = getattr(safe_estimators._validate, name)
+
+        def counted(path, real=real, **kwargs):
+            calls.append(str(path))
+            return real(path, **kwargs)
+
+        monkeypatch.setattr(safe_estimators._validate, name, counted)
+    return calls
+
+
+def run(capsys, *argv: object) -> tuple[int, str]:
+    verdicts._FINGERPRINTS.clear()  # each run is a new process
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().out
+
+
+def entries(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "cache" / "verdicts").glob("*/*.json"))
+
+
+@pytest.mark.parametrize("output", ["text", "json", "github", "sarif", "codeclimate"])
+def test_a_hit_prints_exactly_what_a_miss_prints(capsys, checks, output):
+    targets = [*EXAMPLES, SPECS]
+    miss = run(capsys, "validate", "--format", output, *targets)
+    checked = len(checks)
+    assert checked >= len(EXAMPLES) + 5
+    hit = run(capsys, "validate", "--format", output, *targets)
+    assert hit == miss
+    assert len(checks) == checked  # nothing was checked again
+    assert run(capsys, "validate", "--no-cache", "--format", output, *targets) == miss
+    assert len(checks) == 2 * checked
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples/model-parallel-fp16", project)
+    (project / ".git").mkdir()
+    return project
+
+
+def test_a_change_to_anything_the_verdict_reads_checks_again(capsys, tmp_path, checks):
+    project = _project(tmp_path)
+    spec = project / "job.yaml"
+    assert run(capsys, "validate", spec) == (0, f"{spec}: valid\n")
+    assert run(capsys, "validate", spec)[0] == 0
+    assert len(checks) == 1
+    script = project / "train.py"
+    original = script.read_text()
+    script.write_text(original.replace("smp.init()", "pass"))  # the script, same size or not
+    changed = run(capsys, "validate", spec)
+    assert changed != (0, f"{spec}: valid\n") and "smp.init()" in changed[1]
+    assert len(checks) == 2
+    script.write_text(original)
+    assert run(capsys, "validate", spec) == (0, f"{spec}: valid\n")
+    assert len(checks) == 3  # one entry per spec: it holds the last verdict
+    (project / "helpers.py").write_text("import os\nos.environ['X'] = 1\n")  # beside the script
+    run(capsys, "validate", spec)
+    assert len(checks) == 4
+    spec.write_text(spec.read_text() + "# reviewed\n")  # the bytes, even a comment
+    run(capsys, "validate", spec)
+    assert len(checks) == 5
+
+
+def test_poisoned_entries_are_ignored(capsys, tmp_path, checks):
+    good = EXAMPLES[0]
+    bad = SPECS / "wrong-type.yaml"
+    expected = {path: run(capsys, "validate", path) for path in (good, bad)}
+    good_entry, bad_entry = entries(tmp_path)[0], entries(tmp_path)[1]
+    if json.loads(good_entry.read_text())["problems"]:
+        good_entry, bad_entry = bad_entry, good_entry
+    # Another spec's entry copied over this one's: its recorded key is not this spec's.
+    shutil.copy(good_entry, bad_entry)
+    assert run(capsys, "validate", bad) == expected[bad]
+    for poison in (b"", b"\x00garbage{", b'{"format": 1, "key": "x"}', b"[]"):
+        bad_entry.write_bytes(poison)
+        assert run(capsys, "validate", bad) == expected[bad]
+    # The right key, but problems that are not problems, or a dependency that is not one.
+    document = json.loads(bad_entry.read_text())
+    for broken in (
+        {**document, "problems": [["path", "message", "hint", "fatal"]]},
+        {**document, "problems": [["path", 1, "hint", "error"]]},
+        {**document, "dependencies": [["path", str(SPECS / "missing.py"), "file:0"]]},
+        {**document, "format": 0},
+    ):
+        bad_entry.write_text(json.dumps(broken))
+        assert run(capsys, "validate", bad) == expected[bad]
+    checked = len(checks)
+    assert run(capsys, "validate", bad) == expected[bad]
+    assert len(checks) == checked  # the last miss wrote the entry back
+
+
+def test_entries_another_user_could_have_written_are_never_read(capsys, tmp_path, checks):
+    bad = SPECS / "wrong-type.yaml"
+    expected = run(capsys, "validate", bad)
+    entry = entries(tmp_path)[0]
+    planted = json.loads(entry.read_text())
+    planted["problems"] = []  # what an attacker wants: a refused spec passes
+    entry.write_text(json.dumps(planted))
+    assert run(capsys, "validate", bad)[0] == 0  # the user's own entry is trusted
+    entry.write_text(json.dumps(planted))
+    os.chmod(entry, 0o666)
+    assert run(capsys, "validate", bad) == expected  # writable by others: ignored
+    entry.write_text(json.dumps(planted))
+    os.chmod(entry, 0o644)
+    os.chmod(entry.parent, 0o777)
+    assert run(capsys, "validate", bad) == expected  # in a folder others can write to
+    os.chmod(entry.parent, 0o755)
+    if os.geteuid() == 0:  # root can give the file away: another user's entry
+        entry.write_text(json.dumps(planted))
+        os.chown(entry, 12345, 12345)
+        assert run(capsys, "validate", bad) == expected
+
+
+def test_no_cache_writes_nothing_and_the_cache_is_bounded(capsys, tmp_path, monkeypatch):
+    run(capsys, "validate", "--no-cache", *EXAMPLES)
+    assert entries(tmp_path) == []
+    monkeypatch.setattr(verdicts, "_SHARD_ENTRIES", 2)
+    monkeypatch.setattr(verdicts, "_key", lambda path, root: "00" + str(abs(hash(path))))
+    run(capsys, "validate", *EXAMPLES, SPECS)
+    assert 0 < len(entries(tmp_path)) <= 2
