@@ -188,7 +188,7 @@ class Context:
     def source_folder(self) -> str | None:
         """source_dir when it is a folder on this machine (not S3, git or a pipeline variable);
         for a ModelTrainer without one, the entry point's folder, which it uploads instead."""
-        source_dir = self.spec.source_dir
+        source_dir: object = self.spec.source_dir
         if source_dir is None and self.target == "model_trainer":
             entry = self.spec.entry_point
             source_dir = (os.path.dirname(entry) or ".") if isinstance(entry, str) else None
@@ -220,9 +220,10 @@ class Context:
             return None
         if not isinstance(spec.entry_point, str):
             return None
-        if isinstance(spec.source_dir, str) and "://" in spec.source_dir:
+        source_dir = spec.source_dir or ""
+        if not isinstance(source_dir, str) or "://" in source_dir:
             return None
-        path = os.path.join(spec.source_dir or "", spec.entry_point)
+        path = os.path.join(source_dir, spec.entry_point)
         return path if os.path.isfile(path) else None
 
     @functools.cached_property

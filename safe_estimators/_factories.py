@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from safe_estimators._build import build as build_target
 from safe_estimators._build import build_estimator, build_model_trainer
 from safe_estimators._facts.sdk_files import sdk_generation
-from safe_estimators._problems import ConfigError
-from safe_estimators._resolve import resolve_arguments
+from safe_estimators._problems import ConfigError, warning
+from safe_estimators._resolve import ResolvedJob, resolve_arguments
 from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import JobSpec, TrainingCompiler
 from safe_estimators._targets import ESTIMATOR, MODEL_TRAINER
@@ -33,6 +36,22 @@ def _estimator_available() -> None:
     """The estimator factories under sagemaker 3, which has no estimators: one clear error."""
     if sdk_generation() >= 3:
         raise ConfigError([estimator_needs_sdk2()])
+
+
+def _inputs_noted(job: ResolvedJob) -> ResolvedJob:
+    """``inputs=`` given to a factory is fit()'s argument: the estimator cannot keep it, so it
+    is a warning (spec files keep ``inputs`` for ``plan`` and ``submit``, which pass it to fit)."""
+    if job.spec.inputs is None:
+        return job
+    problem = warning(
+        "inputs",
+        "is an argument of fit(), not of the estimator; the estimator does not keep it, so "
+        "est.fit() with no arguments would start the job without these data channels.",
+        "pass them to fit(): est.fit(inputs) (plan and submit pass a spec file's inputs to "
+        "fit() themselves).",
+    )
+    logging.getLogger("safe_estimators").warning("%s", problem)
+    return attrs.evolve(job, warnings=(*job.warnings, problem))
 
 
 def huggingface(
@@ -102,7 +121,7 @@ def huggingface(
         model=model,
         check_script=check_script,
     )
-    job = resolve_arguments(_given(named, kwargs))
+    job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
@@ -160,7 +179,7 @@ def pytorch(
         training_recipe=training_recipe,
         recipe_overrides=recipe_overrides,
     )
-    job = resolve_arguments(_given(named, kwargs))
+    job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 

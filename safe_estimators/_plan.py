@@ -166,10 +166,14 @@ def job_region() -> str | None:
     return found
 
 
-def request_problems(request: Mapping[str, Any], operation: Any = None) -> list[Problem]:
+def request_problems(
+    request: Mapping[str, Any], operation: Any = None, *, local: bool = False
+) -> list[Problem]:
     """A CreateTrainingJob request against botocore's model: the constraints the service
     enforces (ranges, lengths, patterns, enums, list sizes), then botocore's own client-side
-    validation (``operation`` is the botocore operation model, when at hand)."""
+    validation (``operation`` is the botocore operation model, when at hand). A local-mode
+    request (``local``) never reaches the service: only botocore's validation applies (the
+    members and their types, which LocalSagemakerClient.create_training_job takes as well)."""
     from safe_estimators._facts.limits import REQUEST_SHAPE, shape_problems
 
     hint = (
@@ -178,7 +182,7 @@ def request_problems(request: Mapping[str, Any], operation: Any = None) -> list[
     )
     problems = [
         Problem(f"request.{sub}" if sub else "request", message, hint)
-        for sub, message in shape_problems(dict(request), REQUEST_SHAPE)
+        for sub, message in ([] if local else shape_problems(dict(request), REQUEST_SHAPE))
     ]
     if not problems and operation is not None:
         from botocore.validate import ParamValidator
@@ -231,7 +235,8 @@ def _plan(
     region = job_region()
     if (arguments.get("target") or default_target()) == MODEL_TRAINER:
         return _plan_model_trainer(arguments, source, prior, region)
-    session = offline_session(region, None)
+    local = arguments.get("instance_type") in ("local", "local_gpu")
+    session = offline_session(region, None, local=local)
     placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
     no_bucket = not arguments.get("output_path") or not arguments.get("code_location")
     if no_bucket and configured_bucket(session) is None:
@@ -260,7 +265,7 @@ def _plan(
             ],
             source=source,
         ) from exc
-    problems = request_problems(request, _operation(session))
+    problems = request_problems(request, _operation(session), local=local)
     if problems:
         raise ConfigError(problems, source=source)
     return Plan(request, estimator.safe_estimators, tuple(placeholders), source)
@@ -329,7 +334,10 @@ def _profile_problems(environ: Mapping[str, str]) -> list[Problem]:
 
 
 def _operation(session: Any) -> Any:
-    return session.sagemaker_client.meta.service_model.operation_model("CreateTrainingJob")
+    client = session.sagemaker_client
+    if not hasattr(client, "meta"):  # LocalSagemakerClient: it takes the same request members
+        client = session.boto_session.client("sagemaker")
+    return client.meta.service_model.operation_model("CreateTrainingJob")
 
 
 def _inputs(inputs: str | Mapping[str, str] | None) -> Any:

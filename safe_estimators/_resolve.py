@@ -44,7 +44,9 @@ from safe_estimators._spec import (
     TrainingCompiler,
     count_of,
     instance_type_name,
+    judged_by_default,
     skipped_paths,
+    spec_variables,
     structure_spec,
     value_of,
 )
@@ -320,7 +322,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     problems += check_memory(ctx)[1]
     findings = check_entry_point(ctx)
     problems += [finding_problem(f) for f in findings if f.severity == "error"]
-    return ctx, problems, findings
+    return ctx, judged_by_default(problems, spec_variables(spec)), findings
 
 
 # The job-level rules that hold for a recipe job; the others judge the entry point, the framework

@@ -187,11 +187,11 @@ class JobSpec:
     """Everything the user asked for, typed. ``extra`` holds other estimator keywords unchanged."""
 
     estimator: EstimatorKind
-    entry_point: str
+    entry_point: TextValue
     instance_type: InstanceTypeValue
     role: TextValue | None = None
     instance_count: CountValue = attrs.field(default=CountValue(1), validator=_positive_int)
-    source_dir: str | None = None
+    source_dir: TextValue | None = None
     py_version: str | None = None
     framework_version: str | None = None
     transformers_version: str | None = None
@@ -204,15 +204,15 @@ class JobSpec:
     compiler_config: Any = None
     model_parallel: Any = None
     model: ModelShape | None = None
-    image_uri: str | None = None
+    image_uri: TextValue | None = None
     instance_groups: tuple[InstanceGroupSpec, ...] | None = None
     disable_profiler: bool | None = None
     debugger_hook_config: Any = None
-    encrypt_inter_container_traffic: bool | None = None
+    encrypt_inter_container_traffic: FlagValue | None = None
     use_spot_instances: FlagValue | None = None
     max_run: CountValue | None = attrs.field(default=None, validator=_positive_int)
     max_wait: CountValue | None = attrs.field(default=None, validator=_positive_int)
-    checkpoint_s3_uri: str | None = None
+    checkpoint_s3_uri: TextValue | None = None
     check_script: bool = True
     target: TargetKind | None = None
     inputs: str | dict[str, str] | None = None
@@ -567,13 +567,14 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
     runnable = kind in ESTIMATORS and "entry_point" in fields
     runnable = runnable and ("instance_type" in fields or grouped)
     machines = "instance_type" if "instance_type" in fields else "instance_groups"
+    variables = _pipeline_variables(fields, fields.get("estimator", kind))
     fields["estimator"] = kind if kind in ESTIMATORS else "pytorch"
     fields.setdefault("entry_point", "")
     fields.setdefault("instance_type", "")
     try:
-        spec = converter.structure({**fields, "extra": extra}, JobSpec)
+        spec = _structure_with(fields, extra, variables)
     except Exception as exc:
-        found = problems_from_exception(exc, path)
+        found = judged_by_default(problems_from_exception(exc, path), variables, path)
         problems += found
         # Leave out the options in error and try once more, for the rules' sake.
         bad = {_top_level(p.path, path) for p in found}
@@ -581,10 +582,80 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
         runnable = runnable and not bad & {"estimator", "entry_point", machines}
         try:
             kept = {k: v for k, v in fields.items() if k not in bad}
-            spec = converter.structure({**kept, "extra": extra}, JobSpec)
+            kept_variables = {k: v for k, v in variables.items() if k not in bad}
+            spec = _structure_with(kept, extra, kept_variables)
         except Exception:
             return None, problems
     return (spec if runnable else None), problems
+
+
+def _pipeline_variables(fields: dict[str, Any], kind: object) -> dict[str, Any]:
+    """Take out the typed options given as a pipeline variable where the installed SDK takes
+    one (its signatures say so), leaving their default (if any) to be checked in their place."""
+    if not any(is_pipeline_variable(v) for v in fields.values()):
+        return {}
+    from safe_estimators._facts.pipeline_variables import pipeline_options
+
+    taken = pipeline_options(kind if kind in ESTIMATORS else "pytorch")
+    variables = {
+        name: value
+        for name, value in fields.items()
+        if is_pipeline_variable(value) and taken.get(name) == "value"
+    }
+    for name, variable in variables.items():
+        default = value_of(variable)
+        if default is None:
+            del fields[name]
+        else:
+            fields[name] = default
+    return variables
+
+
+def spec_variables(spec: JobSpec) -> dict[str, Any]:
+    """The pipeline variables of a spec by path: its options and its mappings' values."""
+    found = {
+        name: value
+        for name, value in spec_arguments(spec).items()
+        if is_pipeline_variable(value)
+    }
+    for name in ("environment", "hyperparameters"):
+        found.update(
+            (f"{name}.{key}", value)
+            for key, value in getattr(spec, name).items()
+            if is_pipeline_variable(value)
+        )
+    return found
+
+
+def _structure_with(
+    fields: dict[str, Any], extra: dict[str, Any], variables: dict[str, Any]
+) -> JobSpec:
+    """The spec of ``fields``, with the pipeline variables back in place of their defaults."""
+    spec = converter.structure({**fields, "extra": extra}, JobSpec)
+    return attrs.evolve(spec, **variables) if variables else spec
+
+
+def judged_by_default(
+    problems: list[Problem], variables: Mapping[str, Any], base: str = ""
+) -> list[Problem]:
+    """Problems about an option given as a pipeline parameter say that its default was judged."""
+    if not variables:
+        return problems
+    out = []
+    for problem in problems:
+        # Only a problem at the variable's own path judged its default (not, say, one of an
+        # instance type parameter's enum_values).
+        variable = variables.get(problem.path.removeprefix(f"{base}.") if base else problem.path)
+        judged = variable is not None and value_of(variable) is not None
+        if judged and "pipeline parameter" not in problem.message:
+            name = getattr(variable, "name", None) or type(variable).__name__
+            problem = attrs.evolve(
+                problem,
+                message=f"{problem.message} (This is the default_value of the pipeline parameter "
+                f"{name!r}, checked in its place.)",
+            )
+        out.append(problem)
+    return out
 
 
 def _not_an_option(
@@ -608,6 +679,8 @@ def _not_an_option(
     factory = kind if kind in ESTIMATORS else "pytorch"
     at = join_path(path, _shown(key))
     dropped = "so it has no effect and is left out of the estimator's arguments."
+    if _is_fit_keyword(key):
+        return _fit_keyword(at, key, data, dropped)
     owners = [owner for owner, names in _KEYWORD_OWNERS if key in names]
     hints = MISPLACED.get(key)
     meant = None if hints or owners or not check_spelling else closest(key, SPEC_FIELDS | known)
@@ -637,6 +710,28 @@ def _not_an_option(
         f"{quote(key)} is {taken} {where}; the SDK ignores it (the estimator's **kwargs drops "
         f"it), {dropped}",
         hint,
+    )
+
+
+def _is_fit_keyword(key: str) -> bool:
+    from safe_estimators._facts.pipeline_variables import fit_keywords
+
+    return key in fit_keywords()
+
+
+def _fit_keyword(at: str, key: str, data: Mapping[Any, Any], dropped: str) -> Problem:
+    """A keyword of ``fit()`` given to the estimator: its ``**kwargs`` drops it, harmlessly."""
+    base = data.get("base_job_name")
+    named = (
+        f" (base_job_name {quote(base)} names the job)"
+        if key == "job_name" and isinstance(base, str)
+        else ""
+    )
+    return warning(
+        at,
+        f"{quote(key)} is a keyword of fit(), not of the estimator; the SDK ignores it here (the "
+        f"estimator's **kwargs drops it){named}, {dropped}",
+        f"pass it to fit(): est.fit({key}=...).",
     )
 
 

@@ -168,11 +168,14 @@ def _lint_target(
     if arguments is not None and not problems:
         ctx, problems, _ = check_arguments(arguments)
     if ctx is None:
+        # The hint goes in the finding's own field: str(p) would print "Fix: ..." a second time.
         return [
             Finding(str(path), 0, "error", "invalid-spec", f"{p.path}: {p.message}", p.hint)
             for p in problems
         ]
     spec = ctx.spec
+    if not isinstance(spec.entry_point, str) or not isinstance(spec.source_dir, str | None):
+        return []  # pipeline variables: only Python callers pass them
     # Run even where the spec says check_script: false: linting is what was asked for.
     return check_script(spec.entry_point, script_context(ctx), source_dir=spec.source_dir)
 

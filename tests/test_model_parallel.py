@@ -318,10 +318,9 @@ VALID = [
     pytest.param(
         {"partitions": 2, "tensor_parallel_degree": 4, "fp16_params": True},
         "ml.p3.16xlarge", 1, "1.8.1",
-        {"pipeline_parallel_degree": 2, "tensor_parallel_degree": 4, "fp16_params": True,
-         "ddp": True},
+        {"partitions": 2, "tensor_parallel_degree": 4, "fp16_params": True, "ddp": True},
         "world 8 = 1 instance x 8 processes; pipeline 2 x tensor 4 x data-parallel 1",
-        id="notebook partitions on library 1.6 read as the pipeline degree",
+        id="notebook partitions on library 1.6 read as the pipeline degree, sent as written",
     ),
     pytest.param(
         {"pipeline_parallel_degree": 2, "microbatches": 4, "ddp": True},
@@ -700,7 +699,7 @@ NOTEBOOKS = [
              "custom_mpi_options": "-verbose --mca orte_base_help_aggregate 0 "},
         ),
         "ml.p3.16xlarge", 2, "1.8.1",
-        {"tensor_parallel_degree": 8, "pipeline_parallel_degree": 1, "fp16_params": True,
+        {"tensor_parallel_degree": 8, "partitions": 1, "fp16_params": True,
          "shard_optimizer_state": True, "prescaled_batch": True, "optimize": "speed",
          "placement_strategy": "cluster", "ddp": True, "microbatches": 1},
         id="GPT-2 tensor parallel with fp16_params on library 1.6",
@@ -716,8 +715,7 @@ NOTEBOOKS = [
         "ml.p4d.24xlarge", 2, "1.12.1",
         {"ddp": True, "skip_tracing": True, "delayed_parameter_initialization": True,
          "offload_activations": False, "activation_loading_horizon": 4,
-         "sharded_data_parallel_degree": 16, "fp16": False, "bf16": True,
-         "pipeline_parallel_degree": 1},
+         "sharded_data_parallel_degree": 16, "fp16": False, "bf16": True, "partitions": 1},
         id="GPT-NeoX sharded data parallel with bf16 on PyTorch 1.12",
     ),
 ]  # fmt: skip

@@ -13,6 +13,17 @@ from safe_estimators._facts import sdk_files, versions
 pytestmark = pytest.mark.both_sdks
 
 
+def _clear_caches() -> None:
+    for cached in (
+        sdk_files.sdk_file,
+        _sdk_source._assignments,
+        _sdk_source._tree,
+        versions._training_config,
+        versions.framework_container,
+    ):
+        cached.cache_clear()
+
+
 @pytest.fixture
 def sdk3_layout(tmp_path, monkeypatch):
     """A sagemaker 3-shaped namespace package: two distributions, the files under core/."""
@@ -25,13 +36,9 @@ def sdk3_layout(tmp_path, monkeypatch):
     table = {"training": {"versions": {"2.9.9": {"py_versions": ["py312"]}}}}
     (core / "core" / "image_uri_config" / "pytorch.json").write_text(json.dumps(table))
     monkeypatch.setattr(sdk_files, "_package_dirs", lambda: (train, core))
-    for cached in (sdk_files.sdk_file, _sdk_source._assignments, versions._training_config):
-        cached.cache_clear()
-    versions.framework_container.cache_clear()
+    _clear_caches()
     yield
-    for cached in (sdk_files.sdk_file, _sdk_source._assignments, versions._training_config):
-        cached.cache_clear()
-    versions.framework_container.cache_clear()
+    _clear_caches()
 
 
 def test_the_installed_sdks_files_are_found():

@@ -20,7 +20,8 @@ from moto import mock_aws
 import instance_catalog
 import safe_estimators
 from safe_estimators._cli import main
-from safe_estimators._facts import tables
+from safe_estimators._facts.limits import training_instance_types
+from safe_estimators._facts.tables import COMPILER_FAMILIES
 
 TEMPLATE = Path(__file__).parent.parent / "examples" / "template"
 REGION = "us-west-2"
@@ -71,15 +72,34 @@ def test_template_questions_have_defaults_that_differ_from_the_answers():
         assert questions[name]["default"] != answer, name
 
 
-def test_pipeline_instance_choices_share_a_gpu_count_and_suit_the_compiler():
+def _derive():
+    spec = importlib.util.spec_from_file_location("derive_choices", TEMPLATE / "derive_choices.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_derived_choices_are_current():
+    # The instance types and versions come from the catalog and the SDK's image tables.
+    assert _derive().main(["--check"]) == 0, "run python examples/template/derive_choices.py"
+
+
+def test_the_choices_are_todays_gpu_types_grouped_by_gpu_count():
     questions = yaml.safe_load((TEMPLATE / "copier.yml").read_text())
     offered = set(questions["instance_type"]["choices"].values())
+    trainable = set(training_instance_types())
+    gpu_types = {t.name for t in instance_catalog.instance_types() if t.gpu_count}
+    kepler = {n for n in gpu_types if instance_catalog.get(n).accelerator_name == "K80"}
+    assert kepler and not kepler & offered  # no K80: today's containers do not run on it
+    assert offered == (gpu_types & trainable) - kepler
+    assert {"ml.g6e.12xlarge", "ml.p5.48xlarge", "ml.g6.xlarge"} <= offered
     groups = questions["same_gpu_count"]["default"]
     assert offered == {name for group in groups for name in group}
     for group in groups:
-        counts = {instance_catalog.gpu_count(name) for name in group}
-        assert len(counts) == 1, group
-        assert all(instance_catalog.get(n).family in tables.COMPILER_FAMILIES for n in group)
+        assert len({instance_catalog.gpu_count(name) for name in group}) == 1, group
+    compiler = set(questions["compiler_types"]["default"])
+    assert compiler == {n for n in offered if instance_catalog.get(n).family in COMPILER_FAMILIES}
 
 
 def test_generated_project_has_its_files_and_answers(project):
@@ -123,24 +143,27 @@ def test_generated_spec_plans_with_the_injected_values(project, capsys):
     assert request["InputDataConfig"][0]["ChannelName"] == "train"
 
 
-def test_generated_pipeline_defines_offline(project):
+def pipeline_definition(project: Path) -> dict:
+    """The generated pipeline.py's definition, made offline (the code upload goes to moto)."""
     from sagemaker.workflow.pipeline_context import PipelineSession
 
     module_spec = importlib.util.spec_from_file_location(
-        "review_sentiment_pipeline", project / "pipeline.py"
+        f"{project.name}_pipeline", project / "pipeline.py"
     )
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-
     with mock_aws():
         boto_session = boto3.Session(region_name=REGION)
         boto_session.client("s3").create_bucket(
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION}
         )
         session = PipelineSession(boto_session=boto_session, default_bucket=BUCKET)
-        document = json.loads(module.get_pipeline(session, ROLE).definition())
+        return json.loads(module.get_pipeline(session, ROLE).definition())
 
+
+def test_generated_pipeline_defines_offline(project):
+    document = pipeline_definition(project)
     parameters = {p["Name"]: p for p in document["Parameters"]}
     choices = parameters["TrainingInstanceType"]["EnumValues"]
     assert parameters["TrainingInstanceType"]["DefaultValue"] == "ml.g5.12xlarge"
@@ -168,6 +191,23 @@ def test_generated_pipeline_defines_offline(project):
         pytest.param(
             {"estimator": "pytorch", "instance_type": "ml.g5.48xlarge"}, id="pytorch-8-gpus"
         ),
+        pytest.param({"instance_type": "ml.g6e.12xlarge"}, id="huggingface-g6e"),
+        pytest.param(
+            {"sharding": "fsdp", "instance_type": "ml.p5.48xlarge", "instance_count": 2},
+            id="huggingface-fsdp-two-p5",
+        ),
+        pytest.param(
+            {"sharding": "qlora", "instance_type": "ml.g6e.12xlarge", "instance_count": 2},
+            id="huggingface-qlora-two-g6e",
+        ),
+        pytest.param(
+            {"estimator": "pytorch", "sharding": "qlora", "instance_type": "ml.g4dn.xlarge"},
+            id="pytorch-qlora-t4",
+        ),
+        pytest.param(
+            {"estimator": "pytorch", "instance_type": "ml.p5.48xlarge", "instance_count": 2},
+            id="pytorch-p5-two-nodes",
+        ),
     ],
 )
 def test_every_kind_of_project_validates_without_findings(tmp_path, answers):
@@ -180,3 +220,66 @@ def test_every_kind_of_project_validates_without_findings(tmp_path, answers):
     spec = safe_estimators.load_spec(project / "job.yaml")
     assert spec.estimator == answers.get("estimator", "huggingface")
     assert (spec.training_compiler is not None) == answers.get("training_compiler", False)
+    fsdp = answers.get("sharding") == "fsdp"
+    assert (spec.hyperparameters.get("fsdp") == "full_shard auto_wrap") is fsdp
+    qlora = answers.get("sharding") == "qlora"
+    assert (spec.hyperparameters.get("qlora") is True) is qlora
+    requirements = project / "src" / "requirements.txt"
+    assert ("peft" in (requirements.read_text() if requirements.exists() else "")) is qlora
+
+
+def _offered() -> list[str]:
+    questions = yaml.safe_load((TEMPLATE / "copier.yml").read_text())
+    return list(questions["instance_type"]["choices"].values())
+
+
+@pytest.mark.parametrize("instance_type", _offered())
+def test_any_offered_gpu_type_renders_a_project_that_validates_and_lints_clean(
+    tmp_path, instance_type
+):
+    from safe_estimators._validate import lint_target, validate_file
+
+    # Alternate the estimators so both meet every GPU count.
+    estimator = ("huggingface", "pytorch")[_offered().index(instance_type) % 2]
+    project = render(tmp_path / "project", estimator=estimator, instance_type=instance_type)
+    assert validate_file(project / "job.yaml") == []
+    assert lint_target(project / "job.yaml") == []
+
+
+def test_copier_copy_with_a_g6e_type_on_the_command_line_plans_offline(tmp_path, capsys):
+    # copier copy --defaults -d instance_type=ml.g6e.12xlarge failed with a traceback before.
+    import subprocess
+    import sys
+
+    copier_cli = Path(sys.executable).with_name("copier")
+    destination = tmp_path / "g6e"
+    subprocess.run(
+        [str(copier_cli), "copy", "--defaults", "--vcs-ref", "HEAD", "-d",
+         "instance_type=ml.g6e.12xlarge", str(TEMPLATE), str(destination)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    code, out = run_cli(capsys, "plan", "--json", destination / "job.yaml")
+    assert code == 0, out
+    request = json.loads(out)["request"]
+    assert request["ResourceConfig"]["InstanceType"] == "ml.g6e.12xlarge"
+    assert request["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+
+
+def test_a_plain_projects_pipeline_takes_count_and_hyperparameters_as_parameters(tmp_path):
+    project = render(tmp_path / "plain", instance_type="ml.g6e.12xlarge", instance_count=2)
+    document = pipeline_definition(project)
+    parameters = {p["Name"]: p for p in document["Parameters"]}
+    assert parameters["TrainingInstanceCount"] == {
+        "Name": "TrainingInstanceCount", "Type": "Integer", "DefaultValue": 2
+    }  # fmt: skip
+    assert parameters["Epochs"]["Type"] == "Integer"
+    assert parameters["LearningRate"]["Type"] == "Float"
+    assert parameters["ModelNameOrPath"]["DefaultValue"] == "distilbert-base-uncased"
+    (step,) = document["Steps"]
+    arguments = step["Arguments"]
+    assert arguments["ResourceConfig"]["InstanceCount"] == {
+        "Get": "Parameters.TrainingInstanceCount"
+    }
+    assert arguments["EnableInterContainerTrafficEncryption"] is True
+    assert arguments["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+    assert "Parameters.Epochs" in json.dumps(arguments["HyperParameters"]["epochs"])

@@ -322,3 +322,36 @@ def test_a_spec_file_gets_the_verdict_keyword_arguments_get(
     out = capsys.readouterr().out
     assert code == (1 if severity == "error" else 0)
     assert f"{key}: {'warning: ' if severity == 'warning' else ''}{problem.message}" in out
+
+
+# --- fit()'s keywords, given to the estimator -------------------------------------------------
+
+FIT_TIME = {"job_name": "bert-v1", "wait": False, "logs": "None", "experiment_config": {}}
+
+
+@pytest.mark.parametrize("name", sorted(FIT_TIME))
+def test_a_fit_keyword_given_to_the_estimator_is_a_warning_naming_fit(name, sagemaker_session):
+    # AWS's generative-AI samples pass job_name= beside an identical base_job_name.
+    extra = {name: FIT_TIME[name], "base_job_name": "bert-v1"}
+    ours = safe_estimators.pytorch(**_arguments("pytorch", sagemaker_session, **extra))
+    (warned,) = [w for w in safe_estimators.explain(ours).warnings if w.path == name]
+    assert "is a keyword of fit(), not of the estimator" in warned.message
+    assert warned.hint == f"pass it to fit(): est.fit({name}=...)."
+    assert "did you mean" not in warned.hint
+    sdk = PyTorch(**_arguments("pytorch", sagemaker_session, **extra))
+    assert ours.hyperparameters() == sdk.hyperparameters()
+    assert ours.base_job_name == sdk.base_job_name == "bert-v1"
+
+
+def test_every_fit_keyword_but_inputs_is_read_from_the_sdk():
+    from safe_estimators._facts.pipeline_variables import fit_keywords
+
+    assert set(fit_keywords()) == {"inputs", *FIT_TIME}
+
+
+def test_inputs_given_to_a_factory_warn_that_fit_needs_them(sagemaker_session):
+    extra = {"inputs": {"train": "s3://bucket/train/"}}
+    est = safe_estimators.pytorch(**_arguments("pytorch", sagemaker_session, **extra))
+    (warned,) = [w for w in safe_estimators.explain(est).warnings if w.path == "inputs"]
+    assert "est.fit() with no arguments would start the job without" in warned.message
+    assert "est.fit(inputs)" in warned.hint

@@ -228,12 +228,13 @@ def test_translated_unicode_patterns_accept_what_the_service_accepts():
     assert shape_problems([{"Key": "bad,comma", "Value": ""}], tag) != []
 
 
-def test_vpc_half_given_is_a_warning(tmp_path):
+def test_vpc_half_given_is_an_error_as_the_sdk_refuses_it(tmp_path):
+    # EstimatorBase.__init__ raises RuntimeError for subnets without security_group_ids.
     problems = validate_file(write_spec(tmp_path, subnets=["subnet-0123"]))
     # (4 GPUs without a launcher is warned about too: only the first GPU would train.)
     assert [(p.path, p.severity) for p in problems] == [
         ("distribution", "warning"),
-        ("subnets", "warning"),
+        ("subnets", "error"),
     ]
 
 

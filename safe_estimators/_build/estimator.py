@@ -473,21 +473,24 @@ _SESSION_CLIENTS = (
 )
 
 
-def offline_session(region: str | None, bucket: str | None) -> Any:
+def offline_session(region: str | None, bucket: str | None, *, local: bool = False) -> Any:
     """A real sagemaker.Session that captures CreateTrainingJob instead of sending it.
 
     The SDK builds the request with its own code (``Session._get_train_request``) and hands it to
     ``_intercept_create_request`` (the hook PipelineSession uses); here that hook keeps the
     request. S3 uploads of the source code are answered locally; any other call is refused.
     The SDK defaults config (organisation tags, KMS keys, VPC) still applies; telemetry is off.
+    ``local``: a LocalSession (local mode) that captures the same request before it reaches
+    ``LocalSagemakerClient.create_training_job``, so no container (no Docker) is started.
     """
     import boto3
     import sagemaker
     from sagemaker.config import load_sagemaker_config
+    from sagemaker.local import LocalSession
 
     _avoid_repeated_sdk_work()
 
-    class _CapturingSession(sagemaker.Session):  # type: ignore[misc]
+    class _Capturing:
         captured: dict[str, Any] | None = None
 
         def default_bucket(self) -> str:
@@ -501,6 +504,12 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
         ) -> Any:
             self.captured = request
 
+    class _CapturingSession(_Capturing, sagemaker.Session):  # type: ignore[misc]
+        pass
+
+    class _CapturingLocalSession(_Capturing, LocalSession):  # type: ignore[misc]
+        pass
+
     config = load_sagemaker_config()
     config.setdefault("SchemaVersion", "1.0")
     modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
@@ -510,6 +519,8 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
         reused = _OFFLINE_CLIENTS.get(region)
         if reused is not None:
             boto_session, clients = reused
+            if local:
+                return _CapturingLocalSession(boto_session=boto_session, sagemaker_config=config)
             return _CapturingSession(boto_session=boto_session, sagemaker_config=config, **clients)
         boto_session = boto3.Session(
             botocore_session=_botocore_session(),
@@ -523,6 +534,8 @@ def offline_session(region: str | None, bucket: str | None) -> Any:
             boto_session,
             {name: getattr(session, name) for name in _SESSION_CLIENTS},
         )
+        if local:
+            return _CapturingLocalSession(boto_session=boto_session, sagemaker_config=config)
         return session
 
 

@@ -177,7 +177,7 @@ def torchrun_rules(ctx: Context) -> Iterator[Problem]:
     if not enabled(ctx.distribution):
         return
     spec = ctx.spec
-    if not spec.entry_point.endswith(".py"):
+    if isinstance(spec.entry_point, str) and not spec.entry_point.endswith(".py"):
         yield Problem(
             "entry_point",
             f"is {spec.entry_point!r}; torchrun starts Python scripts only (*.py), and the "

@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._problems import Problem
 
@@ -78,7 +80,26 @@ def _script_facts(ctx: Any) -> Any:
     # options say their own layout) or no launcher at all (precision, checkpointing).
     if ctx.model_parallel is not None:
         return None
-    return ctx.script_memory
+    script = ctx.script_memory
+    fact = getattr(script, "frozen_weights", None)
+    if fact is None or fact.value != "default":
+        return script
+    # from_pretrained without a dtype: float32 in transformers 4, the checkpoint's dtype
+    # ("auto") from transformers 5 (its from_pretrained's dtype default); the Hugging Face
+    # estimator says which the container has, the PyTorch estimator does not.
+    from packaging.version import InvalidVersion, Version
+
+    version = ctx.spec.transformers_version if ctx.spec.estimator == "huggingface" else None
+    try:
+        major = Version(str(version)).major if version is not None else None
+    except InvalidVersion:
+        major = None
+    if major is None:
+        return script
+    if major >= 5:
+        return attrs.evolve(script, frozen_weights=None)
+    how = f"{fact.how} (transformers {version} loads float32)"
+    return attrs.evolve(script, frozen_weights=attrs.evolve(fact, value="fp32", how=how))
 
 
 def _spreads(ctx: Any) -> bool:

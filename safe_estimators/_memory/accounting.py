@@ -177,6 +177,7 @@ def activations(shape: CompleteShape, layout: MemoryLayout) -> int:
     s, b = shape.sequence_length, shape.micro_batch_size
     assert layers and h and a and s and b
     s_local = s / layout.context  # context parallelism splits the sequence
+    b = -(-b // layout.batch_split)  # DataParallel scatters the process's batch over its GPUs
     value_bytes = ACTIVATION_BYTES[shape.precision]
     tp, sp = layout.tensor, layout.sequence_parallel
     full = layer_activations(
@@ -204,6 +205,11 @@ def activations(shape: CompleteShape, layout: MemoryLayout) -> int:
 
     first = held(stage_layers * in_flight) * per_layer + recompute
     logits = LOGITS_BYTES * s_local * b * (shape.vocab_size or 0) / tp
+    # DataParallel gathers every replica's output (the logits) into one tensor on GPU 0, beside
+    # the logits its own replica keeps for the backward pass.
+    logits += LOGITS_BYTES * s_local * b * (shape.vocab_size or 0) * (
+        layout.gathered_outputs if layout.gathered_outputs > 1 else 0
+    )
     last = held(stage_layers) * per_layer + recompute + logits
     return math.ceil(max(first + (logits if layout.pipeline == 1 else 0.0), last))
 
@@ -238,6 +244,8 @@ def estimate(
         else:
             notes.append("the layer gathered at a time by sharding is not counted (no hidden_size)")
     weights = params * per_param.weights
+    if shape.frozen_weight_bytes is not None and shape.quantization is None:
+        weights += (params - trainable) * (shape.frozen_weight_bytes - per_param.weights)
     quantized = _quantized_weights(shape, params, trainable, model_split, notes)
     if quantized:
         assert shape.quantization is not None

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._memory.adapters import lora_parameters
 from safe_estimators._memory.facts import DEFAULT_MLP_RATIO
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._problems import Problem
@@ -68,6 +69,12 @@ class CompleteShape:
     trainable_parameters: int | None = None
     quantization: str | None = None
     notes: tuple[str, ...] = ()
+    # What the script does that this shape counts high (adapters it trains whose count is not
+    # known: every parameter is counted as trainable), for the rule's verdict.
+    counted_high: tuple[str, ...] = ()
+    # Bytes of each frozen weight when the script loads them unlike the training precision
+    # (float32 under bf16/fp16 autocast: 4), None when they are counted at that precision.
+    frozen_weight_bytes: int | None = None
 
     @property
     def trainable(self) -> int:
@@ -263,8 +270,10 @@ def complete_shape(
         fused_attention=True if shape.fused_attention is None else shape.fused_attention,
         gated_mlp=model_type in GATED_MLP_MODEL_TYPES,
         tied_embeddings=_truthy(config.get("tie_word_embeddings")) is not False,
-        kv_heads=_whole(config.get("num_key_value_heads")),
+        kv_heads=_kv_heads(config),
         notes=tuple(notes),
+        counted_high=(),
+        frozen_weight_bytes=None,
         **numbers,
     )
     if complete.parameters is None:
@@ -275,7 +284,61 @@ def complete_shape(
                 parameters=counted,
                 notes=(*complete.notes, f"parameters {counted:,} counted from the architecture"),
             )
-    return complete, problems
+    return _with_frozen_weights(_with_adapters(complete, shape, script, model_type), script), (
+        problems
+    )
+
+
+def _with_frozen_weights(complete: CompleteShape, script: Any) -> CompleteShape:
+    """Frozen weights the script loads in float32 (``ScriptMemoryFacts.frozen_weights``) while
+    mixed precision counts them at 2 bytes: under autocast they stay float32, 4 bytes each."""
+    fact = getattr(script, "frozen_weights", None) if script is not None else None
+    if (
+        fact is None or not complete.trains_adapters or complete.quantization is not None
+        or complete.precision == "fp32"
+    ):  # fmt: skip
+        return complete
+    note = f"frozen weights counted in float32, 4 bytes each, from the script ({fact})"
+    high: tuple[str, ...] = ()
+    if fact.value == "default":
+        high = (
+            f"the frozen weights are counted in float32 ({fact}), transformers 4's default; "
+            "from transformers 5 they load in the checkpoint's dtype, often bfloat16",
+        )
+    return attrs.evolve(
+        complete, frozen_weight_bytes=4, notes=(*complete.notes, note),
+        counted_high=(*complete.counted_high, *high),
+    )  # fmt: skip
+
+
+def _with_adapters(
+    complete: CompleteShape, shape: ModelShape, script: Any, model_type: Any
+) -> CompleteShape:
+    """The trainable count of the LoRA adapters the script trains (``ScriptMemoryFacts.
+    adapters``), where ``model.trainable_parameters`` does not say; where it does, it wins."""
+    fact = getattr(script, "adapters", None) if script is not None else None
+    if fact is None or complete.parameters is None:
+        return complete
+    count, how = (None, "its configuration is not readable") if fact.value is None else (
+        lora_parameters(fact.value, complete, model_type if isinstance(model_type, str) else None)
+    )
+    given = shape.trainable_parameters
+    if given is not None:
+        if count is not None and count != given:
+            note = (
+                f"model.trainable_parameters {given:,} wins over the script's {count:,} ({fact}): "
+                "the model section is what was stated"
+            )
+            return attrs.evolve(complete, notes=(*complete.notes, note))
+        return complete
+    if count is None:
+        high = (
+            f"only adapters train ({fact}), and their count is not known ({how}): every "
+            "parameter is counted with gradients and optimizer states"
+        )
+        return attrs.evolve(complete, counted_high=(*complete.counted_high, high))
+    note = f"trainable_parameters {count:,} from the script ({fact}: {how})"
+    return attrs.evolve(complete, trainable_parameters=count, notes=(*complete.notes, note))
 
 
 # ModelShape field -> the script fact that says it (``ScriptMemoryFacts``).
@@ -301,6 +364,18 @@ def _scripted(shape: ModelShape, field: str, script: Any, notes: list[str]) -> A
             "section is what was stated"
         )
     return given
+
+
+def _kv_heads(config: Mapping[str, Any]) -> int | None:
+    """Key/value heads: ``num_key_value_heads``; for Falcon one shared head with ``multi_query``
+    outside its new decoder architecture, else ``num_kv_heads`` (transformers
+    models/falcon/modeling_falcon.py, FalconAttention)."""
+    heads = _whole(config.get("num_key_value_heads"))
+    if heads is not None:
+        return heads
+    if config.get("multi_query") is True and config.get("new_decoder_architecture") is not True:
+        return 1
+    return _whole(config.get("num_kv_heads"))
 
 
 def architecture_parameters(shape: CompleteShape) -> int | None:

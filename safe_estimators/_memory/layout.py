@@ -32,7 +32,10 @@ class MemoryLayout:
     SHARD_GRAD_OP); ``offload``: ``"optimizer"`` states, or ``"parameters"`` with their gradients
     and optimizer states, in CPU memory; ``from_script``: the script facts used, with their lines;
     ``over_counted``: what the script does that the estimate counts high (a verdict that rests
-    on it is a warning).
+    on it is a warning). ``gathered_outputs``: one process replicates the model over this many
+    GPUs (``torch.nn.DataParallel``) and gathers their outputs on GPU 0, the device counted;
+    ``batch_split``: it scatters each micro-batch over that many GPUs (a script's own
+    DataParallel splits the DataLoader's batch; the Trainer's batch is already per device).
     """
 
     world_size: int = 1
@@ -53,6 +56,8 @@ class MemoryLayout:
     from_script: tuple[str, ...] = ()
     script_unknown: tuple[str, ...] = ()
     over_counted: tuple[str, ...] = ()
+    gathered_outputs: int = 1
+    batch_split: int = 1
 
     @property
     def data_parallel(self) -> int:
@@ -74,6 +79,11 @@ class MemoryLayout:
             parts.append(f"{what} sharded {self.optimizer_shard}")
         if self.offload:
             parts.append(f"{self.offload} offloaded to CPU")
+        if self.gathered_outputs > 1:
+            parts.append(
+                f"GPU 0 counted: the full model states and the outputs of its "
+                f"{self.gathered_outputs} replicas"
+            )
         text = ", ".join(parts)
         if self.from_script:
             text += f" (from the script: {'; '.join(self.from_script)})"
@@ -152,6 +162,9 @@ def memory_layout(
             launcher="one process over the GPUs (device_map)",
             notes=("the layers are counted as split evenly over the GPUs by device_map",),
         )
+    replicated = getattr(script, "data_parallel", None) if script is not None else None
+    if replicated is not None and not launched and gpus > 1:
+        return _replicated(replicated, gpus, instance_count)
     plain = MemoryLayout(
         world_size=gpus * instance_count,
         gpus_per_instance=gpus,
@@ -165,6 +178,29 @@ def memory_layout(
     if script.undecided:
         return attrs.evolve(plain, script_unknown=tuple(script.undecided))
     return _scripted(plain, script)
+
+
+def _replicated(fact: Any, gpus: int, instance_count: int) -> MemoryLayout:
+    # torch.nn.DataParallel (torch/nn/parallel/data_parallel.py): the module lives on GPU 0
+    # (device_ids[0]), is copied to the others for each forward, their outputs are gathered on
+    # GPU 0 (output_device) and their gradients summed into its parameters; the optimizer steps
+    # there. GPU 0 holds the full model states, unsharded, and is the one counted.
+    # The Trainer scatters per_device_train_batch_size x n_gpu (TrainingArguments.
+    # train_batch_size); a script's own DataParallel scatters its DataLoader's batch.
+    split = 1 if fact.value == "Trainer" else gpus
+    batch = "each GPU's share of the micro-batch" if split > 1 else "the micro-batch per GPU"
+    return MemoryLayout(
+        world_size=gpus * instance_count,
+        gpus_per_instance=gpus,
+        launcher="torch.nn.DataParallel in one process per instance",
+        gathered_outputs=gpus,
+        batch_split=split,
+        from_script=(str(fact),),
+        notes=(
+            f"GPU 0 is counted: it holds the full model states (DataParallel shards nothing), "
+            f"the activations of {batch} and the outputs of all {gpus} replicas ({fact})",
+        ),
+    )
 
 
 def _scripted(plain: MemoryLayout, script: Any) -> MemoryLayout:

@@ -123,14 +123,16 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
         "no single change found makes it fit; shard over more instances, use tensor or "
         "pipeline parallelism, or a smaller model."
     )
+    high = (*job.layout.over_counted, *job.shape.counted_high)
     if _fits_if_quantized(job):
         unless = (
             ", unless the script loads the frozen weights quantized (bitsandbytes 4-bit, as "
-            "QLoRA does): model.quantization does not say."
+            "QLoRA does): model.quantization does not say"
         )
-        return [warning(PATH, message + unless, hint)]
-    if job.layout.over_counted:
-        unless = f", unless the estimate counts high: {'; '.join(job.layout.over_counted)}."
+        also = f"; or unless the estimate counts high: {'; '.join(high)}" if high else ""
+        return [warning(PATH, message + unless + also + ".", hint)]
+    if high:
+        unless = f", unless the estimate counts high: {'; '.join(high)}."
         return [warning(PATH, message + unless, hint)]
     if job.layout.script_may_shard and _fits_if_script_shards(job):
         why = job.layout.script_unknown

@@ -87,7 +87,7 @@ def recipe_machines(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
 def recipe_sources(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     """source_dir must be a local folder; the adapter URL must be one the SDK clones."""
     source_dir = ctx.spec.source_dir
-    if source_dir is not None and not os.path.isdir(source_dir):
+    if source_dir is not None and not (isinstance(source_dir, str) and os.path.isdir(source_dir)):
         yield Problem(
             "source_dir",
             f"{source_dir!r} is not a local folder; the SDK copies the recipe's script into it "

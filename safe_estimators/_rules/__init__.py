@@ -21,6 +21,11 @@ from safe_estimators._rules.compiler import (
     compiler_multi_gpu,
     compiler_profiling_asked,
 )
+from safe_estimators._rules.construction import (
+    huggingface_versions_agree,
+    local_gpu_single_instance,
+    xla_needs_the_compiler,
+)
 from safe_estimators._rules.distribution import (
     distribution_needs_gpus,
     distribution_shape,
@@ -32,6 +37,12 @@ from safe_estimators._rules.instance import (
     framework_versions,
     instance_type_known,
     pipeline_parameter_instance_type,
+)
+from safe_estimators._rules.pipelines import (
+    pipeline_instance_count,
+    pipeline_output_kms_key,
+    pipeline_source_code,
+    unknown_pipeline_values,
 )
 from safe_estimators._rules.platform import (
     container_runs_on_gpu,
@@ -85,6 +96,13 @@ RULES: tuple[Rule, ...] = (
     container_runs_on_gpu,
     warm_pool,
     instance_storage,
+    unknown_pipeline_values,
+    pipeline_source_code,
+    pipeline_output_kms_key,
+    pipeline_instance_count,
+    huggingface_versions_agree,
+    xla_needs_the_compiler,
+    local_gpu_single_instance,
     model_trainer_counterparts,
 )
 

@@ -16,6 +16,7 @@ from safe_estimators._facts.versions import (
     parse_version,
 )
 from safe_estimators._problems import Problem, count, did_you_mean, warning
+from safe_estimators._rules.pipelines import described
 
 
 def instance_type_known(ctx: Context) -> Iterator[Problem]:
@@ -48,12 +49,31 @@ def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
     parameter = ctx.spec.instance_type
     name = getattr(parameter, "name", "the parameter")
     if not ctx.instance_name:
-        yield Problem(
-            "instance_type",
-            f"is the pipeline parameter {name!r} without a default_value; the instance type, "
-            "and every value derived from its GPU count, cannot be checked.",
-            f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge').",
-        )
+        fix = f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge')."
+        if ctx.gpu_derived:
+            yield Problem(
+                "instance_type",
+                f"is the pipeline parameter {name!r} without a default_value; the values "
+                "derived from its GPU count, fixed in the pipeline definition now, cannot be "
+                "computed.",
+                fix,
+            )
+        elif ctx.spec.image_uri is None:
+            yield Problem(
+                "instance_type",
+                f"is {described(parameter)} without a default_value; the SageMaker SDK picks "
+                "the container image (CPU or GPU) from the instance type when the pipeline is "
+                "defined, and refuses an empty one (ValueError: Empty SageMaker instance type).",
+                fix[:-1] + ", or give image_uri.",
+            )
+        else:  # nothing depends on it now: the run-time value is SageMaker's to check
+            yield warning(
+                "instance_type",
+                f"is {described(parameter)} without a default_value, known only when the "
+                "pipeline runs: the instance type check and the checks that read its GPUs are "
+                "skipped.",
+                fix,
+            )
         return
     allowed = getattr(parameter, "enum_values", None) or []
     if allowed and ctx.instance_name not in allowed:
@@ -110,6 +130,49 @@ def _known(container: Container) -> str:
     return ", ".join(container.known)
 
 
+_SHOWN = 12  # versions listed in a hint; the rest are counted
+
+
+def _listed(versions: tuple[str, ...] | list[str], what: str) -> str:
+    newest = list(reversed(versions))
+    shown = ", ".join(newest[:_SHOWN])
+    rest = len(newest) - _SHOWN
+    return f"the SDK knows {what} {shown}" + (f" and {rest} older" if rest > 0 else "")
+
+
+def _choices(ctx: Context, name: str) -> str:
+    """The values the installed SDK's image tables offer for a missing version option."""
+    spec = ctx.spec
+    table = tables.IMAGE_CONFIGS[(spec.estimator, ctx.compiler)]
+    if spec.estimator == "pytorch":
+        container = framework_container(table, spec.framework_version or "")
+        if name == "py_version" and container.py_versions:
+            return _listed(container.py_versions, f"for PyTorch {container.version}:")
+        return _first(name, _listed(container.known, "PyTorch"))
+    framework = "tensorflow" if spec.tensorflow_version is not None else "pytorch"
+    label = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}[framework]
+    outer, base = huggingface_container(
+        table,
+        spec.transformers_version or "",
+        spec.tensorflow_version or spec.pytorch_version or "",
+        framework,
+    )
+    if name == "transformers_version" or outer.version is None:
+        return _first(name, _listed(outer.known, "transformers"))
+    if name == "pytorch_version" and base is not None:
+        return _listed(base.known, f"for transformers {outer.version}: PyTorch")
+    if base is not None and base.py_versions:
+        return _listed(base.py_versions, f"for {label} {base.version}:")
+    return _first(name, _listed(base.known if base else outer.known, label))
+
+
+def _first(name: str, listing: str) -> str:
+    """A version option whose values depend on another one that is not known yet."""
+    if name in ("py_version", "pytorch_version"):
+        return f"it depends on the framework versions, pick those first ({listing})"
+    return listing
+
+
 def framework_versions(ctx: Context) -> Iterator[Problem]:
     """The versions must name a training container the installed SDK can resolve."""
     spec = ctx.spec
@@ -127,7 +190,7 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
         yield Problem(
             name,
             f"is required to pick a {spec.estimator} training container (no image_uri given).",
-            f"set {name}; `safe-estimators plan` lists the versions the SDK knows.",
+            f"set {name}: {_choices(ctx, name)}.",
         )
     if missing or (spec.tensorflow_version is not None and spec.pytorch_version is not None):
         return

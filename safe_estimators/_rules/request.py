@@ -16,7 +16,7 @@ from safe_estimators._context import Context
 from safe_estimators._facts.limits import member_shape, shape_problems
 from safe_estimators._problems import Problem, join_path, warning
 from safe_estimators._rules.compiler import sdk_class_names
-from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable
+from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable, spec_variables
 
 # The SDK's timestamp suffix (sagemaker.utils.sagemaker_timestamp): "-YYYY-mm-dd-HH-MM-SS-mmm".
 _JOB_NAME_SUFFIX = "-2000-01-01-00-00-00-000"
@@ -163,7 +163,22 @@ def request_members(ctx: Context) -> Iterator[Problem]:
         for sub, message in shape_problems(sent, member_shape(member.member), _unknown):
             if isinstance(sent, str) and sent != value and repr(sent) in message:
                 message = message.replace(repr(sent), f"{value!r} (with the SDK's timestamp)")
+            if name == "base_job_name" and spec_variables(spec):
+                yield _pipeline_job_name(message, member.hint)
+                continue
             yield Problem(join_path(name, sub), message, member.hint)
+
+
+def _pipeline_job_name(message: str, hint: str) -> Problem:
+    # TrainingStep.arguments drops TrainingJobName (workflow.utilities.trim_request_dict): the
+    # execution names the job, unless the pipeline opts in to a custom job prefix.
+    return warning(
+        "base_job_name",
+        f"{message} A pipeline step sends no job name (SageMaker Pipelines names the job), so "
+        "this one is not used, unless the pipeline is defined with "
+        "PipelineDefinitionConfig(use_custom_job_prefix=True), where it is refused.",
+        hint,
+    )
 
 
 _TYPED_MEMBERS = tuple(name for name in MEMBERS if name in SPEC_FIELDS)
@@ -229,15 +244,16 @@ def option_types(ctx: Context) -> Iterator[Problem]:
 
 
 def vpc_pair(ctx: Context) -> Iterator[Problem]:
-    """The SDK sends a VpcConfig only when both subnets and security groups are given."""
+    """EstimatorBase.__init__ takes subnets and security groups together or not at all."""
     subnets, groups = option_value(ctx, "subnets"), option_value(ctx, "security_group_ids")
     if (subnets is None) != (groups is None):
         given, missing = ("subnets", "security_group_ids")
         if subnets is None:
             given, missing = missing, given
-        yield warning(
+        yield Problem(
             given,
-            f"is given without {missing}: the SageMaker SDK then sends no VpcConfig and the job "
-            "runs outside your VPC (unless the SageMaker SDK config supplies both).",
+            f"is given without {missing}: the SageMaker SDK refuses that when it builds the "
+            "estimator (RuntimeError: both subnets and security_group_ids must be set), even "
+            "when the SageMaker SDK config supplies the other.",
             f"give {missing} too.",
         )

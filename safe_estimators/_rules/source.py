@@ -21,14 +21,18 @@ def _remote(value: object) -> bool:
 def source_code_exists(ctx: Context) -> Iterator[Problem]:
     """A local source_dir is a folder and the entry point a regular file in it (or on its own)."""
     spec = ctx.spec
-    if spec.extra.get("git_config") or not spec.entry_point:
+    if is_pipeline_variable(spec.entry_point) or is_pipeline_variable(spec.source_dir):
+        return  # the code is read from S3 when the pipeline runs (_rules.pipelines)
+    entry_point = spec.entry_point
+    if spec.extra.get("git_config") or not isinstance(entry_point, str) or not entry_point:
         return
     source_dir = spec.source_dir
     if source_dir is not None:
         if _remote(source_dir):
             return
         if ctx.source_folder is None:  # not a folder on this machine
-            what = "is a file, not a folder" if os.path.exists(source_dir) else "does not exist"
+            exists = os.path.exists(str(source_dir))
+            what = "is a file, not a folder" if exists else "does not exist"
             yield Problem(
                 "source_dir",
                 f"{source_dir!r} {what}; the SDK packs this folder with the entry point at fit().",
@@ -38,7 +42,7 @@ def source_code_exists(ctx: Context) -> Iterator[Problem]:
             return
     if _remote(spec.entry_point):
         return
-    path = os.path.join(source_dir or "", spec.entry_point)
+    path = os.path.join(str(source_dir or ""), entry_point)
     if not os.path.isfile(path):
         where = f" in source_dir {source_dir!r}" if source_dir else ""
         what = "is not a regular file" if os.path.exists(path) else "does not exist"

@@ -100,6 +100,15 @@ def model_trainer_counterparts(ctx: Context) -> Iterator[Problem]:
             "ModelTrainer look the name up in IAM).",
             "give the role's ARN: arn:aws:iam::<account>:role/" + role + ".",
         )
+    for name in ("entry_point", "source_dir"):
+        value = getattr(spec, name)
+        if value is not None and not isinstance(value, str):
+            yield _no_counterpart(
+                name,
+                "is a SageMaker Pipelines variable; the ModelTrainer target builds SourceCode "
+                "from a path known now",
+                f"pass the {name} itself",
+            )
     entry = spec.entry_point
     if isinstance(entry, str) and not entry.endswith(ENTRY_SCRIPT_SUFFIXES):
         yield Problem(

@@ -81,6 +81,16 @@ PROCESS_GROUP_INITIALISERS: Mapping[tuple[str, str], str] = {
     "megatron_trainer_builder.py: MegatronTrainerBuilder.create_trainer returns a Lightning "
     "Trainer with NLPDDPStrategy (nlp_overrides.py), whose setup_distributed joins the group",
 }  # fmt: skip
+# Calls after which a framework feeds the training step from loaders it builds, sharded by
+# data-parallel rank: any other DataLoader of the program is a side path (evaluation, mock
+# data, per-rank rollouts), not the training data.
+DATA_SHARDERS: Mapping[tuple[str, str], str] = {
+    ("megatron", "pretrain"): "NVIDIA/Megatron-LM megatron/training/training.py: pretrain -> "
+    "build_train_valid_test_data_loaders -> build_pretraining_data_loader "
+    "(megatron/training/datasets/data_samplers.py), whose batch samplers take "
+    "mpu.get_data_parallel_rank() and get_data_parallel_world_size()",
+}  # fmt: skip
+
 # Hugging Face Transformers' from_pretrained(tp_plan=...) initialises torch.distributed itself
 # (src/transformers/integrations/tensor_parallel.py, initialize_tensor_parallelism).
 TP_PLAN_KEYWORD = "tp_plan"

@@ -20,6 +20,15 @@ The sources of each reading:
 - DeepSpeed: ``zero_optimization.stage`` defaults to 0 (deepspeed/runtime/zero/config.py);
   stage 1 shards the optimizer states, 2 the gradients too, 3 the parameters too;
   ``offload_optimizer``/``offload_param`` with device cpu or nvme move them off the GPU.
+- peft LoRA: ``LoraConfig(r=..., target_modules=..., modules_to_save=...)`` with
+  ``get_peft_model`` (or ``model.add_adapter``, TRL's ``SFTTrainer(peft_config=...)``,
+  ``prepare_model_for_kbit_training``) trains only the adapters; ``r`` defaults to 8 and
+  ``target_modules`` to peft's per-model table (src/peft/tuners/lora/config.py,
+  src/peft/utils/constants.py). The memory estimate counts them from the model's shape
+  (``_memory.adapters``).
+- ``torch.nn.DataParallel``, or the Hugging Face Trainer in one process with several GPUs
+  (``Trainer._wrap_model`` wraps when ``args.n_gpu > 1``): GPU 0 holds the model states and
+  gathers the replicas' outputs.
 - Hugging Face ``TrainingArguments``: ``fsdp`` takes the words full_shard, shard_grad_op,
   hybrid_shard, hybrid_shard_zero2, no_shard, offload, auto_wrap (FSDPOption,
   src/transformers/trainer_utils.py); ``deepspeed`` a config file or dict;
@@ -43,7 +52,11 @@ from typing import Any
 import attrs
 
 from safe_estimators._script_checks.libraries import NEUTRAL
-from safe_estimators._script_checks.program import _Program
+from safe_estimators._script_checks.program import (
+    _ACCELERATE_TRAINER_PACKAGES,
+    _DATA_PARALLEL,
+    _Program,
+)
 from safe_estimators._script_checks.summary import _Call, _keyword, _Module, _short
 from safe_estimators._script_checks.values import UNKNOWN, _Values
 
@@ -91,6 +104,15 @@ _DDP = frozenset({
 _CHECKPOINTING_TAILS = frozenset({
     "gradient_checkpointing_enable", "apply_activation_checkpointing", "checkpoint_wrapper",
 })  # fmt: skip
+# Calls that turn a model into one that trains adapters only (peft; transformers' PEFT
+# integration ``model.add_adapter``); TRL's trainers take ``peft_config=`` and call
+# get_peft_model themselves.
+_ADAPTER_CALLS = frozenset({"get_peft_model", "prepare_model_for_kbit_training", "add_adapter"})
+# LoraConfig's default rank (peft src/peft/tuners/lora/config.py: ``r: int = field(default=8)``).
+_LORA_DEFAULT_RANK = 8
+# The classes whose from_pretrained loads a model (not a tokenizer, processor or config).
+_MODEL_CLASSES = ("Model", "LM", "ForCausalLM", "ForSeq2SeqLM", "ForConditionalGeneration",
+                  "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering")
 _TRAINING_ARGUMENTS = ("TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig")
 # The TrainingArguments fields HfArgumentParser fills from the command line.
 _TRAINER_FIELDS = ("fsdp", "deepspeed", "gradient_checkpointing", "bf16", "fp16")
@@ -119,6 +141,25 @@ class ScriptFact:
 
 
 @attrs.frozen
+class Adapters:
+    """A LoRA configuration as peft reads it: the rank, the modules adapted (``None``: peft's
+    default for the model type; ``"all-linear"``) and the modules trained whole beside them."""
+
+    r: int
+    target_modules: tuple[str, ...] | str | None
+    modules_to_save: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        targets = self.target_modules
+        shown = "peft's default modules" if targets is None else (
+            targets if isinstance(targets, str) else ", ".join(targets)
+        )
+        saved = self.modules_to_save
+        whole = f", training {', '.join(saved)} whole" if saved else ""
+        return f"LoRA r={self.r} on {shown}{whole}"
+
+
+@attrs.frozen
 class ScriptMemoryFacts:
     """What the script does that the memory estimate counts; None where it does not say.
 
@@ -129,6 +170,13 @@ class ScriptMemoryFacts:
     ``undecided``: why the sharding cannot be told from the script (empty when it can).
     ``over_counted``: what the script does that the estimate counts high (weights loaded in 16
     bits train without fp32 master weights: about 8 bytes per parameter with Adam, not 16).
+    ``adapters``: only LoRA adapters train; its value is an ``Adapters``, or None when the
+    script trains adapters with a configuration the checks cannot read. ``frozen_weights``:
+    how the model the adapters train on is loaded, when not quantized and not in 16 bits:
+    ``"fp32"`` (``torch_dtype=torch.float32``) or ``"default"`` (no dtype: float32 in
+    transformers 4, the checkpoint's dtype from transformers 5). ``data_parallel``: one
+    process replicates the model over its GPUs (``"DataParallel"``, or ``"Trainer"`` for the
+    Hugging Face Trainer's own wrapping), so GPU 0 holds the most.
     """
 
     sharding: ScriptFact | None = None
@@ -138,6 +186,9 @@ class ScriptMemoryFacts:
     quantization: ScriptFact | None = None
     undecided: tuple[str, ...] = ()
     over_counted: tuple[str, ...] = ()
+    adapters: ScriptFact | None = None
+    data_parallel: ScriptFact | None = None
+    frozen_weights: ScriptFact | None = None
 
 
 def memory_facts(
@@ -162,6 +213,9 @@ class _Reader:
         self.quantization: list[ScriptFact] = []
         self.undecided: list[str] = []
         self.over_counted: list[str] = []
+        self.lora_configs: list[ScriptFact] = []
+        self.adapter_uses: list[ScriptFact] = []
+        self.model_loads: list[ScriptFact] = []
 
     def facts(self) -> ScriptMemoryFacts:
         program = self.program
@@ -190,7 +244,48 @@ class _Reader:
             quantization=_first(self.quantization),
             undecided=tuple(dict.fromkeys(self.undecided)),
             over_counted=tuple(dict.fromkeys(self.over_counted)),
+            adapters=self._adapters(),
+            data_parallel=self._data_parallel(),
+            frozen_weights=self._frozen_weights(),
         )
+
+    def _frozen_weights(self) -> ScriptFact | None:
+        """The dtype of the frozen weights, where every model load of an adapter-training
+        script says the same and none is quantized or 16-bit."""
+        if not self.adapter_uses or self.quantization or self.over_counted:
+            return None
+        kinds = {fact.value for fact in self.model_loads}
+        return self.model_loads[0] if len(kinds) == 1 and None not in kinds else None
+
+    def _adapters(self) -> ScriptFact | None:
+        """The LoRA adapters the script trains: the configuration when exactly one readable
+        ``LoraConfig`` is in sight, else a fact without one."""
+        if not self.adapter_uses:
+            return None
+        use = self.adapter_uses[0]
+        configs = {fact.value for fact in self.lora_configs}
+        if len(configs) == 1 and None not in configs:
+            config = self.lora_configs[0]
+            how = f"{config.how} ({config.file}:{config.line}) with {use.how}"
+            return attrs.evolve(use, value=config.value, how=how)
+        return ScriptFact(None, use.file, use.line, use.how)
+
+    def _data_parallel(self) -> ScriptFact | None:
+        """Where one process replicates the model over its GPUs (``_Program.device_use``)."""
+        use = self.program.device_use
+        if use == "data_parallel":
+            for module, call in self.program.calls():
+                if call.name in _DATA_PARALLEL:
+                    return self._fact(module, call, "DataParallel", f"`{_short(call)}`")
+        elif use == "trainer":
+            for module, call in self.program.calls():
+                library = call.name.partition(".")[0]
+                if library in _ACCELERATE_TRAINER_PACKAGES and call.tail.endswith("Trainer"):
+                    return self._fact(
+                        module, call, "Trainer",
+                        f"`{_short(call)}` in one process (Trainer._wrap_model: DataParallel)",
+                    )
+        return None
 
     def _fact(self, module: _Module, call: _Call, value: Any, how: str) -> ScriptFact:
         return ScriptFact(value, module.file, call.line, how)
@@ -221,6 +316,7 @@ class _Reader:
 
     def _read_call(self, module: _Module, call: _Call) -> None:
         name, tail, node = call.name, call.tail, call.node
+        self._read_adapters(module, call)
         if tail == "FullyShardedDataParallel" and (
             name.startswith(_FSDP_PREFIX) or name == tail
         ):
@@ -244,9 +340,10 @@ class _Reader:
             self.checkpointing.append(self._fact(module, call, True, f"`{_short(call)}`"))
         elif tail in ("BitsAndBytesConfig", "from_pretrained"):
             self._quantized(module, call)
-            self._sixteen_bits(module, call, _keyword(node, "torch_dtype") or _keyword(
-                node, "dtype"
-            ))
+            dtype = _keyword(node, "torch_dtype") or _keyword(node, "dtype")
+            self._sixteen_bits(module, call, dtype)
+            if tail == "from_pretrained" and call.receiver.endswith(_MODEL_CLASSES):
+                self._model_load(module, call, dtype)
         elif tail in ("half", "bfloat16") and not node.args:
             self._sixteen_bits(module, call, None)
         elif tail == "to" and node.args:
@@ -267,6 +364,46 @@ class _Reader:
             mixed = self.values.of(module, call, _keyword(node, "mixed_precision"))
             if mixed in ("bf16", "fp16"):
                 self._add(self.precision, module, call, mixed, "Accelerator(mixed_precision)")
+
+    def _read_adapters(self, module: _Module, call: _Call) -> None:
+        tail, node = call.tail, call.node
+        if tail == "LoraConfig":
+            config = self._lora_config(module, call)
+            how = f"`{_short(call)}`" if config is None else str(config)
+            self._add(self.lora_configs, module, call, config, how)
+        elif tail in _ADAPTER_CALLS or (
+            tail.endswith("Trainer") and _keyword(node, "peft_config") is not None
+        ):
+            self._add(self.adapter_uses, module, call, True, f"`{_short(call)}`")
+
+    def _lora_config(self, module: _Module, call: _Call) -> Adapters | None:
+        """The configuration, or None where a value is decided at run time."""
+        node = call.node
+        if any(kw.arg is None for kw in node.keywords) or node.args:
+            return None
+        given = _keyword(node, "r")
+        r = _LORA_DEFAULT_RANK if given is None else _whole(self.values.of(module, call, given))
+        targets = self._names(module, call, _keyword(node, "target_modules"), lower=True)
+        saved = self._names(module, call, _keyword(node, "modules_to_save"))
+        if r is None or targets is UNKNOWN or saved is UNKNOWN or isinstance(saved, str):
+            return None
+        return Adapters(r, targets, saved or ())
+
+    def _names(
+        self, module: _Module, call: _Call, node: ast.expr | None, lower: bool = False
+    ) -> Any:
+        """Module names as peft takes them: a list, ``"all-linear"``, or None (the default);
+        UNKNOWN for a regular expression or a value decided at run time."""
+        if node is None:
+            return None
+        value = self.values.of(module, call, node)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return "all-linear" if lower and value.lower() == "all-linear" else UNKNOWN
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        return UNKNOWN
 
     def _fsdp(self, module: _Module, call: _Call, strategy: ast.expr | None, what: str) -> None:
         value = "FULL_SHARD" if strategy is None else self.values.of(module, call, strategy)
@@ -434,10 +571,26 @@ class _Reader:
             "the 16 counted"
         )
 
+    def _model_load(self, module: _Module, call: _Call, dtype: ast.expr | None) -> None:
+        if dtype is None:
+            value: str | None = "default"
+            how = f"`{_short(call)}` without torch_dtype"
+        else:
+            found = self.values.of(module, call, dtype)
+            value = "fp32" if str(found) in ("float32", "float") else None
+            how = f"`{_short(call)}` with torch_dtype {found}"
+        self._add(self.model_loads, module, call, value, how)
+
     def _quantized(self, module: _Module, call: _Call) -> None:
         for flag, bits in (("load_in_4bit", "4bit"), ("load_in_8bit", "8bit")):
             if _truth(self.values.of(module, call, _keyword(call.node, flag))):
                 self.quantization.append(self._fact(module, call, bits, f"{flag}=True"))
+
+
+def _whole(value: Any) -> int | None:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _first(facts: list[ScriptFact]) -> ScriptFact | None:
@@ -454,7 +607,10 @@ def _truth(value: Any) -> bool | None:
 
 def iter_facts(facts: ScriptMemoryFacts) -> Iterator[tuple[str, ScriptFact]]:
     """The facts that were found, by name, for messages and notes."""
-    for name in ("sharding", "offload", "checkpointing", "precision", "quantization"):
+    for name in (
+        "sharding", "offload", "checkpointing", "precision", "quantization", "adapters",
+        "data_parallel", "frozen_weights",
+    ):  # fmt: skip
         fact = getattr(facts, name)
         if fact is not None:
             yield name, fact

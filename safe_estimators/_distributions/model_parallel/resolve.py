@@ -131,7 +131,8 @@ def _pipeline_degree_name(mp: ModelParallel, library: Version | None) -> tuple[s
     pipeline_parallel_degree and accepts both names together only when they agree; that code is
     public for 1.11+ only, while `partitions` alone is what AWS's notebooks pass to every release.
     So in those two cases the degree goes under `partitions` alone (the user's value, or 1), and
-    otherwise under pipeline_parallel_degree when the user set it.
+    otherwise under the name the user wrote it with (`partitions` is sent as written: renaming it
+    would change what the SDK sends without a reason to record).
     """
     if mp.default_partition is not None:
         return (
@@ -141,6 +142,9 @@ def _pipeline_degree_name(mp: ModelParallel, library: Version | None) -> tuple[s
     renamed_in = PARAMETERS["partitions"].superseded_in
     if library is not None and renamed_in and library < Version(renamed_in):
         return "partitions", f"library {library} knows the pipeline degree only as 'partitions'"
+    origin = mp._origins.get("pipeline_parallel_degree", "")
+    if origin.rsplit(".", 1)[-1] == "partitions":
+        return "partitions", ""  # sent as written: every release reads it
     return "pipeline_parallel_degree", ""
 
 

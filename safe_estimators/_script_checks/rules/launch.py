@@ -15,12 +15,20 @@ from packaging.version import InvalidVersion, Version
 
 from safe_estimators._script_checks.findings import Finding, ScriptContext
 from safe_estimators._script_checks.libraries import (
+    DATA_SHARDERS,
     KNOWN_TO_PROCESS_GROUP_RULE,
     PROCESS_GROUP_INITIALISERS,
     TP_PLAN_KEYWORD,
 )
 from safe_estimators._script_checks.program import _Program
-from safe_estimators._script_checks.summary import _Call, _keyword, _Module, _short, _src
+from safe_estimators._script_checks.summary import (
+    _Call,
+    _is_const,
+    _keyword,
+    _Module,
+    _short,
+    _src,
+)
 
 # A call to a function of the user's own whose body the checks cannot see (an installed helper
 # package): `init_distributed_mode(args)`, `setup_dist()`, `ddp_setup()`. Taken as initialising.
@@ -133,6 +141,11 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
             return  # no data parallelism left: every rank reads the same data
     if program.trainer_based or program.accelerate_prepared:
         return
+    if any(
+        call.name.startswith(prefix) and call.tail == tail
+        for _, call in program.calls() for prefix, tail in DATA_SHARDERS
+    ):
+        return  # the framework builds the training loaders, sharded by rank
     if program.used("DistributedSampler") or any(
         program.mentions(name) for name in _SHARDING_NAMES
     ) or any(
@@ -150,12 +163,17 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
             kw.arg in ("sampler", "batch_sampler") or kw.arg is None for kw in call.node.keywords
         ):
             continue
+        shuffled = _is_const(_keyword(call.node, "shuffle", 2), True)
+        order = (
+            "each shuffled on its own, so an epoch costs N times as much and every process "
+            "sees every sample" if shuffled else "in the same order, so an epoch costs N "
+            "times as much and the processes train on identical batches"
+        )
         yield Finding(
             module.file, call.line, "warning", "no-distributed-sampler",
             f"`{_short(call)}` at line {call.line} has no DistributedSampler, and nothing else "
             f"in the script shards the data: each of the {_processes(context)} reads the whole "
-            "dataset in the same order, so an epoch costs N times as much and the processes "
-            "train on identical batches.",
+            f"dataset, {order}.",
             "pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)` "
             "each epoch), or shard the dataset by rank.",
         )
@@ -175,8 +193,13 @@ def _rule_hard_coded_device(program: _Program, context: ScriptContext) -> Iterat
             found.setdefault((module.file, call.line), what)
     for module in program.modules:
         for assign in module.assigns:
-            # device = "cuda:0"
-            if "device" in assign.target.lower() and _is_cuda_index(_unless(assign.value)):
+            # device = "cuda:0"; device = 0 where it is used as a device (`.to(device)`): a
+            # bare number is also a device count (Lightning's `devices=1`, a CPU branch's 1).
+            value = _unless(assign.value)
+            if "device" in assign.target.lower() and _is_cuda_index(value) and (
+                (isinstance(value, ast.Constant) and isinstance(value.value, str))
+                or _used_as_device(module, assign.target)
+            ) and not _in_cpu_fallback(module, assign.pos[0]):
                 line = assign.pos[0]
                 found.setdefault((module.file, line), f"`{assign.target} = {_src(assign.value)}`")
     for (file, line), what in found.items():
@@ -187,6 +210,37 @@ def _rule_hard_coded_device(program: _Program, context: ScriptContext) -> Iterat
             "use the process's own GPU: `local_rank = int(os.environ[\"LOCAL_RANK\"])`, "
             "`torch.cuda.set_device(local_rank)`, then `torch.device(\"cuda\", local_rank)`.",
         )
+
+
+# Calls whose first argument, and keywords whose value, is a device.
+_DEVICE_TAKERS = frozenset({"to", "cuda", "set_device", "device"})
+_DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_ids", "output_device"})
+
+
+def _used_as_device(module: _Module, target: str) -> bool:
+    """``target`` (a name or ``self.device``) is passed where a device goes: ``.to(target)``,
+    ``.cuda(target)``, ``torch.device("cuda", target)``, ``set_device(target)``,
+    ``device=target``."""
+    for call in module.calls:
+        node = call.node
+        args = node.args if call.tail in _DEVICE_TAKERS else []
+        values = [*args, *(kw.value for kw in node.keywords if kw.arg in _DEVICE_KEYWORDS)]
+        if any(_src(value) == target for value in values):
+            return True
+    return False
+
+
+def _in_cpu_fallback(module: _Module, line: int) -> bool:
+    """``line`` is in the ``else`` of ``if torch.cuda.is_available():``, which never runs on a
+    GPU job (NeMo's ``device = 1`` there is Lightning's CPU device count)."""
+    for node in ast.walk(module.tree):
+        if (
+            isinstance(node, ast.If) and node.orelse
+            and node.orelse[0].lineno <= line <= (node.orelse[-1].end_lineno or 0)
+            and "cuda.is_available" in _src(node.test)
+        ):  # fmt: skip
+            return True
+    return False
 
 
 def _unless(node: ast.expr | None) -> ast.expr | None:

@@ -29,6 +29,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--per_device_train_batch_size", type=int, default=32)
     parser.add_argument("--learning_rate", type=float, default=5e-5)
+    # The Trainer's FSDP options ("full_shard auto_wrap"); empty: DDP, a full copy per GPU.
+    parser.add_argument("--fsdp", default="")
+    # QLoRA: the frozen weights in 4 bits and LoRA adapters (needs bitsandbytes and peft).
+    parser.add_argument("--qlora", type=lambda text: text.lower() == "true", default=False)
     parser.add_argument("--train_dir", default=os.environ.get("SM_CHANNEL_TRAIN"))
     parser.add_argument("--output_dir", default=os.environ.get("SM_MODEL_DIR", "model"))
     return parser.parse_args()
@@ -48,9 +52,12 @@ def main() -> None:
         )
 
     train_dataset = datasets.load_from_disk(args.train_dir).map(tokenize, batched=True)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        args.model_name_or_path, num_labels=args.num_labels
-    )
+    if args.qlora:
+        model = qlora_model(args)
+    else:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            args.model_name_or_path, num_labels=args.num_labels
+        )
     training_args = TrainingArguments(
         output_dir=args.output_dir,
         num_train_epochs=args.epochs,
@@ -59,6 +66,7 @@ def main() -> None:
         logging_steps=50,
         save_strategy="no",
         report_to=[],
+        fsdp=args.fsdp,
     )
     trainer = Trainer(
         model=model, args=training_args, train_dataset=train_dataset, tokenizer=tokenizer
@@ -67,6 +75,29 @@ def main() -> None:
     trainer.save_model(args.output_dir)  # the Trainer saves from one process
     if trainer.is_world_process_zero():  # under torchrun every GPU runs this script
         tokenizer.save_pretrained(args.output_dir)
+
+
+def qlora_model(args: argparse.Namespace):
+    """The model's weights frozen in 4 bits (bitsandbytes NF4) with trainable LoRA adapters
+    (peft). Under torchrun each process loads its copy onto its own GPU (LOCAL_RANK)."""
+    import torch
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    from transformers import BitsAndBytesConfig
+
+    quantization = BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_compute_dtype=torch.float16,  # V100 and T4 have no bfloat16
+    )
+    model = AutoModelForSequenceClassification.from_pretrained(
+        args.model_name_or_path,
+        num_labels=args.num_labels,
+        quantization_config=quantization,
+        device_map={"": int(os.environ.get("LOCAL_RANK", "0"))},
+    )
+    model = prepare_model_for_kbit_training(model)
+    adapters = LoraConfig(task_type="SEQ_CLS", r=16, lora_alpha=32, lora_dropout=0.05)
+    return get_peft_model(model, adapters)
 
 
 def _mp_fn(index: int) -> None:
