@@ -9,9 +9,12 @@ interpreter's recursion limit.
 from __future__ import annotations
 
 import functools
+import html
 import math
 import os
+import re
 import stat
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,63 @@ MAX_TREE_ENTRIES = 20_000
 # (RecursionError) a few hundred levels down; real projects are under 20 levels deep.
 MAX_TREE_DEPTH = 100
 
+# A cache file (the botocore subset is about 40 kB; a schema record is tens of bytes): anything
+# larger was not written by us, and reading it whole could exhaust memory (a 3 GB file, or a
+# link to /dev/zero).
+MAX_CACHE_BYTES = 4_000_000
+
+# Statements the script checks inspect for a rank test before the saves of one script, all saves
+# together (each save walks the statements before it: 4,000 saves after 4,000 ifs were 16
+# million steps, minutes). A real script has hundreds of statements and tens of saves; 100,000
+# steps take well under a second. Past it the remaining saves count as guarded: no warning.
+MAX_GUARD_STEPS = 100_000
+
+# A model's numbers (parameters, layers, hidden size, vocabulary, sequence length, batch): the
+# largest models have about 2 x 10^12 parameters and every other number is far smaller. The
+# estimate multiplies several of them in floating point, which stays finite below this
+# (10^300 overflowed it: an internal error).
+MAX_MODEL_NUMBER = 10**15
+
+# A Hugging Face config.json is a few kilobytes (id2label tables of large vocabularies: a few
+# hundred); a larger file, a FIFO or a device is not one.
+MAX_CONFIG_BYTES = 2_000_000
+
+# Framework versions in the SageMaker SDK's image tables are at most about 10 characters
+# ("2.1.0", "4.28.1"); a longer one is resolved (as unknown) but never kept in the version
+# caches, so 300 distinct 1 MB versions do not stay in memory (256 MB before).
+MAX_VERSION_CHARS = 32
+
+# Fix searches (the memory fit's "smallest change that fits"): sharding degrees are the divisors
+# of the ranks, found by trial division up to this many candidates (every world size up to
+# 10^10 ranks completely, a few milliseconds); beyond, only divisors paired with a small one are
+# tried. Searches over monotone quantities (micro-batch, sharding) bisect: log2 of the range in
+# estimates, so a micro-batch of 10^9 or 10^20 instances costs tens of estimates, not hours.
+MAX_DIVISOR_TRIALS = 100_000
+
+
+class NotRegular(OSError):
+    """A file ``read_regular`` refused: why, in words for a message."""
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes. Opened without blocking (a FIFO
+    would wait for a writer forever) and checked on the open descriptor; raises NotRegular
+    (a FIFO, a device, a folder, too large) or the OSError of the open."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular("is not a regular file")
+        if info.st_size > limit:
+            raise NotRegular(f"is {info.st_size:,} bytes, more than {limit:,}")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotRegular(f"is more than {limit:,} bytes")
+    return data
+
 
 def printable(text: str) -> str:
     """``text`` with every control character escaped (``\\n``, ``\\x1b``), so that a value can
@@ -71,6 +131,27 @@ def printable(text: str) -> str:
     return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
 
 
+_MARKDOWN_ACTIVE = str.maketrans({"\\": "\\\\", "`": "\\`", "[": "\\[", "]": "\\]", "|": "\\|"})
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for a Markdown table cell in a notebook, rendering as the text itself: no HTML
+    (``<img>``, ``<script>``), no links or images (``[x](...)``, bare ``https://`` URLs, which
+    GitHub-flavoured Markdown links), no new cell (``|``) or line. Emphasis is left alone."""
+    escaped = html.escape(printable(text), quote=False).translate(_MARKDOWN_ACTIVE)
+    return escaped.replace("://", "\\://").replace("www.", "www\\.")
+
+
+def markdown_code(text: str) -> str:
+    """``text`` as a Markdown code span in a table cell: Markdown and HTML are not read inside
+    one; a fence longer than any run of backticks in it keeps it closed, ``\\|`` keeps the
+    cell."""
+    shown = printable(text).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
 def quote(value: object, limit: int = MAX_QUOTED) -> str:
     """``repr(value)`` for a message: truncated, never raising (a user object's ``__repr__``
     may), never printing what looks like a credential."""
@@ -78,11 +159,16 @@ def quote(value: object, limit: int = MAX_QUOTED) -> str:
         # repr() of an int over 4,300 digits raises (CVE-2020-10735's limit).
         return f"an integer of about {int(value.bit_length() * math.log10(2)):,} digits"
     if isinstance(value, str):
-        from safe_estimators._secrets import redacted_if_secret
+        from safe_estimators._secret_formats import redacted_if_secret
 
         hidden = redacted_if_secret(value)
         if hidden is not None:
             return hidden
+    elif isinstance(value, Mapping | list | tuple) or hasattr(value, "to_string"):
+        from safe_estimators._secret_formats import masked
+
+        # Nested values too: {"password": ...}, ["--hub_token", "hf_..."], a parameter's default.
+        value = masked(value)
     try:
         text = repr(value)
     except Exception as exc:  # a user object's __repr__
@@ -251,7 +337,13 @@ _HAS_PROC_FD = os.path.isdir(_PROC_FD) and hasattr(os, "O_PATH")
 
 
 def real_path(path: str | os.PathLike[str]) -> str:
-    """``os.path.realpath(path)``: absolute, links resolved (a missing path as realpath does)."""
+    """``os.path.realpath(path)``: absolute, links resolved (a missing path as realpath does).
+
+    A path holding a NUL byte names no file: it is returned absolute and unresolved (realpath
+    raises ValueError on it); the callers refuse it.
+    """
+    if "\0" in os.fspath(path):
+        return os.path.abspath(path)
     if _HAS_PROC_FD:
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -315,10 +407,35 @@ class Tree:
     outside_links: tuple[tuple[str, str], ...]  # (link, where it points), leaving the root
     truncated: str | None  # why the walk stopped early, or None
     too_deep: bool = False  # it stopped at MAX_TREE_DEPTH
+    # The ``.py`` files among ``files``, found once per walk (the script checks' fingerprint
+    # reads them for every spec that shares the folder).
+    python_files: tuple[str, ...] = ()
+    # Links that point nowhere or into a loop of links: tarfile (dereference=True) fails on them.
+    broken_links: tuple[str, ...] = ()
+
+
+def _tree(
+    files: list[str],
+    outside: list[tuple[str, str]],
+    truncated: str | None,
+    broken: list[str],
+    too_deep: bool = False,
+) -> Tree:
+    python = tuple(path for path in files if path.endswith(".py"))
+    return Tree(tuple(files), tuple(outside), truncated, too_deep, python, tuple(broken))
 
 
 def _name(entry: os.DirEntry[str]) -> str:
     return entry.name
+
+
+# Walks remembered in this process (see walk_tree): a CI run validating 10,000 specs beside one
+# train.py walked that folder's 10,000 entries once per spec (10^8 steps, minutes).
+_WALKS: dict[str, tuple[Tree, tuple[tuple[str, int], ...]]] = {}
+_MAX_WALKS = 16
+# A folder changed this recently may change again within its file system's timestamp
+# granularity without its modification time moving: such a walk is not remembered.
+_SETTLED_SECONDS = 2.0
 
 
 def walk_tree(root: str | os.PathLike[str]) -> Tree:
@@ -327,26 +444,59 @@ def walk_tree(root: str | os.PathLike[str]) -> Tree:
     Links are followed only while they stay inside ``root`` (each real folder once); a link
     that leaves it is reported, not followed: SageMaker's SDK packages source_dir with
     ``tarfile.open(..., dereference=True)``, so it would upload what the link points to.
+
+    A walk is remembered with the modification time of every folder it listed; adding,
+    removing, renaming or relinking an entry changes its folder's time, so a remembered walk
+    is reused only while every one of them is unchanged (one stat per folder, not per entry).
     """
+    real_root = real_path(root)
+    remembered = _WALKS.get(real_root)
+    if remembered is not None and _unchanged(remembered[1]):
+        return remembered[0]
+    started = time.time()
+    tree, folders = _walk(real_root)
+    stamps = _stamps(folders)
+    if stamps is not None and all(started - ns / 1e9 > _SETTLED_SECONDS for _, ns in stamps):
+        if len(_WALKS) >= _MAX_WALKS:
+            _WALKS.pop(next(iter(_WALKS)))
+        _WALKS[real_root] = (tree, stamps)
+    return tree
+
+
+def _stamps(folders: list[str]) -> tuple[tuple[str, int], ...] | None:
+    try:
+        return tuple((folder, os.stat(folder).st_mtime_ns) for folder in folders)
+    except (OSError, ValueError):
+        return None
+
+
+def _unchanged(stamps: tuple[tuple[str, int], ...]) -> bool:
+    return _stamps([folder for folder, _ in stamps]) == stamps
+
+
+def _walk(real_root: str) -> tuple[Tree, list[str]]:
     # Strings and the directory entries' own types, not pathlib and a stat per entry: every
     # validation walks source_dir, and CI validates folders of specs sharing one.
-    real_root = real_path(root)
     files: list[str] = []
+    listed_folders: list[str] = []
     outside: list[tuple[str, str]] = []
+    broken: list[str] = []
     seen_dirs = {real_root}
     stack: list[tuple[str, int]] = [(real_root, 0)]
     entries = 0
     while stack:
         folder, depth = stack.pop()
+        listed_folders.append(folder)
         try:
             with os.scandir(folder) as it:
                 listed = sorted(it, key=_name)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL byte in the name
             continue
         for entry in listed:
             entries += 1
             if entries > MAX_TREE_ENTRIES:
-                return Tree(tuple(files), tuple(outside), f"more than {MAX_TREE_ENTRIES:,} entries")
+                truncated = f"more than {MAX_TREE_ENTRIES:,} entries"
+                return _tree(files, outside, truncated, broken), listed_folders
             path = entry.path
             try:
                 if entry.is_symlink():
@@ -354,7 +504,11 @@ def walk_tree(root: str | os.PathLike[str]) -> Tree:
                     if not is_inside(target, real_root):
                         outside.append((path, target))
                         continue
-                    mode = os.stat(target).st_mode
+                    try:
+                        mode = os.stat(path).st_mode
+                    except OSError:  # dangling, or a loop of links
+                        broken.append(path)
+                        continue
                     is_dir, is_file = stat.S_ISDIR(mode), stat.S_ISREG(mode)
                 else:
                     target = path
@@ -366,14 +520,10 @@ def walk_tree(root: str | os.PathLike[str]) -> Tree:
                 if target in seen_dirs:
                     continue
                 if depth + 1 >= MAX_TREE_DEPTH:
-                    return Tree(
-                        tuple(files),
-                        tuple(outside),
-                        f"folders nested over {MAX_TREE_DEPTH} deep",
-                        too_deep=True,
-                    )
+                    deep = f"folders nested over {MAX_TREE_DEPTH} deep"
+                    return _tree(files, outside, deep, broken, too_deep=True), listed_folders
                 seen_dirs.add(target)
                 stack.append((path, depth + 1))
             elif is_file:
                 files.append(path)
-    return Tree(tuple(files), tuple(outside), None)
+    return _tree(files, outside, None, broken), listed_folders

@@ -3,6 +3,13 @@
 What is kept here is always derivable again from its source (botocore's model, the SDK's
 schema); each entry carries the key it was derived for, and anything unreadable, stale or
 unwritable means deriving it again. A cache changes how fast a check runs, never its verdict.
+
+Another user must not be able to plant an entry, so the folder and its files are trusted only
+as ssh trusts its own (owned by this user, writable by no one else): the folder is created 0700
+and its files 0600 whatever the umask, and a folder or file that fails the check is neither read
+nor written. Reads are bounded (``MAX_CACHE_BYTES``), non-blocking (a FIFO in place of a file
+cannot hang a check) and of regular files only, checked on the open descriptor. Every doubt is
+recorded (``take_doubts``) and shown as a warning; the caller derives the result from its source.
 """
 
 from __future__ import annotations
@@ -11,6 +18,12 @@ import contextlib
 import os
 import stat
 from pathlib import Path
+
+from safe_estimators._bounds import MAX_CACHE_BYTES, quote
+
+_DOUBTS: dict[str, None] = {}  # why an entry was not trusted, in order, each once per process
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def cache_folder() -> Path | None:
@@ -28,58 +41,125 @@ def cache_folder() -> Path | None:
         return None
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all; give up silently when it cannot."""
-    # A name no other writer uses; os.replace then swaps whole files, so a reader sees the old
-    # file or the new one and concurrent writers (of the same content) cannot interleave.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+def take_doubts() -> tuple[str, ...]:
+    """Why cache entries were ignored (another user's, loose modes, not a regular file, too
+    large, corrupt) since the last call: each is reported once per process, with the job that
+    met it (the result it would have given is kept for the process, so it is not met again)."""
+    found = tuple(_DOUBTS)
+    _DOUBTS.clear()
+    return found
+
+
+def doubt(path: Path, why: str) -> None:
+    """Record that the entry at ``path`` was ignored, and why."""
+    _DOUBTS[f"{quote(str(path), 200)} {why}"] = None
+
+
+def _untrusted(info: os.stat_result) -> str | None:
+    """Why a folder or file with this status may have been written by someone else, or None."""
+    euid = os.geteuid() if hasattr(os, "geteuid") else None
+    if euid is not None and info.st_uid != euid:
+        return f"is owned by user id {info.st_uid}, not by this user ({euid})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"is writable by other users (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def _open_folder(folder: Path) -> int | None:
+    """A descriptor of the trusted cache folder, or None (missing, or not trusted: recorded)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "xb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except (OSError, ValueError):  # ValueError: a NUL in the folder's name
-        with contextlib.suppress(OSError, ValueError):
-            temporary.unlink(missing_ok=True)
-
-
-# A cache file larger than this was not written by us (reading it whole could exhaust memory).
-_MAX_READ = 4_000_000
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _FLAGS)
+    except (OSError, ValueError):
+        return None
+    why = _untrusted(os.fstat(fd))
+    if why is not None:
+        os.close(fd)
+        doubt(folder, why + "; its cache files were ignored")
+        return None
+    return fd
 
 
 def read_cached(path: Path) -> bytes | None:
-    """The bytes of the cache file at ``path`` if it can be trusted, else None: a regular file
-    of at most ``_MAX_READ`` bytes, in a folder and a file owned by this user and writable by no
-    one else (checked on the open descriptors; opened without blocking or following a link)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        folder = os.open(path.parent, flags | getattr(os, "O_DIRECTORY", 0))
-    except (OSError, ValueError):
+    """The bytes of the cache file at ``path`` if it can be trusted, else None.
+
+    A missing file is None silently (it is derived and written again); a file or folder that
+    fails a check is None with a recorded doubt.
+    """
+    folder = _open_folder(path.parent)
+    if folder is None:
         return None
     try:
-        if not _trusted(os.fstat(folder)):
+        try:
+            fd = os.open(path.name, _FLAGS | _NOFOLLOW, dir_fd=folder)
+        except FileNotFoundError:
             return None
-        fd = os.open(path.name, flags | getattr(os, "O_NOFOLLOW", 0), dir_fd=folder)
+        except (OSError, ValueError) as exc:
+            doubt(path, f"could not be opened ({type(exc).__name__}); it was ignored")
+            return None
         try:
             info = os.fstat(fd)
-            if not _trusted(info) or not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_READ:
+            why = _untrusted(info)
+            if why is None and not stat.S_ISREG(info.st_mode):
+                why = "is not a regular file"
+            if why is None and info.st_size > MAX_CACHE_BYTES:
+                why = f"is {info.st_size:,} bytes, more than {MAX_CACHE_BYTES:,}"
+            if why is not None:
+                doubt(path, why + "; it was ignored")
                 return None
-            data = os.read(fd, info.st_size + 1)  # one read: a regular file of this size
-            while len(data) <= info.st_size:
-                more = os.read(fd, _MAX_READ + 1 - len(data))
-                if not more:
-                    break
-                data += more
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                data = handle.read(MAX_CACHE_BYTES + 1)
         finally:
             os.close(fd)
-    except (OSError, ValueError):
+    except OSError:
+        doubt(path, "could not be read; it was ignored")
         return None
     finally:
         os.close(folder)
-    return data if len(data) <= _MAX_READ else None
+    if len(data) > MAX_CACHE_BYTES:  # grew since fstat
+        doubt(path, f"is more than {MAX_CACHE_BYTES:,} bytes; it was ignored")
+        return None
+    return data
 
 
-def _trusted(info: os.stat_result) -> bool:
-    """Owned by this user and writable by no one else (as ssh trusts its files)."""
-    owner = os.geteuid() if hasattr(os, "geteuid") else info.st_uid
-    return info.st_uid == owner and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+def _make_folder(folder: Path) -> None:
+    # Created 0700 whatever the umask (mkdir's mode is masked by it; chmod is not). Only a
+    # folder this call created is changed: an existing one is checked, never loosened.
+    if folder.is_dir():
+        return
+    if folder.parent != folder:
+        _make_folder(folder.parent)  # every folder made here is private, not only the last
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        return
+    os.chmod(folder, 0o700)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (mode 0600, in a trusted folder); give up
+    silently when it cannot."""
+    # A name no other writer uses; os.replace then swaps whole files, so a reader sees the old
+    # file or the new one and concurrent writers (of the same content) cannot interleave.
+    temporary = f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    folder: int | None = None
+    try:
+        _make_folder(path.parent)
+        folder = _open_folder(path.parent)
+        if folder is None:
+            return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(temporary, flags, 0o600, dir_fd=folder)
+        try:
+            os.fchmod(fd, 0o600)  # the umask can only have removed bits; set exactly these
+            with os.fdopen(fd, "wb", closefd=False) as file:
+                file.write(data)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+    except (OSError, ValueError):  # ValueError: a NUL in the folder's name
+        if folder is not None:
+            with contextlib.suppress(OSError, ValueError):
+                os.unlink(temporary, dir_fd=folder)
+    finally:
+        if folder is not None:
+            os.close(folder)

@@ -5,7 +5,23 @@ Every command prints text, or with ``--json`` one JSON document on stdout, error
 "column"}]}``. ``--format github|sarif|codeclimate`` reports the problems for CI (see _report).
 """
 
+# ruff: noqa: E402  (the SIGINT handler below is installed before the other imports run)
+
 from __future__ import annotations
+
+import os as _os
+import signal as _signal
+import sys as _sys
+
+
+def _interrupted_while_loading(signum: int, frame: object) -> None:
+    _os._exit(130)  # Ctrl-C before main() runs: nothing was done or printed, no traceback
+
+
+# Run as the safe-estimators command: its imports take about 0.1 s, during which Ctrl-C would
+# print a KeyboardInterrupt traceback. (Imported as a module, Python's handling stays as it was.)
+if _os.path.basename(_sys.argv[0]).startswith("safe-estimators"):
+    _signal.signal(_signal.SIGINT, _interrupted_while_loading)
 
 import argparse
 import contextlib
@@ -93,7 +109,13 @@ def _quiet(verbose: bool, sdk: bool = True) -> Iterator[None]:
 
 
 def _problems_json(source: str | None, problems: Sequence[Problem]) -> list[dict[str, Any]]:
-    return [entry.as_json() for entry in located(source, problems)]
+    """The first MAX_PROBLEMS problems, as the text output shows them (``_omitted`` counts the
+    rest): one bad value repeated 9,000 times was 8 MB of JSON."""
+    return [entry.as_json() for entry in located(source, problems[:MAX_PROBLEMS])]
+
+
+def _omitted(problems: Sequence[object]) -> dict[str, int]:
+    return {"omitted": len(problems) - MAX_PROBLEMS} if len(problems) > MAX_PROBLEMS else {}
 
 
 def _emit_json(document: Any) -> None:
@@ -102,7 +124,12 @@ def _emit_json(document: Any) -> None:
 
 
 def _failure(source: str | None, problems: Sequence[Problem]) -> dict[str, Any]:
-    return {"ok": False, "source": source, "problems": _problems_json(source, problems)}
+    return {
+        "ok": False,
+        "source": source,
+        "problems": _problems_json(source, problems),
+        **_omitted(problems),
+    }
 
 
 # --- validate -------------------------------------------------------------------------------
@@ -160,7 +187,8 @@ def _validate(args: argparse.Namespace) -> int:
             {
                 "source": source,
                 "ok": not any(p.severity == "error" for p in found),
-                "problems": [entry.as_json() for entry in found],
+                "problems": [entry.as_json() for entry in found[:MAX_PROBLEMS]],
+                **_omitted(found),
             }
             for source, found in results
         ]
@@ -371,6 +399,7 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
 def _lint(args: argparse.Namespace) -> int:
     import attrs
 
+    from safe_estimators._secret_formats import mask_text
     from safe_estimators._validate import lint_target
 
     targets, skipped = _targets(args)
@@ -392,7 +421,7 @@ entry.as_json() for found in entries.values() for entry in found]
             report.add(entries[target])
         else:
             for finding, entry in zip(findings[:MAX_PROBLEMS], entries[target], strict=False):
-                print(printable(str(attrs.evolve(finding, file=entry.file))))
+                print(printable(mask_text(str(attrs.evolve(finding, file=entry.file)))))
             if len(findings) > MAX_PROBLEMS:
                 more = len(findings) - MAX_PROBLEMS
                 print(f"{printable(target)}: ... and {more:,} more findings")
@@ -422,11 +451,13 @@ def _finding_entry(target: str, finding: Any) -> Entry:
         if isinstance(source_dir, str):
             inside = os.path.join(os.path.dirname(target), source_dir, file)
             file = os.path.normpath(inside) if os.path.isfile(inside) else file
+    from safe_estimators._secret_formats import mask_text
+
     return Entry(
         target,
         f"{finding.file}:{finding.line}",
-        finding.message,
-        finding.hint,
+        mask_text(finding.message),  # a script's line may hold a token
+        mask_text(finding.hint),
         finding.severity,
         rule=finding.rule,
         file=file,
@@ -741,6 +772,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     is flushed: nothing it holds needs tearing down, and garbage-collecting every module at exit
     costs a one-file validate about a fifth of its time.
     """
+    if _signal.getsignal(_signal.SIGINT) is _interrupted_while_loading:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # main's own handling
     code = _main(argv)
     if argv is None and _is_the_command():
         _exit_now(code)
@@ -794,7 +827,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as exc:
         if args.verbose:
             raise
-        message = f"internal error: {type(exc).__name__}: {printable(str(exc)[:500])}"
+        from safe_estimators._secret_formats import mask_text
+
+        # An exception's text may quote a value (botocore quotes a bucket name with its user).
+        message = f"internal error: {type(exc).__name__}: {printable(mask_text(str(exc)[:500]))}"
         if args.json:
             internal = Problem("<internal>", message, "run again with --verbose and report it.")
             _emit_json(_failure(None, [internal]))

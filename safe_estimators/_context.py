@@ -22,6 +22,7 @@ from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._facts import tables
+from safe_estimators._facts.code_paths import remote_source_dir
 from safe_estimators._facts.sdk_files import default_target
 from safe_estimators._facts.versions import (
     framework_container,
@@ -192,7 +193,9 @@ class Context:
         if source_dir is None and self.target == "model_trainer":
             entry = self.spec.entry_point
             source_dir = (os.path.dirname(entry) or ".") if isinstance(entry, str) else None
-        if not isinstance(source_dir, str) or "://" in source_dir or not os.path.isdir(source_dir):
+        if not isinstance(source_dir, str) or remote_source_dir(source_dir):
+            return None
+        if not os.path.isdir(source_dir):
             return None
         return source_dir
 
@@ -220,9 +223,9 @@ class Context:
             return None
         if not isinstance(spec.entry_point, str):
             return None
-        source_dir = spec.source_dir or ""
-        if not isinstance(source_dir, str) or "://" in source_dir:
+        if remote_source_dir(spec.source_dir):
             return None
+        source_dir = spec.source_dir if isinstance(spec.source_dir, str) else ""
         path = os.path.join(source_dir, spec.entry_point)
         return path if os.path.isfile(path) else None
 
@@ -239,7 +242,7 @@ class Context:
         else:  # the script's own folder: what it imports from beside it
             tree = walk_tree(os.path.dirname(script) or ".")
         if tree is not None:
-            found += [(path, *_size_and_mtime(path)) for path in tree.files if path.endswith(".py")]
+            found += [(path, *_size_and_mtime(path)) for path in tree.python_files]
         return tuple(sorted(found))
 
     @functools.cached_property

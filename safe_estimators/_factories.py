@@ -94,6 +94,8 @@ def huggingface(
       ``instance_type`` and ``instance_count``; ``distribution["instance_groups"]`` names the
       group MPI or SMDDP runs on.
     - ``check_script``: check the entry point for known pitfalls before launch (default on).
+    - ``accept_exposure``: dotted paths (``["environment.HF_TOKEN"]``) of suspected secrets to
+      send without a warning, accepting that DescribeTrainingJob shows them (README, Secrets).
     - ``instance_type`` may be a SageMaker Pipelines ``ParameterString``: it is checked against
       its ``default_value``; jobs with GPU-derived values (compiler, model parallelism) also need
       ``enum_values`` that all have the default's GPU count.

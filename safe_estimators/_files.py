@@ -20,7 +20,9 @@ from safe_estimators._bounds import (
     shape_problems,
     too_wide_to_package,
 )
+from safe_estimators._facts.code_paths import remote_source_dir, s3_entry_point
 from safe_estimators._problems import ConfigError, Problem, value_at
+from safe_estimators._secret_formats import mark_spec_file_secrets
 
 if TYPE_CHECKING:  # loaded where a spec is structured: reading a file does not need cattrs
     from safe_estimators._spec import JobSpec
@@ -203,7 +205,13 @@ def read_spec(
     folder = Path(path).parent
     root = Path(project_root) if project_root is not None else project_folder(folder)
     problems = containment_problems(folder, data, root)
-    return _unread_outside(relative_to_file(folder, data), problems), problems
+    arguments = _unread_outside(relative_to_file(folder, data), problems)
+    return mark_spec_file_secrets(arguments), problems
+
+
+class RefusedRecipeFile(str):
+    """A recipe file a spec names outside its project: refused for that, so never read (its
+    values would otherwise reach the messages of a spec refused for naming it)."""
 
 
 def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:
@@ -214,6 +222,8 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
         arguments["model"] = {k: v for k, v in arguments["model"].items() if k != "config"}
     if _PARAMETERS_PATH in outside:
         arguments = _with_parameters(arguments, {})
+    if "training_recipe" in outside:
+        arguments["training_recipe"] = RefusedRecipeFile(arguments["training_recipe"])
     return arguments
 
 
@@ -233,12 +243,14 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
 
     real_root = real_path(root)
     given = data.get("source_dir")
-    source_dir = given if isinstance(given, str) and "://" not in given else None
+    # Only the schemes the SDK itself reads remotely (``_facts.code_paths``): "x://../.." is a
+    # local path to the SDK, and so it is here.
+    source_dir = given if isinstance(given, str) and not remote_source_dir(given) else None
     checks: list[tuple[str, str, str, str]] = []
     if source_dir is not None:
         checks.append(("source_dir", source_dir, os.path.join(base, source_dir), real_root))
     entry_point = data.get("entry_point")
-    if isinstance(entry_point, str) and "://" not in entry_point:
+    if isinstance(entry_point, str) and not remote_source_dir(given):
         if source_dir is not None:
             inside = _real(os.path.join(base, source_dir))
             target = os.path.join(base, source_dir, entry_point)
@@ -256,15 +268,22 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
     if recipe is not None:
         checks.append(("training_recipe", recipe, os.path.join(base, recipe), real_root))
     dependencies = data.get("dependencies")
-    if isinstance(dependencies, list):
+    if isinstance(dependencies, list) and not remote_source_dir(given):
         for i, dependency in enumerate(dependencies):
-            if isinstance(dependency, str) and "://" not in dependency:
+            if isinstance(dependency, str):
                 target = os.path.join(base, dependency)
                 checks.append((f"dependencies.{i}", dependency, target, real_root))
     problems = []
-    wide = too_wide_to_package(os.path.join(base, source_dir)) if source_dir is not None else None
+    wide = (
+        too_wide_to_package(os.path.join(base, source_dir))
+        if source_dir is not None and "\0" not in source_dir
+        else None
+    )
     for name, written, target, inside in checks:
         if wide and name == "source_dir":
+            continue
+        if "\0" in target:  # no file system takes one; os.path raises ValueError on it
+            problems.append(nul_problem(name, written))
             continue
         real = _real(target)
         if not is_inside(real, inside):
@@ -287,6 +306,15 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
             )
         )
     return problems
+
+
+def nul_problem(path: str, written: str) -> Problem:
+    """A path holding a NUL byte: no file system (and no ``os`` call) takes one."""
+    return Problem(
+        path,
+        f"{quote(written)} contains a NUL byte (\\x00); no file can have that name.",
+        "remove the NUL byte from the path.",
+    )
 
 
 def offline_problems(arguments: Mapping[str, Any]) -> list[Problem]:
@@ -369,13 +397,15 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")
-    if isinstance(source_dir, str) and "://" not in source_dir:
+    if isinstance(source_dir, str) and not remote_source_dir(source_dir):
         out["source_dir"] = str(folder / source_dir)
-    elif isinstance(out.get("entry_point"), str) and source_dir is None:
+    elif (
+        isinstance(out.get("entry_point"), str)
+        and source_dir is None
+        and not s3_entry_point(out["entry_point"])  # refused as it is written
+    ):
         out["entry_point"] = str(folder / out["entry_point"])
     dependencies = out.get("dependencies")
     if isinstance(dependencies, list):
-        out["dependencies"] = [
-            str(folder / d) if isinstance(d, str) and "://" not in d else d for d in dependencies
-        ]
+        out["dependencies"] = [str(folder / d) if isinstance(d, str) else d for d in dependencies]
     return out

@@ -9,13 +9,14 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._bounds import printable, quote
+from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, printable, quote
 from safe_estimators._facts.sdk_files import default_target
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._recipes.offline import planned_recipe_job
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
+from safe_estimators._secret_formats import mask_text, masked
 from safe_estimators._spec import JobSpec
 from safe_estimators._targets import MODEL_TRAINER
 from safe_estimators._validate import offline
@@ -25,7 +26,8 @@ from safe_estimators._validate import offline
 class Plan:
     """What a spec would launch, computed offline by the SageMaker SDK's own request code.
 
-    ``request`` is the CreateTrainingJob parameters exactly as the SDK passes them to boto3;
+    ``request`` is the CreateTrainingJob parameters exactly as the SDK passes them to boto3
+    (printed, ``to_dict()`` and the tables show suspected secrets in it cut short);
     ``explanation`` says what safe_estimators injected and why; ``placeholders`` lists the values
     (region, bucket, role) that were made up because the spec gives none.
     """
@@ -50,12 +52,13 @@ class Plan:
             "injected": [
                 {"path": i.path, "value": i.value, "reason": i.reason} for i in e.injections
             ],
-            "warnings": [
-                {"path": w.path, "message": w.message, "hint": w.hint} for w in e.warnings
+            "warnings": [  # as many as a ConfigError shows: the rest are the same mistake
+                {"path": w.path, "message": w.message, "hint": w.hint}
+                for w in e.warnings[:MAX_PROBLEMS]
             ],
-            "script_findings": [str(f) for f in e.script_findings],
+            "script_findings": [mask_text(str(f)) for f in e.script_findings],
             "placeholders": list(self.placeholders),
-            "request": self.request,
+            "request": masked(self.request),
             **({"files": self.files} if self.files else {}),
         }
 
@@ -65,7 +68,7 @@ class Plan:
         return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=False)
 
     def __str__(self) -> str:
-        r = self.request
+        r = masked(self.request)
         resources = r.get("ResourceConfig", {})
         lines = [f"plan for {self.source}" if self.source else "plan", *self.explanation.lines()]
         lines += [f"placeholder {p}" for p in self.placeholders]
@@ -90,16 +93,17 @@ class Plan:
         if "distributed.json" in self.files:
             lines.append(f"sm_drivers/distributed.json: {self.files['distributed.json']}")
         lines.append("(use --json for the complete request)")
-        # Keys and values are the user's: none may start a line of its own or reach the terminal.
-        return "\n".join(printable(line) for line in lines)
+        # Keys and values are the user's: none may start a line of its own or reach the terminal,
+        # and none shows more than a suspected secret's first characters.
+        return "\n".join(printable(mask_text(line)) for line in lines)
 
     def _repr_markdown_(self) -> str:
-        r = self.request
+        r = masked(self.request)
         rows = [self.explanation._repr_markdown_()]
-        rows += [f"| placeholder | {p} |" for p in self.placeholders]
+        rows += [f"| placeholder | {markdown_text(p)} |" for p in self.placeholders]
         for section in ("Environment", "HyperParameters"):
             rows += [
-                f"| request `{section}.{k}` | `{v}` |"
+                f"| request {markdown_code(f'{section}.{k}')} | {markdown_code(str(v))} |"
                 for k, v in sorted((r.get(section) or {}).items())
             ]
         return "\n".join(rows)
@@ -283,6 +287,14 @@ def role_and_region_placeholders(
         arguments["role"] = PLACEHOLDER_ROLE
         placeholders.append(
             f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
+        )
+    role = arguments.get("role")
+    if isinstance(role, str) and role and "/" not in role:
+        # Session.expand_role asks IAM for the ARN of a bare role name; plan asks no one.
+        arguments["role"] = f"{PLACEHOLDER_ROLE.rpartition('/')[0]}/{role}"
+        placeholders.append(
+            f"role = {quote(arguments['role'])} (the SDK looks up the ARN of the role name "
+            f"{quote(role)} in IAM at submit; plan is offline)"
         )
     if region is None:
         placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")

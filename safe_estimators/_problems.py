@@ -17,18 +17,27 @@ MAX_PROBLEMS = 50
 Severity = Literal["error", "warning"]
 
 
+def _masked(text: str) -> str:
+    """Every part of a problem may quote the user's values: none shows more than the first
+    characters of a suspected credential (``_secret_formats.mask_text``)."""
+    from safe_estimators._secret_formats import mask_text
+
+    return mask_text(text) if isinstance(text, str) else text
+
+
 @attrs.frozen
 class Problem:
     """One thing wrong (or worth a warning) in a job configuration.
 
     ``path`` is dotted, as the user wrote it (``model_parallel.tensor_parallel_degree``,
     ``environment.GPU_NUM_DEVICES``); ``message`` states what is wrong with the numbers involved;
-    ``hint`` says how to fix it.
+    ``hint`` says how to fix it. A suspected credential in any of them is cut to its first
+    characters when the problem is made, so no output can print one.
     """
 
-    path: str
-    message: str
-    hint: str = ""
+    path: str = attrs.field(converter=_masked)
+    message: str = attrs.field(converter=_masked)
+    hint: str = attrs.field(default="", converter=_masked)
     severity: Severity = "error"
 
     def __str__(self) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import instance_catalog
+from safe_estimators._bounds import MAX_VERSION_CHARS
 from safe_estimators._context import LOCAL_TYPES, Context
 from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.instance_groups.spec import (
@@ -185,9 +186,16 @@ def script_context(ctx: Context) -> ScriptContext:
         ),
         transformers_version=spec.transformers_version if spec.estimator == "huggingface" else None,
         accelerate_device_map_bypass=str(
-            spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP", "")
+            value_of(spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP")) or ""
         ).lower() == "true",
-        hyperparameters=tuple(sorted((str(k), str(v)) for k, v in spec.hyperparameters.items())),
+        # A pipeline parameter's default stands for its value; one with none is not known here.
+        hyperparameters=tuple(
+            sorted(
+                (str(k), str(value_of(v)))
+                for k, v in spec.hyperparameters.items()
+                if value_of(v) is not None
+            )
+        ),
     )
 
 
@@ -240,7 +248,9 @@ def _container_pytorch(ctx: Context) -> str | None:
     spec = ctx.spec
     # SMP-only versions (2.4.1) are not in the DLC table: the version as written then.
     written = spec.framework_version if spec.estimator == "pytorch" else spec.pytorch_version
-    return ctx.known_pytorch_version or (written if isinstance(written, str) else None)
+    if not isinstance(written, str) or len(written) > MAX_VERSION_CHARS:
+        written = None  # no such container; and the script checks' cache is keyed by it
+    return ctx.known_pytorch_version or written
 
 
 def _smp_options(spec: JobSpec) -> Mapping[str, Any]:
@@ -538,8 +548,18 @@ def _resolved_job(
         ctx.instance,
         layout,
         script_warnings,
-        job_of(ctx)[1],
+        _memory_estimate(ctx),
     )
+
+
+def _memory_estimate(ctx: Context) -> MemoryEstimate | None:
+    """The memory estimate per accelerator: the model's, or a recipe job's recipe's."""
+    recipe = recipe_of(ctx.spec)
+    if recipe is None:
+        return job_of(ctx)[1]
+    from safe_estimators._recipes.memory import job_memory
+
+    return job_memory(ctx, recipe)
 
 
 def check_arguments(

@@ -7,6 +7,9 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text
+from safe_estimators._secret_formats import mask_text
+
 
 @attrs.frozen
 class Injection:
@@ -75,31 +78,41 @@ class Explanation:
             out.append(f"memory: {self.memory}")
             out += [f"memory note: {note}" for note in self.memory.notes]
         out += [f"injected {i}" for i in self.injections]
-        out += [f"warning {w}" for w in self.warnings]
+        out += [f"warning {w}" for w in self.warnings[:MAX_PROBLEMS]]
+        if len(self.warnings) > MAX_PROBLEMS:
+            out.append(f"... and {len(self.warnings) - MAX_PROBLEMS:,} more warnings")
         out += [f"script {f}" for f in self.script_findings]
-        return out
+        # A script's line may hold a token: no line shows more than its first characters.
+        return [mask_text(line) for line in out]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
 
     def _repr_markdown_(self) -> str:
+        # Every value may come from a spec file anyone can change: escaped, so that it renders
+        # as text (no HTML, links or images in the notebook; markdown_text, markdown_code).
+        t, c = markdown_text, markdown_code
         rows = [
             "| | |",
             "|---|---|",
-            f"| estimator | {self.estimator} on {self.instance_count} x {self.instance_type} |",
+            f"| estimator | {t(str(self.estimator))} on {t(str(self.instance_count))} x "
+            f"{t(str(self.instance_type))} |",
         ]
         if self.neuron_cores is not None:
             rows.append(f"| NeuronCores per instance | {self.neuron_cores} |")
         elif self.gpus_per_instance is not None:
             rows.append(f"| GPUs per instance | {self.gpus_per_instance} |")
         if self.image_uri:
-            rows.append(f"| training image | `{self.image_uri}` |")
+            rows.append(f"| training image | {c(str(self.image_uri))} |")
         if self.layout is not None:
-            rows.append(f"| parallel layout | {self.layout} |")
+            rows.append(f"| parallel layout | {t(str(self.layout))} |")
         if self.memory is not None:
-            rows += [f"| memory per accelerator | {self.memory} |"]
-            rows += [f"| memory note | {note} |" for note in self.memory.notes]
-        rows += [f"| `{i.path}` = `{i.value!r}` | {i.reason} |" for i in self.injections]
-        rows += [f"| warning `{w.path}` | {w.message} {w.hint} |" for w in self.warnings]
-        rows += [f"| script `{f.file}:{f.line}` | {f.message} |" for f in self.script_findings]
-        return "\n".join(row.replace("\n", " ") for row in rows)
+            rows += [f"| memory per accelerator | {t(str(self.memory))} |"]
+            rows += [f"| memory note | {t(note)} |" for note in self.memory.notes]
+        rows += [f"| {c(i.path)} = {c(repr(i.value))} | {t(i.reason)} |" for i in self.injections]
+        shown = self.warnings[:MAX_PROBLEMS]
+        rows += [f"| warning {c(w.path)} | {t(w.message)} {t(w.hint)} |" for w in shown]
+        rows += [
+            f"| script {c(f'{f.file}:{f.line}')} | {t(f.message)} |" for f in self.script_findings
+        ]
+        return "\n".join(mask_text(row.replace("\n", " ")) for row in rows)

@@ -77,6 +77,7 @@ _SHORTHANDS: dict[type, list[Schema]] = {
 _FIELD_TYPES: dict[str, Any] = {
     "model_parallel": ModelParallel | None,
     "compiler_config": CompilerConfig | None,
+    "accept_exposure": str | list[str],
 }
 
 # Spec-file options that are not SageMaker estimator keywords.
@@ -99,6 +100,8 @@ _DESCRIPTIONS: dict[str, str] = {
     "only) or model_trainer (ModelTrainer); by default the estimator on sagemaker 2.x and "
     "ModelTrainer on 3.x. estimator names the training container either way.",
     "inputs": "The channels passed to fit(): an S3 URI, or a mapping of channel name to S3 URI.",
+    "accept_exposure": "Dotted paths (environment.HF_TOKEN) of suspected secrets to send anyway, "
+    "accepting that DescribeTrainingJob shows them to whoever may read the job.",
 }
 _PASSTHROUGH = "Passed unchanged to the SageMaker estimator."
 

@@ -62,6 +62,8 @@ FlagValue = NewType("FlagValue", object)
 TextValue = NewType("TextValue", object)
 # A str, or a SageMaker Pipelines parameter (ParameterString) resolved only at run time.
 InstanceTypeValue = NewType("InstanceTypeValue", object)
+# Dotted paths of values whose exposure in DescribeTrainingJob is accepted (see _secrets).
+ExposedPaths = NewType("ExposedPaths", tuple)  # type: ignore[type-arg]
 
 
 def is_pipeline_variable(value: object) -> bool:
@@ -216,6 +218,7 @@ class JobSpec:
     check_script: bool = True
     target: TargetKind | None = None
     inputs: str | dict[str, str] | None = None
+    accept_exposure: ExposedPaths = ExposedPaths(())
     extra: dict[str, Any] = attrs.field(factory=dict)
 
 
@@ -285,6 +288,17 @@ def _inputs_hook(value: object, _type: object) -> str | dict[str, str] | None:
     raise _BadValue(
         f"expected an S3 URI or a mapping of channel name to S3 URI, got {quote(value)}",
         "write inputs: {train: s3://bucket/train/, validation: s3://bucket/validation/}",
+    )
+
+
+def _exposed_paths_hook(value: object, _type: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise _BadValue(
+        f"expected a dotted path or a list of them, got {quote(value)}",
+        "write accept_exposure: [environment.HF_TOKEN]",
     )
 
 
@@ -381,6 +395,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(TrainingCompiler | None, _training_compiler_hook)
     conv.register_structure_hook(ModelShape | None, _model_hook)
     conv.register_structure_hook(str | dict[str, str] | None, _inputs_hook)
+    conv.register_structure_hook(ExposedPaths, _exposed_paths_hook)
     conv.register_structure_hook_func(lambda t: t == dict[str, TextValue], _string_map_hook)
     conv.register_structure_hook(
         tuple[InstanceGroupSpec, ...] | None,
@@ -391,7 +406,7 @@ def _make_converter() -> cattrs.Converter:
 
 def _string_map_hook(value: object, _type: object) -> dict[str, Any]:
     # Each entry on its own: one bad entry must not hide the others (nor print a secret).
-    from safe_estimators._secrets import secret_name
+    from safe_estimators._secret_formats import secret_name
 
     if not isinstance(value, Mapping):
         raise _BadValue(
@@ -776,13 +791,15 @@ def _v2_names(data: Mapping[Any, Any], path: str) -> tuple[dict[Any, Any], list[
 
 def _secrets_of_skipped(bad: set[str], fields: Mapping[str, Any]) -> list[Problem]:
     # A malformed entry leaves the whole mapping out of the spec, and the secrets rule with it.
+    from safe_estimators._secret_formats import accepted_paths
     from safe_estimators._secrets import secrets_in
 
+    accepted = accepted_paths(fields.get("accept_exposure"))
     return [
         problem
         for name in ("hyperparameters", "environment")
         if name in bad and isinstance(fields.get(name), Mapping)
-        for problem in secrets_in(name, fields[name])
+        for problem in secrets_in(name, fields[name], accepted)
     ]
 
 

@@ -34,7 +34,7 @@ JOBS: list[dict[str, Any]] = [
     job for name in MINED for job in json.loads((FIXTURES / name).read_text())["jobs"]
 ]
 
-# Rows refused by design (a Hub token in hyperparameters): the record must stay true.
+# Rows warned about by design (a Hub token in hyperparameters): the record must stay true.
 HF_DISPUTED: list[dict[str, Any]] = json.loads(
     (FIXTURES / "hf_example_jobs.json").read_text()
 )["disputed"]
@@ -132,11 +132,14 @@ def test_the_formerly_disputed_configurations_are_tested():
 
 
 @pytest.mark.parametrize("job", HF_DISPUTED, ids=_ids(HF_DISPUTED))
-def test_the_disputed_hugging_face_rows_are_still_what_the_record_says(
+def test_the_disputed_hugging_face_rows_build_with_a_warning_at_the_token(
     job, role, sagemaker_session
 ):
     _, sdk_refusal = _sdk_verdict(job, role, sagemaker_session)
     assert sdk_refusal is None, sdk_refusal
-    with pytest.raises(ConfigError) as caught:
-        FACTORY[job["estimator"]](**_arguments(job, role, sagemaker_session))
-    assert any(path.startswith("hyperparameters.") for path in caught.value.paths), caught.value
+    est = FACTORY[job["estimator"]](**_arguments(job, role, sagemaker_session))
+    warned = [w for w in safe_estimators.explain(est).warnings if "looks like" in w.message]
+    assert [w.path for w in warned] == ["hyperparameters.use_auth_token"]
+    assert "Secrets Manager" in warned[0].hint and "accept_exposure" in warned[0].hint
+    token = job["kwargs"]["hyperparameters"]["use_auth_token"]
+    assert token[5:] not in str(warned[0])

@@ -153,11 +153,6 @@ def test_local_mode_with_a_remote_session_is_refused(sagemaker_session, role):
         ({"use_spot_instances": True, "max_wait": 60, "max_run": 3600}, "max_wait", "3600"),
         ({"use_spot_instances": True, "max_wait": 7200, "max_run": 3600},
          "checkpoint_s3_uri", "from scratch"),
-        ({"hyperparameters": {"hf_token": "hf_abcdefghijklmnopqrstuvwxyz0123456789"}},
-         "hyperparameters.hf_token", "Hugging Face token"),
-        ({"environment": {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE"}},
-         "environment.AWS_ACCESS_KEY_ID", "access key"),
-        ({"environment": {"DB_PASSWORD": "hunter2"}}, "environment.DB_PASSWORD", "plain text"),
         ({"environment": {"1BAD": "x"}}, "environment.1BAD", "not a valid name"),
         ({"environment": {"BIG": "x" * 513}}, "environment.BIG", "512"),
         ({"hyperparameters": {"blob": "x" * 2499}}, "hyperparameters.blob", "2501 characters"),
@@ -210,10 +205,10 @@ def test_all_problems_are_reported_at_once(sagemaker_session, role):
         framework_version="1.99",
         py_version="py310",
         use_spot_instances=True,
-        environment={"DB_PASSWORD": "x"},
+        environment={"1BAD": "x"},
     )
     assert set(error.paths) >= {"framework_version", "max_wait", "checkpoint_s3_uri",
-                                "environment.DB_PASSWORD"}
+                                "environment.1BAD"}
     assert str(error).startswith(f"{len(error.problems)} problems")
 
 

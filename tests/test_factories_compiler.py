@@ -162,7 +162,19 @@ def test_done_when_every_problem_of_a_broken_compiler_job_at_once(sagemaker_sess
     ("overrides", "path", "words"),
     [
         ({"instance_type": "local_gpu"}, "instance_type", "local mode"),
-        ({"instance_groups": []}, "instance_groups", "heterogeneous"),
+        (
+            {
+                "instance_groups": [
+                    {
+                        "instance_group_name": "g",
+                        "instance_type": "ml.p3.8xlarge",
+                        "instance_count": 1,
+                    }
+                ]
+            },
+            "instance_groups",
+            "heterogeneous",
+        ),
         (
             {"distribution": {"pytorchddp": {"enabled": True}}},
             "distribution.pytorchddp",

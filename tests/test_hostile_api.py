@@ -113,9 +113,12 @@ def test_version_caches_stay_bounded_whatever_users_write() -> None:
     for i in range(600):
         versions.framework_container("pytorch", f"{i}.0")
         versions.parse_version(f"{i}.0")
-    for cached in (versions.framework_container, versions.parse_version):
+    for cached in (versions._framework_container, versions._parse_version):
         info = cached.cache_info()
         assert info.maxsize is not None and info.currsize <= info.maxsize
+    before = versions._framework_container.cache_info().currsize
+    assert versions.framework_container("pytorch", "1" * 1_000_000).version is None
+    assert versions._framework_container.cache_info().currsize == before  # never kept
 
 
 def test_main_from_several_threads_leaves_logging_and_warnings_as_they_were(tmp_path: Path):
@@ -160,3 +163,43 @@ def test_validate_and_plan_together_leave_logging_and_warnings_as_they_were(tmp_
     assert codes == [0] * len(commands)
     assert logging.root.manager.disable == disabled
     assert list(warnings.filters) == filters
+
+
+def test_remote_code_is_only_what_the_sdk_reads_remotely() -> None:
+    from safe_estimators._distributions._sdk_source import sdk_constant
+    from safe_estimators._facts import code_paths
+
+    assert sdk_constant("utils.py", "S3_PREFIX") == code_paths.S3_PREFIX
+    assert code_paths.remote_source_dir("S3://bucket/code/sourcedir.tar.gz")  # lower() in the SDK
+    assert not code_paths.remote_source_dir("x://../../secret")  # a folder named "x:"
+    assert not code_paths.remote_source_dir("file:///etc")
+    assert code_paths.s3_entry_point("s3://bucket/train.py")
+    assert not code_paths.s3_entry_point("S3://bucket/train.py")  # startswith in the SDK
+
+
+def test_a_plan_renders_an_attackers_values_as_text_in_a_notebook(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text("print('train')\n")
+    (tmp_path / "job.yaml").write_text(
+        "estimator: pytorch\nentry_point: train.py\ninstance_type: ml.p3.2xlarge\n"
+        "framework_version: '2.0'\npy_version: py310\n"
+        "role: arn:aws:iam::123456789012:role/x\nhyperparameters:\n"
+        "  img: '<img src=x onerror=alert(1)>'\n"
+        "  link: '[click](https://evil.example/x)'\n"
+        "  ticks: 'a`|`b'\n"
+    )
+    markdown = safe_estimators.plan(tmp_path / "job.yaml")._repr_markdown_()
+    rows = {
+        line.split("`")[1]: line for line in markdown.splitlines() if "HyperParameters." in line
+    }
+    # Each value is one code span in its own cell (neither HTML nor links are read in one); the
+    # backticks and the bar cannot close it or the cell.
+    assert rows["HyperParameters.img"].endswith('| `"<img src=x onerror=alert(1)>"` |')
+    assert rows["HyperParameters.link"].endswith('| `"[click](https://evil.example/x)"` |')
+    assert rows["HyperParameters.ticks"].endswith('| ``"a`\\|`b"`` |')
+    # Outside code spans (messages, placeholders), HTML and links are escaped.
+    from safe_estimators._bounds import markdown_text
+
+    assert (
+        markdown_text("<img src=x> [a](https://e.x)") == "&lt;img src=x&gt; \\[a\\](https\\://e.x)"
+    )

@@ -93,6 +93,6 @@ def test_notebook_shows_one_error_with_every_problem(executed):
         "environment.GPU_NUM_DEVICES",
         "max_wait",
         "checkpoint_s3_uri",
-        "hyperparameters.wandb_api_key",
+        "output_path",
     ):
         assert f"  - {path}: " in text

@@ -7,6 +7,7 @@ local ones made in tmp, so the bare SDK runs beside ours without the network.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import sagemaker
 from conftest import ROLE
 from recipe_fixtures import (
     README_OVERRIDES,
+    SDK_CONFIG,
     gpu_recipe,
     local_repositories,
     mutated,
@@ -59,6 +61,10 @@ def _built_alike(ours: Any, bare: Any, recipe: str) -> None:
         name = hyperparameters.pop("config-name")
         assert name.startswith(prefix) and name.endswith('.yaml"')
     assert ours_hp == bare_hp
+
+
+def sdk_url(key: str) -> str:
+    return str(SDK_CONFIG[key])
 
 
 def _folder(tmp_path: Path, name: str) -> str:
@@ -154,11 +160,72 @@ def test_a_predefined_recipe_without_a_local_copy_is_one_problem_with_the_fix(
     tmp_path, capsys, monkeypatch
 ):
     monkeypatch.delenv("SAFE_ESTIMATORS_RECIPES", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)  # no insteadOf of the developer's
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     code = main(["--json", "validate", str(_spec(tmp_path, README_NAME))])
     problems = json.loads(capsys.readouterr().out)["problems"]
     assert code == 1
     assert [(p["path"], p["severity"]) for p in problems] == [("training_recipe", "error")]
     assert "--recipes DIR" in problems[0]["hint"]
+
+
+@pytest.mark.parametrize("form", ["exact", "prefix"])
+def test_a_predefined_recipe_is_read_where_the_users_git_configuration_points(
+    form, tmp_path, capsys, monkeypatch, sagemaker_session
+):
+    """git's url.<copy>.insteadOf sends the SDK's clone of the collection to a local copy:
+    the recipe is read from that copy, and the bare SDK builds from it too."""
+    found = local_repositories(tmp_path / "mirrors" / "aws", {README_NAME: P5X16})
+    launcher = found["launcher"].rename(found["launcher"].parent / "sagemaker-hyperpod-recipes")
+    home = tmp_path / "home"
+    home.mkdir()
+    if form == "exact":  # the user's ~/.gitconfig, as `git config --global` writes it
+        rewrite = f'[url "{launcher}"]\n\tinsteadOf = {sdk_url("launcher_repo")}\n'
+        monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+        (home / ".gitconfig").write_text(rewrite)
+    else:  # a file:// mirror of all of github.com, named by GIT_CONFIG_GLOBAL
+        rewrite = f'[url "file://{tmp_path / "mirrors"}/"]\n\tinsteadOf = https://github.com/\n'
+        (home / "other.gitconfig").write_text(rewrite)
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "other.gitconfig"))
+        launcher.rename(launcher.with_suffix(".git"))  # .../aws/sagemaker-hyperpod-recipes.git
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("SAFE_ESTIMATORS_RECIPES", "GIT_CONFIG_COUNT", "TRAINING_LAUNCHER_GIT"):
+        monkeypatch.delenv(name, raising=False)
+    spec = _spec(tmp_path, README_NAME, recipe_overrides=README_OVERRIDES, role=ROLE)
+    assert main(["--json", "validate", str(spec)]) == 0
+    assert json.loads(capsys.readouterr().out)["problems"] == []
+    code = main(["--json", "plan", str(spec)])
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0, plan
+    assert plan["request"]["ResourceConfig"]["InstanceCount"] == 16  # the copy's num_nodes
+    # The bare SDK clones the same copy through the same configuration (the adapter too).
+    adapter = f'[url "{found["adapter"]}"]\n\tinsteadOf = {sdk_url("adapter_repo")}\n'
+    config = home / (".gitconfig" if form == "exact" else "other.gitconfig")
+    config.write_text(rewrite + adapter)
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")
+    bare = PyTorch(
+        training_recipe=README_NAME, recipe_overrides=README_OVERRIDES, role=ROLE,
+        instance_type="ml.p5.48xlarge", sagemaker_session=sagemaker_session,
+        source_dir=_folder(tmp_path, "bare"),
+    )  # fmt: skip
+    assert bare.instance_count == 16
+
+
+def test_no_git_redirect_of_another_url_counts_as_a_local_copy(tmp_path, capsys, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        f'[url "{tmp_path}/x"]\n\tinsteadOf = https://github.com/aws/other.git\n'
+        '[url "https://mirror.example.com/"]\n\tinsteadOf = https://github.com/\n'
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("SAFE_ESTIMATORS_RECIPES", "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["--json", "validate", str(_spec(tmp_path, README_NAME))]) == 1
+    (problem,) = json.loads(capsys.readouterr().out)["problems"]
+    assert "insteadOf" in problem["message"] and "--recipes DIR" in problem["hint"]
 
 
 def test_a_recipe_url_is_one_problem_and_plan_exits_1(tmp_path, capsys):
@@ -168,12 +235,28 @@ def test_a_recipe_url_is_one_problem_and_plan_exits_1(tmp_path, capsys):
     assert "training_recipe" in out and "never use the network" in out
 
 
-def test_a_recipe_file_outside_the_project_is_refused(tmp_path, capsys):
-    write_recipe(tmp_path / "elsewhere.yaml", P5X16)
+def test_a_recipe_file_outside_the_project_is_refused_without_being_read(tmp_path, capsys):
+    # Values the rules would quote: a devices value, an interpolation that cannot resolve.
+    planted = mutated(P5X16, "trainer.devices", "planted-devices-value")
+    planted = mutated(planted, "model.hf_model_name_or_path", "${planted_undefined_key}")
+    outside = write_recipe(tmp_path / "elsewhere.yaml", planted)
     (tmp_path / "project").mkdir()
-    spec = _spec(tmp_path, "../elsewhere.yaml", recipe_overrides=README_OVERRIDES)
-    assert main(["validate", str(spec)]) == 1
-    assert "training_recipe: '../elsewhere.yaml' resolves to" in capsys.readouterr().out
+    spec = _spec(tmp_path, "../elsewhere.yaml", role=ROLE)
+    events: list[tuple[str, Any]] = []
+    _audit.append(events)
+    try:
+        codes = [main(["--json", command, str(spec)]) for command in ("validate", "plan", "lint")]
+        codes.append(main(["validate", str(spec)]))
+    finally:
+        _audit.remove(events)
+    out = capsys.readouterr()
+    assert codes == [1, 1, 1, 1]
+    assert "training_recipe: '../elsewhere.yaml' resolves to" in out.out
+    assert "planted" not in out.out + out.err and "recipe." not in out.out
+    opened = [a for e, a in events if e == "open" and str(a[0]).endswith("elsewhere.yaml")]
+    assert opened  # its location is resolved (os.open with O_PATH), its content never read
+    assert all(flags is not None and flags & os.O_PATH for _, _, flags in opened), opened
+    assert outside.read_text()  # the file is there to be read
 
 
 def test_the_p5x16_recipe_on_2_nodes_is_refused_with_both_numbers(repos):
@@ -268,6 +351,47 @@ def test_trainium_degrees_and_devices_are_checked(tmp_path):
         assert [p.path for p in problems] == [at]
 
 
+def test_trainium_devices_are_lightnings_one_or_the_device_count(tmp_path):
+    overrides = {"run": {"results_dir": "/opt/ml/model"}}
+    found = {}
+    for devices in (32, 16, 1):
+        file = write_recipe(tmp_path / f"trn{devices}.yaml", trainium_recipe(devices=devices))
+        problems = _problems(
+            str(file), instance_type="ml.trn1.32xlarge", recipe_overrides=overrides
+        )
+        found[devices] = [(p.path, p.severity) for p in problems]
+    assert found[32] == []
+    assert found[16] == [("recipe.trainer.devices", "error")]  # Lightning's XLA parser refuses
+    assert found[1] == [("recipe.trainer.devices", "warning")]  # accepted; ranks mislabelled
+
+
+def _llmft(**trainer: Any) -> dict[str, Any]:
+    return {**LLMFT, "trainer": {**LLMFT["trainer"], **trainer}}
+
+
+def test_fine_tuning_recipes_get_the_launchers_checks_and_no_device_count_check(tmp_path):
+    image = "111122223333.dkr.ecr.us-west-2.amazonaws.com/r:1"
+    # AWS's devices: 8 recipes list 4-GPU types: the image starts its own processes.
+    file = write_recipe(tmp_path / "eight.yaml", _llmft(devices=8))
+    for instance_type in ("ml.g5.12xlarge", "ml.p5.48xlarge"):
+        assert _problems(str(file), recipe_overrides=None, image_uri=image,
+                         instance_type=instance_type) == []  # fmt: skip
+    zero = write_recipe(tmp_path / "zero.yaml", _llmft(devices=0))
+    batches = {"training_args": {"micro_train_batch_size": 8, "train_batch_size": 4}}
+    small = write_recipe(
+        tmp_path / "small.yaml",
+        {**LLMFT, "training_config": {**LLMFT["training_config"], **batches}},
+    )
+    found = [
+        [(p.path, p.severity) for p in _problems(str(f), recipe_overrides=None, image_uri=image)]
+        for f in (zero, small)
+    ]
+    assert found == [
+        [("recipe.trainer.devices", "warning")],
+        [("recipe.training_config.training_args.train_batch_size", "warning")],
+    ]
+
+
 def test_nova_and_fine_tuning_recipes_need_an_image_and_take_their_node_keys(tmp_path):
     nova = {
         "run": {"name": "n", "model_type": "amazon.nova-micro-v1:0:128k",
@@ -288,7 +412,7 @@ def test_nova_and_fine_tuning_recipes_need_an_image_and_take_their_node_keys(tmp
 
 
 def test_plan_builds_the_real_estimator_offline_and_writes_nothing_into_the_project(
-    repos, tmp_path, capsys, monkeypatch
+    repos, tmp_path, capfd, monkeypatch
 ):
     project = tmp_path / "project"
     spec = _spec(tmp_path, README_NAME, recipe_overrides=README_OVERRIDES)
@@ -304,8 +428,10 @@ def test_plan_builds_the_real_estimator_offline_and_writes_nothing_into_the_proj
         code = main(["--json", "plan", "--recipes", str(repos["launcher"]), str(spec)])
     finally:
         _audit.remove(events)
-    out = capsys.readouterr().out
+    out, err = capfd.readouterr()
     assert code == 0, out
+    assert "Cloning into" not in err  # the SDK's clone of the adapter runs quiet
+    assert "SAFE_ESTIMATORS_RECIPES" not in os.environ  # --recipes stays in this thread
     plan = json.loads(out)
     request = plan["request"]
     assert request["HyperParameters"]["sagemaker_program"] == '"llama_pretrain.py"'
@@ -331,8 +457,27 @@ def test_plan_builds_the_real_estimator_offline_and_writes_nothing_into_the_proj
 _audit: list[list[tuple[str, Any]]] = []
 
 
+def test_recipes_dir_is_seen_by_this_thread_only(tmp_path, monkeypatch):
+    import threading
+
+    from safe_estimators._recipes.load import recipes_folder, recipes_from
+
+    monkeypatch.delenv("SAFE_ESTIMATORS_RECIPES", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    seen: list[str | None] = []
+    with recipes_from(str(tmp_path)):
+        assert recipes_folder() == str(tmp_path)
+        assert "SAFE_ESTIMATORS_RECIPES" not in os.environ
+        other = threading.Thread(target=lambda: seen.append(recipes_folder()))
+        other.start()
+        other.join()
+    assert seen == [None]
+    assert recipes_folder() is None
+
+
 def _hook(event: str, args: Any) -> None:
-    if _audit and event in ("socket.connect", "subprocess.Popen"):
+    if _audit and event in ("socket.connect", "subprocess.Popen", "open"):
         if event == "subprocess.Popen":
             args = (args[0], [str(a) for a in args[1]], args[2], dict(args[3] or {}))
         _audit[-1].append((event, args))
@@ -435,6 +580,25 @@ def test_the_memory_estimate_warns_at_recipe_model_where_the_model_cannot_fit(tm
     sharded = mutated(_dense_70b(8, 64), "model.activation_checkpointing", True)
     file = write_recipe(tmp_path / "many.yaml", sharded)
     assert _problems(str(file), instance_count=8) == []
+
+
+def test_explain_shows_the_recipes_memory_estimate(repos, tmp_path, sagemaker_session):
+    sharded = mutated(_dense_70b(8, 64), "model.activation_checkpointing", True)
+    arguments = dict(
+        recipe_overrides=README_OVERRIDES, instance_type="ml.p5.48xlarge", role=ROLE,
+        sagemaker_session=sagemaker_session, source_dir=_folder(tmp_path, "ours"),
+    )  # fmt: skip
+    file = write_recipe(tmp_path / "many.yaml", sharded)
+    ours = safe_estimators.pytorch(training_recipe=str(file), **arguments)
+    memory = safe_estimators.explain(ours).memory  # per GPU, from the recipe's model section
+    assert memory is not None and memory.instance_type == "ml.p5.48xlarge"
+    assert 0 < memory.weights < memory.total < (memory.device_memory or 0)
+    assert "memory per accelerator" in safe_estimators.explain(ours)._repr_markdown_()
+    partial = mutated(sharded, "model.model_type", "deepseek_r1")
+    file = write_recipe(tmp_path / "deepseek.yaml", partial)
+    arguments["source_dir"] = _folder(tmp_path, "deepseek")
+    ours = safe_estimators.pytorch(training_recipe=str(file), **arguments)
+    assert safe_estimators.explain(ours).memory is None  # its experts are not counted
 
 
 def test_no_estimate_where_the_model_section_does_not_describe_the_whole_model(tmp_path):

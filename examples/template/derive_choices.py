@@ -41,7 +41,11 @@ def instance_choices() -> list[instance_catalog.InstanceType]:
         (
             t
             for t in instance_catalog.instance_types()
-            if t.gpu_count and t.name in trainable and t.accelerator_name not in UNSUPPORTED_GPUS
+            if t.gpu_count
+            and t.name in trainable
+            and t.accelerator_name not in UNSUPPORTED_GPUS
+            # The SDK's training images are x86_64 only (the platform rule host_architecture).
+            and t.cpu_architecture == "x86_64"
         ),
         key=lambda t: (t.gpu_count, t.family, t.vcpus, t.name),
     )

@@ -17,7 +17,7 @@ from safe_estimators._build.shared import (
     _offline_send,
     _sdk_loader,
 )
-from safe_estimators._cache import cache_folder, write_atomically
+from safe_estimators._cache import cache_folder, read_cached, write_atomically
 from safe_estimators._distributions.instance_groups.spec import describe, total_instances
 from safe_estimators._distributions.torchrun import concrete_instance_type_needed
 from safe_estimators._problems import ConfigError, Problem
@@ -171,10 +171,7 @@ def _checked_before(record: bytes | None) -> bool:
     if record in _CHECKED_SCHEMAS:
         return True
     path = _record_file(record)
-    try:
-        found = path is not None and path.read_bytes() == record
-    except OSError:
-        return False
+    found = path is not None and read_cached(path) == record
     if found:
         _CHECKED_SCHEMAS.add(record)
     return found
@@ -510,7 +507,10 @@ def offline_session(region: str | None, bucket: str | None, *, local: bool = Fal
     class _CapturingLocalSession(_Capturing, LocalSession):  # type: ignore[misc]
         pass
 
-    config = load_sagemaker_config()
+    try:
+        config = load_sagemaker_config()
+    except Exception as exc:  # the file it was pointed at: missing, not YAML, not its schema
+        raise ConfigError([_sdk_config_problem(exc)]) from None
     config.setdefault("SchemaVersion", "1.0")
     modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
     modules.setdefault("Modules", {})["TelemetryOptOut"] = True
@@ -537,6 +537,24 @@ def offline_session(region: str | None, bucket: str | None, *, local: bool = Fal
         if local:
             return _CapturingLocalSession(boto_session=boto_session, sagemaker_config=config)
         return session
+
+
+def _sdk_config_problem(exc: Exception) -> Problem:
+    import os
+
+    from safe_estimators._bounds import quote
+
+    named = [f"${v}" for v in _CONFIG_VARIABLES if os.environ.get(v)]
+    return Problem(
+        named[0] if named else "<sagemaker config>",
+        f"the SageMaker SDK cannot load its config file ({type(exc).__name__}: "
+        f"{quote(str(exc), 200)}); fit() and submit would fail the same way.",
+        "fix the file (the SDK's config schema), or point the variable at a readable file.",
+    )
+
+
+# Where the SDK reads its config files from (sagemaker.config.config), besides its defaults.
+_CONFIG_VARIABLES = ("SAGEMAKER_USER_CONFIG_OVERRIDE", "SAGEMAKER_ADMIN_CONFIG_OVERRIDE")
 
 
 def capture_request(estimator: Any, inputs: Any = None, job_name: str | None = None) -> Any:

@@ -18,6 +18,7 @@ import functools
 import importlib.util
 import json
 import re
+import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,8 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._cache import cache_folder, write_atomically
+from safe_estimators._bounds import quote
+from safe_estimators._cache import cache_folder, doubt, read_cached, write_atomically
 
 
 @attrs.frozen
@@ -42,15 +44,14 @@ class MapLimit:
 
 def _map_limit(name: str) -> MapLimit:
     shape = _shape(name)
-    key = _shape(shape["key"]["shape"])
-    value = _shape(shape["value"]["shape"])
+    key_name, value_name = shape["key"]["shape"], shape["value"]["shape"]
     return MapLimit(
         name,
         shape["max"],
-        key["max"],
-        re.compile(key.get("pattern", ".*")),
-        value["max"],
-        re.compile(value.get("pattern", ".*")),
+        _shape(key_name)["max"],
+        re.compile(_pattern_text(key_name) or ".*"),
+        _shape(value_name)["max"],
+        re.compile(_pattern_text(value_name) or ".*"),
     )
 
 
@@ -153,6 +154,7 @@ def _well_formed(subset: object) -> bool:
     try:
         return all(
             isinstance(shape.get("type"), str)
+            and isinstance(shape.get("pattern", ""), str)
             and all(isinstance(subset.get(name), dict) for name in _references(shape))
             for shape in subset.values()
         )
@@ -161,19 +163,29 @@ def _well_formed(subset: object) -> bool:
 
 
 def _read_cache(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
-    """The subset cached at ``path`` for ``key``, or None (missing, stale, corrupt)."""
+    """The subset cached at ``path`` for ``key``, or None (missing, stale, untrusted, corrupt:
+    ``_cache.read_cached`` records why an untrusted file was ignored; a corrupt one is recorded
+    here)."""
     # A header line (the key and the body's checksum), then the subset as one JSON object.
+    data = read_cached(path)
+    if data is None:
+        return None
     try:
-        header_text, _, body = path.read_bytes().partition(b"\n")
+        header_text, _, body = data.partition(b"\n")
         header = json.loads(header_text)
         if not isinstance(header, dict) or header.get("key") != key:
-            return None
+            return None  # stale: derived again and replaced, as after an upgrade
         if header.get("crc32") != zlib.crc32(body):
+            doubt(path, "does not match its checksum; it was ignored")
             return None
         subset = json.loads(body)
-    except (OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
+        doubt(path, "is not a cache file of this version; it was ignored")
         return None
-    return subset if _well_formed(subset) else None
+    if not _well_formed(subset):
+        doubt(path, "does not hold a well-formed subset of botocore's model; it was ignored")
+        return None
+    return subset  # type: ignore[no-any-return]
 
 
 def _write_cache(path: Path, key: dict[str, Any], subset: dict[str, Any]) -> None:
@@ -237,9 +249,60 @@ def training_instance_types() -> tuple[str, ...]:
 _UNICODE_CLASSES = {r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Alnum}": r"\w", r"\p{Z}": r"\s"}
 
 
+def _pattern_text(shape_name: str) -> str | None:
+    """A shape's pattern. A pattern is code the checks run (a planted ``(a|aa)*c`` would hang
+    them), so one from the cache is run only when it is linear to match (``_linear``: ``.*``,
+    ``[a-zA-Z_][a-zA-Z0-9_]*``); any other is read from botocore's own file."""
+    pattern = _shape(shape_name).get("pattern")
+    if pattern is None or _linear(pattern):
+        return pattern  # type: ignore[no-any-return]
+    return _source_pattern(shape_name)
+
+
+def _source_pattern(shape_name: str) -> str | None:
+    """A shape's pattern as botocore's own file has it."""
+    source = _model()[shape_name].get("pattern")
+    return source if isinstance(source, str) else None
+
+
+def _linear(pattern: str) -> bool:
+    """At most one repetition (``?``, ``*``, ``+``, ``{m,n}``) in the whole pattern and no
+    back-reference: a backtracking matcher then tries each starting split once, so a match costs
+    at most the value's length times the pattern's. Nested or neighbouring repetitions are what
+    makes a pattern exponential (``(a|aa)*c``) or polynomial (``.*.*.*x``)."""
+    if sys.version_info >= (3, 11):
+        from re import _parser as parser  # type: ignore[attr-defined]
+    else:  # pragma: no cover - Python 3.10
+        import sre_parse as parser
+    try:
+        parsed = parser.parse(pattern)
+    except Exception:  # re.error, or a pattern too large to parse
+        return False
+    repeats = 0
+    stack: list[tuple[Any, bool]] = [(parsed, False)]  # (a sequence, inside a repetition)
+    while stack:
+        sequence, repeated = stack.pop()
+        for code, argument in sequence:
+            name = str(code)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                repeats += 1
+                stack.append((argument[2], True))
+            elif name in ("GROUPREF", "GROUPREF_EXISTS") or (name == "BRANCH" and repeated):
+                return False  # alternatives under a repetition: (a|aa)*
+            elif name == "SUBPATTERN":
+                stack.append((argument[-1], repeated))
+            elif name == "BRANCH":
+                stack.extend((branch, repeated) for branch in argument[1])
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                stack.append((argument[1], repeated))
+            if repeats > 1:
+                return False
+    return True
+
+
 @functools.cache
 def _pattern(shape_name: str) -> re.Pattern[str] | None:
-    text = _shape(shape_name).get("pattern")
+    text = _pattern_text(shape_name)
     if text is None:
         return None
     for java, python in _UNICODE_CLASSES.items():
@@ -263,7 +326,7 @@ def _where(shape_name: str) -> str:
 
 
 def _typed(value: object, kind: str) -> bool:
-    if kind == "integer":
+    if kind in ("integer", "long"):
         return type(value) is int
     if kind in ("double", "float"):
         return type(value) in (int, float)
@@ -278,8 +341,14 @@ def _typed(value: object, kind: str) -> bool:
     return True  # timestamps, blobs: not sent by the SDK from estimator arguments
 
 
+# The model's number types without a "max" are still bounded: Smithy (the language AWS's
+# models are written in) defines integer as a 32-bit and long as a 64-bit signed number.
+_BITS = {"integer": 32, "long": 64}
+_WIDTHS = {kind: 2 ** (bits - 1) - 1 for kind, bits in _BITS.items()}
+
 _KIND_WORDS = {
     "integer": "a whole number",
+    "long": "a whole number",
     "double": "a number",
     "float": "a number",
     "string": "a string",
@@ -307,18 +376,28 @@ def shape_problems(
         return [
             (
                 path,
-                f"must be {_KIND_WORDS.get(kind, kind)}, got {type(value).__name__} {value!r} "
+                f"must be {_KIND_WORDS.get(kind, kind)}, got {type(value).__name__} {quote(value)} "
                 f"({_where(shape_name)}).",
             )
         ]
     found: list[tuple[str, str]] = []
     low, high = shape.get("min"), shape.get("max")
-    if kind in ("integer", "double", "float"):
+    if kind in ("integer", "long", "double", "float"):
         assert isinstance(value, int | float)
         if low is not None and value < low:
-            found.append((path, f"is {value}; the minimum is {low} ({_where(shape_name)})."))
+            minimum = f"the minimum is {low} ({_where(shape_name)})"
+            found.append((path, f"is {quote(value)}; {minimum}."))
         if high is not None and value > high:
-            found.append((path, f"is {value}; the maximum is {high} ({_where(shape_name)})."))
+            maximum = f"the maximum is {high} ({_where(shape_name)})"
+            found.append((path, f"is {quote(value)}; {maximum}."))
+        elif kind in _WIDTHS and value > _WIDTHS[kind]:
+            found.append(
+                (
+                    path,
+                    f"is {quote(value)}; the maximum is {_WIDTHS[kind]:,}: {_where(shape_name)} is "
+                    f"of type {kind}, a {_BITS[kind]}-bit signed number in AWS's APIs.",
+                )
+            )
         return found
     if kind in ("string", "list", "map"):
         assert isinstance(value, str | list | tuple | dict)
@@ -336,14 +415,13 @@ def shape_problems(
         enum = shape.get("enum")
         pattern = _pattern(shape_name)
         if enum and value not in enum:
-            found.append(
-                (path, f"is {value!r}; it must be one of {', '.join(enum)} ({_where(shape_name)}).")
-            )
+            choices = f"it must be one of {', '.join(enum)} ({_where(shape_name)})"
+            found.append((path, f"is {quote(value)}; {choices}."))
         elif pattern is not None and not pattern.fullmatch(value):
             found.append(
                 (
                     path,
-                    f"{value!r} does not match the pattern {shape['pattern']} "
+                    f"{quote(value)} does not match the pattern {_pattern_text(shape_name)} "
                     f"({_where(shape_name)}).",
                 )
             )

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 from packaging.version import InvalidVersion, Version
 
+from safe_estimators._bounds import MAX_VERSION_CHARS
 from safe_estimators._facts.sdk_files import sdk_file
 
 # The version caches are keyed by what users write: bounded, so that a process validating many
@@ -22,9 +23,15 @@ from safe_estimators._facts.sdk_files import sdk_file
 _CACHED_VERSIONS = 256
 
 
-@functools.lru_cache(maxsize=_CACHED_VERSIONS)
 def parse_version(text: str) -> Version:
     """``packaging.version.Version(text)``, cached: the rules compare the same few versions."""
+    if _implausible(text):
+        return Version(text)
+    return _parse_version(text)
+
+
+@functools.lru_cache(maxsize=_CACHED_VERSIONS)
+def _parse_version(text: str) -> Version:
     return Version(text)
 
 
@@ -67,9 +74,20 @@ def _lookup(config: dict[str, Any], requested: str) -> tuple[str | None, tuple[s
     return (full if full in versions else None), known
 
 
-@functools.lru_cache(maxsize=_CACHED_VERSIONS)
 def framework_container(config_name: str, version: str) -> Container:
     """Resolve ``version`` in one of the SDK's single-framework tables (``pytorch``, ...)."""
+    if _implausible(version):  # resolved (as unknown), never kept
+        return _framework_container.__wrapped__(config_name, version)
+    return _framework_container(config_name, version)
+
+
+def _implausible(*versions: object) -> bool:
+    # No version in the SDK's tables is near MAX_VERSION_CHARS; longer ones are not cached.
+    return any(isinstance(v, str) and len(v) > MAX_VERSION_CHARS for v in versions)
+
+
+@functools.lru_cache(maxsize=_CACHED_VERSIONS)
+def _framework_container(config_name: str, version: str) -> Container:
     config = _training_config(config_name)
     full, known = _lookup(config, version)
     if full is None:
@@ -92,7 +110,6 @@ def neuron_sdk_versions(config_name: str, version: str) -> tuple[str, ...]:
     return tuple(str(v).removeprefix("sdk") for v in entry.get("sdk_versions", ()))
 
 
-@functools.lru_cache(maxsize=_CACHED_VERSIONS)
 def huggingface_container(
     config_name: str, transformers_version: str, base_version: str, base: str = "pytorch"
 ) -> tuple[Container, Container | None]:
@@ -101,6 +118,16 @@ def huggingface_container(
 
     Returns (transformers, base); base is None when the transformers version is unknown.
     """
+    found = _huggingface_container
+    if _implausible(transformers_version, base_version):  # resolved (as unknown), never kept
+        found = found.__wrapped__  # type: ignore[assignment]
+    return found(config_name, transformers_version, base_version, base)
+
+
+@functools.lru_cache(maxsize=_CACHED_VERSIONS)
+def _huggingface_container(
+    config_name: str, transformers_version: str, base_version: str, base: str = "pytorch"
+) -> tuple[Container, Container | None]:
     config = _training_config(config_name)
     full, known = _lookup(config, transformers_version)
     processors = tuple(config.get("processors") or ())

@@ -12,6 +12,14 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._bounds import (
+    MAX_CONFIG_BYTES,
+    MAX_MODEL_NUMBER,
+    NotRegular,
+    printable,
+    quote,
+    read_regular,
+)
 from safe_estimators._memory.adapters import lora_parameters
 from safe_estimators._memory.facts import DEFAULT_MLP_RATIO
 from safe_estimators._memory.shape import ModelShape
@@ -122,13 +130,17 @@ class CompleteShape:
 
 
 def _whole(value: object) -> int | None:
-    """A positive whole number from a config or hyperparameter value ("4" counts)."""
+    """A positive whole number from a config or hyperparameter value ("4" counts; "²", which
+    str.isdigit accepts, does not), at most MAX_MODEL_NUMBER (a larger one is not used)."""
     if isinstance(value, bool):
         return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit() and len(text) <= 16):
+            return None
+        value = int(text)
     if isinstance(value, int):
-        return value if value > 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value) or None
+        return value if 0 < value <= MAX_MODEL_NUMBER else None
     return None
 
 
@@ -145,26 +157,40 @@ def _truthy(value: object) -> bool | None:
 def read_config(path: str) -> tuple[dict[str, Any], list[Problem]]:
     """A Hugging Face config.json as a mapping, or a problem at ``model.config``."""
     where = "model.config"
+    shown = quote(path, 200)
     try:
-        with open(path, encoding="utf-8") as file:
-            data = json.load(file)
+        data = json.loads(read_regular(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except FileNotFoundError:
-        return {}, [Problem(where, f"{path!r} does not exist.", "check the path of config.json.")]
-    except (OSError, UnicodeDecodeError) as exc:
-        return {}, [Problem(where, f"{path!r} cannot be read: {exc}.", "check the file.")]
+        return {}, [Problem(where, f"{shown} does not exist.", "check the path of config.json.")]
+    except NotRegular as exc:
+        return {}, [Problem(where, f"{shown} {exc}.", "point it at the model's config.json.")]
     except json.JSONDecodeError as exc:
         return {}, [
             Problem(
                 where,
-                f"{path!r} is not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
+                f"{shown} is not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
                 "point it at the model's config.json as Hugging Face saves it.",
             )
         ]
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        return {}, [Problem(where, f"{shown} cannot be read: {reason}.", "check the file.")]
+    except ValueError as exc:  # a number of over 4,300 digits (Python's int limit)
+        detail = printable(str(exc))[:100]
+        return {}, [
+            Problem(
+                where,
+                f"{shown} holds a value Python cannot read: {detail}.",
+                "point it at the model's config.json as Hugging Face saves it.",
+            )
+        ]
+    except RecursionError:
+        return {}, [Problem(where, f"{shown} is nested too deeply to read.", "check the file.")]
     if not isinstance(data, dict):
         return {}, [
             Problem(
                 where,
-                f"{path!r} must hold a JSON object, got {type(data).__name__}.",
+                f"{shown} must hold a JSON object, got {type(data).__name__}.",
                 "point it at the model's config.json as Hugging Face saves it.",
             )
         ]

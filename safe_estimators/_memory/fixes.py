@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import attrs
 
 import instance_catalog
+from safe_estimators._bounds import MAX_DIVISOR_TRIALS
 from safe_estimators._memory.accounting import MIB, MemoryEstimate, estimate, gb
 from safe_estimators._memory.complete import CompleteShape
 from safe_estimators._memory.layout import MemoryLayout
@@ -84,15 +85,48 @@ def _shard_names(layout: MemoryLayout, degree: int) -> str:
     )
 
 
+def _divisors(number: int) -> list[int]:
+    """The divisors of ``number`` in increasing order, found by trial division up to
+    MAX_DIVISOR_TRIALS (beyond it, only those paired with a small one: a bounded subset)."""
+    small, large = [], []
+    candidate = 1
+    while candidate * candidate <= number and candidate <= MAX_DIVISOR_TRIALS:
+        if number % candidate == 0:
+            small.append(candidate)
+            if candidate * candidate != number:
+                large.append(number // candidate)
+        candidate += 1
+    return small + large[::-1]
+
+
+def _smallest_fit(candidates: list[tuple[str, Job]]) -> Iterator[tuple[str, Job]]:
+    """The first candidate that fits, of candidates ordered so that once one fits every later
+    one does (memory falls as the change grows): found by bisection, in about log2(n) estimates,
+    and yielded alone (or the last one, which then fits nowhere either)."""
+    low, high = 0, len(candidates) - 1
+    if high < 0:
+        return
+    while low < high:
+        middle = (low + high) // 2
+        if candidates[middle][1].estimate().fits:
+            high = middle
+        else:
+            low = middle + 1
+    yield candidates[low]
+
+
 def _shard(job: Job) -> Iterator[tuple[str, Job]]:
     layout = job.layout
     if layout.launcher == "SMP v1" and (layout.tensor > 1 or layout.pipeline > 1):
         return  # SMP v1 sharded data parallelism needs tensor and pipeline degree 1
     ranks = layout.world_size // (layout.tensor * layout.pipeline)
-    for degree in range(layout.shard + 1, ranks + 1):
+    # Only divisors of the ranks tile the world; more sharding never needs more memory.
+    candidates = []
+    for degree in _divisors(ranks):
         changed = attrs.evolve(layout, shard=degree, optimizer_shard=1, gradient_shard=1)
-        if valid(changed):
-            yield _shard_names(layout, degree), attrs.evolve(job, layout=changed)
+        if degree > layout.shard and valid(changed):
+            candidates.append((_shard_names(layout, degree), attrs.evolve(job, layout=changed)))
+    yield from _smallest_fit(candidates)
 
 
 def _tensor(job: Job) -> Iterator[tuple[str, Job]]:
@@ -124,15 +158,26 @@ def _checkpointing(job: Job) -> Iterator[tuple[str, Job]]:
 
 def _micro_batch(job: Job) -> Iterator[tuple[str, Job]]:
     batch = job.shape.micro_batch_size
-    if not job.shape.has_architecture or not batch:
+    if not job.shape.has_architecture or not batch or batch < 2:
         return
-    for smaller in range(batch - 1, 0, -1):
-        shape = attrs.evolve(job.shape, micro_batch_size=smaller)
-        yield (
-            f"lower the micro-batch from {batch} to {smaller} per process (raise gradient "
-            "accumulation to keep the global batch)",
-            attrs.evolve(job, shape=shape),
-        )
+    # Activations grow with the micro-batch: the largest smaller one that fits, by bisection
+    # (a batch of 10^9 is 30 estimates, not 10^9).
+    low, high = 1, batch - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _with_batch(job, middle).estimate().fits:
+            low = middle
+        else:
+            high = middle - 1
+    yield (
+        f"lower the micro-batch from {batch} to {low} per process (raise gradient "
+        "accumulation to keep the global batch)",
+        _with_batch(job, low),
+    )
+
+
+def _with_batch(job: Job, batch: int) -> Job:
+    return attrs.evolve(job, shape=attrs.evolve(job.shape, micro_batch_size=batch))
 
 
 def _quantize(job: Job) -> Iterator[tuple[str, Job]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._bounds import MAX_MODEL_NUMBER, quote
 from safe_estimators._problems import ConfigError, Problem, did_you_mean
 
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
@@ -75,7 +76,7 @@ def parameters_problem(value: object, name: str = "parameters") -> ConfigError:
     """The complaint about a value that is not a parameter count."""
     return _problem(
         name,
-        f"must be the model's parameter count, got {type(value).__name__} {value!r}.",
+        f"must be the model's parameter count, got {type(value).__name__} {quote(value)}.",
         'write a whole number such as 6738415616, or a string such as "6.7B" or "125M".',
     )
 
@@ -83,14 +84,25 @@ def parameters_problem(value: object, name: str = "parameters") -> ConfigError:
 def _check_parameters(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and (type(value) is not int or value < 1):
         raise parameters_problem(value, attribute.name)
+    _plausible(attribute.name, value)
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and (type(value) is not int or value < 1):
         raise _problem(
             attribute.name,
-            f"must be a positive whole number, got {type(value).__name__} {value!r}.",
+            f"must be a positive whole number, got {type(value).__name__} {quote(value)}.",
             f"write {attribute.name} as a whole number of 1 or more, without quotes.",
+        )
+    _plausible(attribute.name, value)
+
+
+def _plausible(name: str, value: object) -> None:
+    if type(value) is int and value > MAX_MODEL_NUMBER:
+        raise _problem(
+            name,
+            f"is {quote(value)}, more than any model has ({MAX_MODEL_NUMBER:.0e} at most).",
+            f"write the model's real {name}.",
         )
 
 

@@ -162,21 +162,44 @@ def recipe_devices(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     per_instance = _devices_per_instance(ctx)
     if type(devices) is not int or per_instance is None or devices == per_instance:
         return
-    unit = "NeuronCore" if _device(ctx) == "trainium" else "GPU"
-    checker = (
-        "Lightning requires devices x num_nodes == WORLD_SIZE"
-        if unit == "NeuronCore"
-        else "the adapter refuses it: \"'devices' does not equal actual number of devices\""
-    )
-    # Trainium2's count depends on the logical NeuronCore setting (64 by default, 128 without
-    # pairing): a warning there; Trainium1's 32 is fixed.
-    sure = unit == "GPU" or ctx.instance_name.startswith(facts.FIXED_CORE_FAMILIES)
+    if _device(ctx) == "trainium":
+        yield from _trainium_devices(ctx, devices, per_instance)
+        return
     yield Problem(
         "recipe.trainer.devices",
-        f"is {devices}, but {ctx.instance_name} has {count(per_instance, unit)} and the job "
-        f"starts one process per {unit}; {checker}.",
+        f"is {devices}, but {ctx.instance_name} has {count(per_instance, 'GPU')} and the job "
+        "starts one process per GPU; the adapter refuses it: \"'devices' does not equal actual "
+        "number of devices\".",
         f"set recipe_overrides={{'trainer': {{'devices': {per_instance}}}}}, or pick an "
-        f"instance type with {count(devices, unit)}.",
+        f"instance type with {count(devices, 'GPU')}.",
+    )
+
+
+def _trainium_devices(ctx: Context, devices: int, per_instance: int) -> Iterator[Problem]:
+    """neuronx-distributed-training builds a Lightning Trainer on the XLA accelerator, whose
+    device parser takes only 1 or the device count (lightning_fabric/accelerators/xla.py,
+    ``_check_tpu_devices_valid``: "`devices` can only be 'auto', 1, N ..."). Its own launcher
+    (``nlp_overrides._NLPXLALauncher.launch``) replaces Lightning's subprocess launcher, the one
+    that checks devices x num_nodes against WORLD_SIZE, so that product is not checked."""
+    fix = f"set recipe_overrides={{'trainer': {{'devices': {per_instance}}}}}"
+    if devices == 1:  # accepted; the trainer then counts one device a node (exp_manager ranks)
+        yield warning(
+            "recipe.trainer.devices",
+            f"is 1, but {ctx.instance_name} starts {per_instance} processes (one per "
+            "NeuronCore); Lightning accepts 1, and neuronx-distributed-training then numbers "
+            "the ranks of its logs as if each node had one device.",
+            fix + ".",
+        )
+        return
+    # Trainium2's count depends on the logical NeuronCore setting (neuronx-distributed-training
+    # utils.get_lnc_size: 2 unless trainer.lnc says otherwise): a warning there; trn1's is fixed.
+    sure = ctx.instance_name.startswith(facts.FIXED_CORE_FAMILIES)
+    yield Problem(
+        "recipe.trainer.devices",
+        f"is {devices}, but {ctx.instance_name} has {count(per_instance, 'NeuronCore')} and the "
+        f"job starts one process per NeuronCore; Lightning's XLA accelerator takes only 1 or "
+        f"{per_instance} (\"`devices` can only be 'auto', 1, {per_instance} ...\").",
+        f"{fix}, or pick an instance type with {count(devices, 'NeuronCore')}.",
         "error" if sure else "warning",
     )
 
@@ -204,6 +227,46 @@ def recipe_nodes(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         "at start (\"'num_nodes' does not equal actual number of nodes\").",
         f"{fix}, or instance_count={nodes}.",
     )
+
+
+def recipe_finetuning_trainer(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """An LLM fine-tuning recipe's trainer and batch sizes, as AWS's launcher validates them
+    (sagemaker-hyperpod-recipes main, validations_wrapper.py: ``LLMFTRecipeValidator`` for a
+    run.model_type starting with llm_finetuning_aws; schema/llmft_schema_validation.py:
+    ``devices: int = Field(gt=0)``, ``num_nodes: int = Field(gt=0)``, "train_batch_size must be
+    >= micro_train_batch_size"). Warnings: the launcher runs these before a HyperPod launch,
+    and a training job through the SDK never runs the launcher.
+
+    trainer.devices is not checked against the instance type: the SDK gives these jobs no
+    distribution (``_setup_for_llmft_recipe``: ``distribution = {}``), so the image starts its
+    own processes, and AWS's own ``devices: 8`` recipes list 4-GPU types (ml.g5.12xlarge) among
+    their instance_types; the launcher reads devices as torchrun's processes per node only on
+    HyperPod clusters (launcher/nemo/stages.py, ``get_ntasks_per_node``)."""
+    run = _section(recipe.data, "run")
+    if recipe.kind != "llmft" or not str(run.get("model_type", "")).startswith(
+        "llm_finetuning_aws"
+    ):
+        return
+    trainer = _section(recipe.data, "trainer")
+    for key in ("devices", "num_nodes"):
+        value = trainer.get(key)
+        if key in trainer and (type(value) is not int or value < 1):
+            yield warning(
+                f"recipe.trainer.{key}",
+                f"is {value!r}; AWS's recipe launcher takes only a whole number of at least 1 "
+                "(LLMFTTrainerValidator).",
+                f"set recipe_overrides={{'trainer': {{'{key}': 1}}}} or the number you mean.",
+            )
+    arguments = _section(_section(recipe.data, "training_config"), "training_args")
+    micro, total = arguments.get("micro_train_batch_size"), arguments.get("train_batch_size")
+    if type(micro) is int and type(total) is int and 0 < total < micro:
+        yield warning(
+            "recipe.training_config.training_args.train_batch_size",
+            f"is {total}, below micro_train_batch_size {micro}; AWS's recipe launcher refuses "
+            "it (\"train_batch_size must be >= micro_train_batch_size\").",
+            f"set train_batch_size to at least {micro}, or micro_train_batch_size to at most "
+            f"{total}.",
+        )
 
 
 def _degree_product(recipe: Recipe, ctx: Context) -> tuple[int, str, str] | None:
@@ -359,6 +422,7 @@ RECIPE_RULES: tuple[RecipeRule, ...] = (
     recipe_structure,
     recipe_devices,
     recipe_nodes,
+    recipe_finetuning_trainer,
     recipe_degrees,
     recipe_context_parallel,
     recipe_without_smp,

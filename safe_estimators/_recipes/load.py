@@ -81,29 +81,26 @@ def is_url(value: str) -> bool:
     return "://" in value
 
 
+# ``--recipes DIR``: a context variable, so that other threads (and os.environ) never see it.
+_FOLDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("recipes", default=None)
+
+
 @contextlib.contextmanager
-def environment_set(values: Mapping[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``values`` while this runs, as it was afterwards."""
-    previous = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
+def recipes_from(folder: str | None) -> Iterator[None]:
+    """While this runs, predefined recipes are read from ``folder`` (``--recipes DIR``)."""
+    token = _FOLDER.set(folder or _FOLDER.get())
     try:
         yield
     finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def recipes_from(folder: str | None) -> contextlib.AbstractContextManager[None]:
-    """While this runs, predefined recipes are read from ``folder`` (``--recipes DIR``)."""
-    return environment_set({RECIPES_VARIABLE: folder} if folder else {})
+        _FOLDER.reset(token)
 
 
 def recipes_folder() -> str | None:
-    folder = os.environ.get(RECIPES_VARIABLE)
-    return folder or None
+    """``--recipes DIR`` or ``$SAFE_ESTIMATORS_RECIPES``, else the local copy the user's git
+    configuration sends the SDK's clone of the collection to."""
+    from safe_estimators._recipes.gitconfig import configured_recipes_folder
+
+    return _FOLDER.get() or os.environ.get(RECIPES_VARIABLE) or configured_recipes_folder()
 
 
 def load_recipe(
@@ -127,6 +124,10 @@ def load_recipe(
                 "write recipe_overrides={'trainer': {'num_nodes': 2}}.",
             )
         ]
+    from safe_estimators._files import RefusedRecipeFile
+
+    if isinstance(training_recipe, RefusedRecipeFile):
+        return None, []  # the containment problem says why; nothing of the file is read
     path, problems = _locate(training_recipe)
     if path is None:
         return None, problems
@@ -195,7 +196,8 @@ def _locate(training_recipe: str) -> tuple[str | None, list[Problem]]:
             training_recipe,
             f"{quote(training_recipe)} is a predefined recipe, which the SDK clones from "
             "GitHub; validate, lint and plan never use the network, and no local copy of the "
-            "recipes collection is named.",
+            "recipes collection is named (nor does git's url.<copy>.insteadOf point the SDK's "
+            "clone to one).",
             _SETUP + ".",
         )
     root = real_path(folder)

@@ -13,12 +13,15 @@ weights at 4 bits. Every finding here is a warning.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from safe_estimators._context import Context
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._problems import Problem, warning
 from safe_estimators._recipes.load import Recipe
+
+if TYPE_CHECKING:
+    from safe_estimators._memory.accounting import MemoryEstimate
 
 # The adapter's LoRA rank when a recipe gives none (config_schemas.py, BaseModelPeftConfig).
 _LORA_RANK = 32
@@ -87,18 +90,18 @@ def recipe_shape(model: Mapping[str, Any]) -> tuple[ModelShape | None, str]:
         return None, f"the model section is not one the estimate reads ({exc})"
 
 
-def recipe_memory(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
-    """The estimate's verdict on one GPU, as warnings at ``recipe.model``."""
-    from safe_estimators._memory.rule import job_estimate, memory_problems
+def recipe_estimate(ctx: Context, recipe: Recipe) -> tuple[Any, MemoryEstimate | None]:
+    """The accounting's job and its estimate per GPU (None, None where none is made)."""
+    from safe_estimators._memory.rule import job_estimate
 
     if recipe.kind != "standard" or ctx.instance is None or not ctx.instance.gpu_count:
-        return
+        return None, None
     model = recipe.data.get("model")
     if not isinstance(model, Mapping):
-        return
+        return None, None
     shape, _ = recipe_shape(model)
     if shape is None:
-        return
+        return None, None
     parameters = {ours: model[key] for key, ours in _SMP_KEYS.items() if key in model}
     distribution = {
         "torch_distributed": {"enabled": True},
@@ -113,10 +116,26 @@ def recipe_memory(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         model_parallel=None,
         library=2,
     )
+    return (job, result) if job is not None and result is not None else (None, None)
+
+
+def recipe_memory(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """The estimate's verdict on one GPU, as warnings at ``recipe.model``."""
+    from safe_estimators._memory.rule import memory_problems
+
+    job, result = recipe_estimate(ctx, recipe)
     if job is None or result is None:
         return
     for problem in memory_problems(job, result):
         yield warning("recipe.model", problem.message, _recipe_hint(problem.hint))
+
+
+def job_memory(ctx: Context, training_recipe: object) -> MemoryEstimate | None:
+    """A recipe job's estimate for ``explain(est).memory`` (None where none is made)."""
+    from safe_estimators._recipes.load import load_recipe
+
+    recipe, _ = load_recipe(training_recipe, ctx.spec.extra.get("recipe_overrides"))
+    return None if recipe is None else recipe_estimate(ctx, recipe)[1]
 
 
 def _recipe_hint(hint: str) -> str:

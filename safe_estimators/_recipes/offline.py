@@ -16,13 +16,15 @@ has no variable to point it elsewhere. So:
   copies: the request names the script and the packaged code, whose content a plan never
   shows. ``fit()`` and ``submit`` clone the real repositories, as the SDK does;
 - ``source_dir``, where the SDK copies the script and saves the resolved recipe, is a temporary
-  folder during ``plan``.
+  folder during ``plan``, and the SDK's clone runs ``--quiet`` (a ``git`` first on PATH that
+  adds it), so plan's stderr holds no "Cloning into ...".
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -31,11 +33,26 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from safe_estimators._recipes import facts
-from safe_estimators._recipes.load import environment_set, load_recipe
+from safe_estimators._recipes.load import load_recipe
 
 _STAND_IN = (
     "# A stand-in written by safe-estimators plan: fit() and submit clone the real script.\n"
 )
+
+
+@contextlib.contextmanager
+def environment_set(values: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` while this runs, as it was afterwards."""
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager
@@ -134,8 +151,33 @@ def redirected_clones(root: str) -> Iterator[None]:
             )
         },
     }
+    quiet = _quiet_git(os.path.join(root, "bin"))
+    if quiet is not None:  # the SDK's clone then prints no "Cloning into ..." on plan's stderr
+        settings["PATH"] = quiet + os.pathsep + os.environ.get("PATH", os.defpath)
     with environment_set({**_isolated({}), **settings}):
         yield
+
+
+def _quiet_git(folder: str) -> str | None:
+    """A folder holding a ``git`` that runs the real one, with ``clone --quiet`` for clones.
+
+    The SDK runs ``git clone URL DIR`` with the process's stderr and no option to quieten it
+    (git_utils._run_clone_command); git has no setting for it either. Errors still show. None
+    where no POSIX shell runs it (Windows), or no git is found.
+    """
+    real = shutil.which("git")
+    if os.name != "posix" or real is None:
+        return None
+    os.makedirs(folder)
+    path = os.path.join(folder, "git")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(
+            "#!/bin/sh\n"
+            f'if [ "$1" = clone ]; then shift; exec {shlex.quote(real)} clone --quiet "$@"; fi\n'
+            f'exec {shlex.quote(real)} "$@"\n'
+        )
+    os.chmod(path, 0o700)
+    return folder
 
 
 @contextlib.contextmanager
@@ -145,8 +187,10 @@ def planned_recipe_job(kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
     if kwargs.get("training_recipe") is None:
         yield kwargs
         return
-    # The redirect lives in os.environ, which every thread shares: one recipe plan at a time,
-    # so that none ends another's redirect while its clone runs.
+    # The redirect lives in os.environ, which every thread shares: the SDK's clone
+    # (git_utils._run_clone_command) runs git with a copy of os.environ and takes no environment
+    # of ours, so nothing narrower reaches it. One recipe plan at a time, so that none ends
+    # another's redirect while its clone runs.
     with _PLANNING, _planned(kwargs) as handed:
         yield handed
 
@@ -160,7 +204,9 @@ def _planned(kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
     try:
         source = os.path.join(root, "source")
         os.makedirs(source)
-        with redirected_clones(root), handed_recipe({**kwargs, "source_dir": source}) as handed:
+        # The recipe first: the redirect hides the user's git configuration, which may be
+        # where its local copy is found.
+        with handed_recipe({**kwargs, "source_dir": source}) as handed, redirected_clones(root):
             yield handed
     finally:
         shutil.rmtree(root, ignore_errors=True)

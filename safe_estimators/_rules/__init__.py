@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from safe_estimators._context import Context, Rule
 from safe_estimators._problems import Problem
+from safe_estimators._rules.cache import cache_trusted
 from safe_estimators._rules.compiler import (
     compiler_debugging_tools,
     compiler_distribution,
@@ -33,6 +34,7 @@ from safe_estimators._rules.distribution import (
     no_launcher,
     parameter_server_ignored,
 )
+from safe_estimators._rules.inputs import input_channels
 from safe_estimators._rules.instance import (
     framework_versions,
     instance_type_known,
@@ -57,6 +59,7 @@ from safe_estimators._rules.request import (
 from safe_estimators._rules.resources import instance_storage, warm_pool
 from safe_estimators._rules.safety import (
     api_limits,
+    dependency_contents,
     no_secrets,
     source_dir_contents,
     spot_training,
@@ -104,6 +107,9 @@ RULES: tuple[Rule, ...] = (
     xla_needs_the_compiler,
     local_gpu_single_instance,
     model_trainer_counterparts,
+    dependency_contents,
+    input_channels,
+    cache_trusted,
 )
 
 

@@ -12,10 +12,12 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._bounds import quote
 from safe_estimators._context import Context
 from safe_estimators._facts.limits import member_shape, shape_problems
 from safe_estimators._problems import Problem, join_path, warning
 from safe_estimators._rules.compiler import sdk_class_names
+from safe_estimators._secret_formats import mask_values_in
 from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable, spec_variables
 
 # The SDK's timestamp suffix (sagemaker.utils.sagemaker_timestamp): "-YYYY-mm-dd-HH-MM-SS-mmm".
@@ -166,7 +168,8 @@ def request_members(ctx: Context) -> Iterator[Problem]:
             if name == "base_job_name" and spec_variables(spec):
                 yield _pipeline_job_name(message, member.hint)
                 continue
-            yield Problem(join_path(name, sub), message, member.hint)
+            # A tag's value under a secret's name ({"Key": "db_password", ...}) stays hidden.
+            yield Problem(join_path(name, sub), mask_values_in(message, sent), member.hint)
 
 
 def _pipeline_job_name(message: str, hint: str) -> Problem:
@@ -207,7 +210,7 @@ def option_types(ctx: Context) -> Iterator[Problem]:
             words = " or ".join(t.__name__ for t in expected)
             yield Problem(
                 name,
-                f"must be {words}, got {type(value).__name__} {value!r}.",
+                f"must be {words}, got {type(value).__name__} {quote(value)}.",
                 "e.g. container_log_level=logging.INFO (20)"
                 if name == "container_log_level"
                 else f"give a {words}.",
@@ -219,8 +222,8 @@ def option_types(ctx: Context) -> Iterator[Problem]:
         if cls not in sdk_class_names(value):
             yield Problem(
                 name,
-                f"must be a {cls} object, got {type(value).__name__} {value!r}; the SDK reads its "
-                "attributes at fit().",
+                f"must be a {cls} object, got {type(value).__name__} {quote(value)}; the SDK "
+                "reads its attributes at fit().",
                 f"pass {example} in Python; spec files cannot hold it (leave {name} out).",
             )
     rules = option_value(ctx, "rules")
@@ -230,15 +233,16 @@ def option_types(ctx: Context) -> Iterator[Problem]:
     ):
         yield Problem(
             "rules",
-            f"must be a list of sagemaker.debugger Rule or ProfilerRule objects, got {rules!r}.",
+            "must be a list of sagemaker.debugger Rule or ProfilerRule objects, got "
+            f"{quote(rules)}.",
             "pass e.g. [Rule.sagemaker(rule_configs.loss_not_decreasing())] in Python.",
         )
     location = option_value(ctx, "code_location")
     if isinstance(location, str) and not ctx.local and not location.startswith("s3://"):
         yield Problem(
             "code_location",
-            f"{location!r} is not an S3 URI; the SDK uploads the source code there and accepts "
-            "only s3://.",
+            f"{quote(location)} is not an S3 URI; the SDK uploads the source code there and "
+            "accepts only s3://.",
             _S3,
         )
 

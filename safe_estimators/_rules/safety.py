@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterator, Mapping
+
+import attrs
 
 from safe_estimators._bounds import (
     MAX_PROBLEMS,
+    MAX_TREE_ENTRIES,
+    Tree,
     is_inside,
     project_folder,
     quote,
+    too_wide_to_package,
+    walk_tree,
 )
 from safe_estimators._context import Context
 from safe_estimators._facts import tables
+from safe_estimators._facts.code_paths import remote_source_dir
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._facts.reserved import sdk_hyperparameters
-from safe_estimators._problems import Problem, join_path, warning
+from safe_estimators._problems import Problem, join_path
 from safe_estimators._secrets import secrets_in
-from safe_estimators._spec import value_of
+from safe_estimators._spec import JobSpec, value_of
 
 
 def spot_training(ctx: Context) -> Iterator[Problem]:
@@ -52,10 +60,22 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
         )
 
 
+# Spec options that hold no value of the job's.
+_NOT_VALUES = frozenset(
+    ["accept_exposure", "check_script", "estimator", "model", "training_compiler", "extra"]
+)
+
+
 def no_secrets(ctx: Context) -> Iterator[Problem]:
-    """Hyperparameters and environment variables are not secret: refuse credentials there."""
-    yield from secrets_in("hyperparameters", ctx.spec.hyperparameters)
-    yield from secrets_in("environment", ctx.spec.environment)
+    """Every value that reaches the request (hyperparameters, environment, tags, container
+    arguments, the distribution's options, URIs, ...): credentials are refused or warned
+    about (see ``secrets_in``)."""
+    spec = ctx.spec
+    accepted = spec.accept_exposure
+    options = [(a.name, getattr(spec, a.name)) for a in attrs.fields(JobSpec)]
+    for name, value in [*options, *spec.extra.items()]:
+        if value is not None and name not in _NOT_VALUES:
+            yield from secrets_in(name, value, accepted)
 
 
 def source_dir_contents(ctx: Context) -> Iterator[Problem]:
@@ -74,30 +94,76 @@ def source_dir_contents(ctx: Context) -> Iterator[Problem]:
     tree = ctx.source_tree
     if tree is None:
         return
-    # The project is looked up only for a link that leaves source_dir: it costs a stat per level.
-    project = project_folder(source_dir) if tree.outside_links else None
+    yield from _tree_problems("source_dir", source_dir, tree)
+
+
+def dependency_contents(ctx: Context) -> Iterator[Problem]:
+    """The SDK packages each dependency as source_dir is packaged (``sagemaker.utils.
+    create_tar_file`` follows links), so a dependency folder is walked and checked the same way.
+    """
+    dependencies = ctx.spec.extra.get("dependencies")
+    if not isinstance(dependencies, list | tuple) or ctx.spec.extra.get("git_config"):
+        return
+    if remote_source_dir(ctx.spec.source_dir):
+        return  # the SDK packages nothing then (fw_utils.tar_and_upload_dir)
+    for i, dependency in enumerate(dependencies[:MAX_PROBLEMS]):
+        path = f"dependencies.{i}"
+        if not isinstance(dependency, str | os.PathLike):
+            yield Problem(
+                path,
+                f"is {quote(dependency)}; the SDK packages each dependency from a local path "
+                "and fails on anything else.",
+                "give the path of a folder or file to copy into /opt/ml/code, as a string.",
+            )
+        elif "\0" not in os.fspath(dependency) and os.path.isdir(dependency):
+            wide = too_wide_to_package(dependency)
+            if wide:
+                yield Problem(
+                    path,
+                    f"{quote(os.fspath(dependency))} {wide}; the SDK would package all of it.",
+                    "name the folder of the library the job needs.",
+                )
+            else:
+                yield from _tree_problems(path, os.fspath(dependency), walk_tree(dependency))
+
+
+def _tree_problems(path: str, folder: str, tree: Tree) -> Iterator[Problem]:
+    """What a walk of a folder the SDK packages found: links out of it, a tree too large."""
+    # The project is looked up only for a link that leaves the folder: it costs a stat per level.
+    project = project_folder(folder) if tree.outside_links else None
+    name = "source_dir" if path == "source_dir" else "the dependency folder"
     for link, target in tree.outside_links[:MAX_PROBLEMS]:
         outside_project = project is None or not is_inside(target, project)
         yield Problem(
-            "source_dir",
+            path,
             f"{quote(link)} links to a file outside "
-            f"{'the project' if outside_project else 'source_dir'}; the SDK follows links "
-            "when it packages source_dir, so it would upload that file.",
-            "copy what the job needs into source_dir and remove the link.",
+            f"{'the project' if outside_project else name}; the SDK follows links "
+            f"when it packages {name}, so it would upload that file.",
+            f"copy what the job needs into {name} and remove the link.",
             "error" if outside_project else "warning",
+        )
+    for link in tree.broken_links[:MAX_PROBLEMS]:
+        yield Problem(
+            path,
+            f"{quote(link)} is a link to nothing (a missing file, or a loop of links); the SDK "
+            f"packages {name} following links, and fails on it.",
+            "remove the link, or point it at a file inside the folder.",
         )
     if tree.too_deep:
         yield Problem(
-            "source_dir",
-            f"{quote(source_dir)} has {tree.truncated}; the SDK packages it with Python's "
+            path,
+            f"{quote(folder)} has {tree.truncated}; the SDK packages it with Python's "
             "tarfile, which recurses once per level and fails on trees this deep.",
-            "point source_dir at the folder with the training code only.",
+            "point it at the folder with the training code only.",
         )
     elif tree.truncated:
-        yield warning(
-            "source_dir",
-            f"{quote(source_dir)} has {tree.truncated}; the SDK packages and uploads all of it.",
-            "point source_dir at the folder with the training code only.",
+        # Not checked to the end: a link out of the project may lie beyond the bound.
+        yield Problem(
+            path,
+            f"{quote(folder)} has {tree.truncated}, too many to check for links that leave the "
+            f"project ({MAX_TREE_ENTRIES:,} at most); the SDK would package and upload all of "
+            "it.",
+            "point it at the folder with the training code only (keep data in S3).",
         )
 
 

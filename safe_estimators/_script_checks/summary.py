@@ -355,6 +355,9 @@ def _clip(text: str, limit: int = 60) -> str:
 
 
 def _parse(source: str | bytes, file: str, path: Path | None) -> _Module | Finding:
+    undecodable = _undecodable(source, file) if isinstance(source, bytes) else None
+    if undecodable is not None:
+        return undecodable
     try:
         with warnings.catch_warnings():
             # Invalid escape sequences etc. are the user's business, and under `-W error` a
@@ -378,6 +381,31 @@ def _parse(source: str | bytes, file: str, path: Path | None) -> _Module | Findi
         return _Module(file, tree, path, source)
     except (RecursionError, MemoryError):
         return _too_complex(file)
+
+
+def _undecodable(source: bytes, file: str) -> Finding | None:
+    """Python refuses to run a file that is not text in its declared encoding (UTF-8 unless a
+    PEP 263 line says otherwise), even where the bad byte is in a comment; ``ast.parse`` of the
+    bytes does not check, so it is checked here as Python's own reader does."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+        source.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = source.count(b"\n", 0, exc.start) + 1
+        detail = f"byte {source[exc.start]:#04x} is not {exc.encoding}"
+    except (SyntaxError, LookupError) as exc:  # an unknown or contradictory coding line
+        line, detail = getattr(exc, "lineno", None) or 1, str(exc)[:120]
+    else:
+        return None
+    return Finding(
+        file, line, "error", "syntax-error",
+        f"Python cannot read this file ({detail}, and no encoding declaration says otherwise); "
+        "the job would fail when it starts the script.",
+        "save the file as UTF-8, or declare its encoding (`# -*- coding: latin-1 -*-`).",
+    )  # fmt: skip
 
 
 def _too_complex(file: str) -> Finding:

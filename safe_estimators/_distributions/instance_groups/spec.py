@@ -93,6 +93,18 @@ def structure_instance_groups(value: object, _type: object = None) -> tuple[Inst
                 )
             ]
         )
+    if not value:
+        raise ConfigError(
+            [
+                Problem(
+                    "",
+                    "is empty; the SDK reads an empty list as no groups, and then needs "
+                    "instance_type and instance_count.",
+                    "give at least one group, or remove instance_groups and set instance_type "
+                    "and instance_count.",
+                )
+            ]
+        )
     problems: list[Problem] = []
     groups: list[InstanceGroupSpec] = []
     for index, item in enumerate(value):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 from packaging.version import InvalidVersion, Version
 
+from safe_estimators._bounds import MAX_GUARD_STEPS
 from safe_estimators._script_checks.findings import Finding, ScriptContext
 from safe_estimators._script_checks.libraries import (
     DATA_SHARDERS,
@@ -293,6 +294,7 @@ def _rule_save_every_rank(program: _Program, context: ScriptContext) -> Iterator
     """``torch.save`` / ``save_pretrained`` must run in one process (a rank guard around it)."""
     if not _launches_many(context):
         return
+    budget = [MAX_GUARD_STEPS]  # statements left to inspect for rank tests, all saves together
     for module, call in program.find("save", "save_pretrained"):
         if call.tail == "save":
             if call.name != "torch.save":
@@ -304,7 +306,7 @@ def _rule_save_every_rank(program: _Program, context: ScriptContext) -> Iterator
             target = _keyword(call.node, "save_directory", 0)
         if target is not None and _names_rank(target, module, call):
             continue  # one file per rank, on purpose
-        if _guarded(program, module, call, 0, set()):
+        if _guarded(program, module, call, 0, set(), budget):
             continue
         if context.processes == 2 and _in_main_process_first(module, call):
             continue  # the main process saves, then the other: one after the other, not at once
@@ -349,11 +351,17 @@ def _text(node: ast.AST) -> str:
 
 
 def _guarded(
-    program: _Program, module: _Module, call: _Call, depth: int, seen: set[tuple[int, int]]
+    program: _Program,
+    module: _Module,
+    call: _Call,
+    depth: int,
+    seen: set[tuple[int, int]],
+    budget: list[int],
 ) -> bool:
     """A rank test decides whether ``call`` runs: an enclosing ``if``, an early return before
     it, a decorator on its function, or every caller of its function being guarded. Where the
-    callers cannot be found, it counts as guarded (quiet)."""
+    callers cannot be found, or the budget of statements to inspect is spent, it counts as
+    guarded (quiet)."""
     scope = module.scopes[call.scope]
     if isinstance(scope, ast.Lambda):
         return True
@@ -363,7 +371,7 @@ def _guarded(
         return True
     body = scope.body if isinstance(scope, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) \
         else []
-    if _guarded_in(body, module, call):
+    if _guarded_in(body, module, call, budget):
         return True
     if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
@@ -377,7 +385,7 @@ def _guarded(
     ]
     if not callers:
         return True
-    return all(_guarded(program, m, c, depth + 1, seen) for m, c in callers)
+    return all(_guarded(program, m, c, depth + 1, seen, budget) for m, c in callers)
 
 
 def _in_main_process_first(module: _Module, call: _Call) -> bool:
@@ -405,11 +413,14 @@ def _calls_local(call: _Call, name: str, program: _Program) -> bool:
     return call.name == name or head in ("self", "cls") or head in program.local_names
 
 
-def _guarded_in(body: list[ast.stmt], module: _Module, call: _Call) -> bool:
+def _guarded_in(body: list[ast.stmt], module: _Module, call: _Call, budget: list[int]) -> bool:
     """Walk down the statements that contain the call, looking for a rank test on the way."""
     line = call.line
     while body:
         for stmt in body:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return True  # spent (MAX_GUARD_STEPS): quiet rather than a guess
             if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
                 break
             if _is_early_exit(stmt, module, call):
@@ -430,11 +441,11 @@ def _tests_rank(test: ast.expr, module: _Module, call: _Call) -> bool:
 
 def _is_early_exit(stmt: ast.stmt, module: _Module, call: _Call) -> bool:
     """``if rank != 0: return`` (or continue, break, raise) before the save."""
-    return (
+    return (  # the shape first: reading the condition costs far more
         isinstance(stmt, ast.If)
-        and _tests_rank(stmt.test, module, call)
         and bool(stmt.body)
         and isinstance(stmt.body[-1], ast.Return | ast.Continue | ast.Break | ast.Raise)
+        and _tests_rank(stmt.test, module, call)
     )
 
 

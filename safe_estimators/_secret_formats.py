@@ -1,0 +1,782 @@
+"""What a secret looks like, wherever a value of the job may hold one (``_secrets`` says what
+it means for the job).
+
+DescribeTrainingJob shows hyperparameters, environment, container arguments, tags and URIs in
+plain text to anyone with read access to SageMaker, and they end up in CloudTrail and in the
+console. Read by the secrets rule and by everything that prints a value (``_bounds.quote``,
+every ``Problem``, plans), which must never print more than a suspected secret's first
+characters; it imports nothing of the package, so that all of them can:
+
+- ``SECRET_FORMATS``: token formats that are credentials whatever key they sit under, by their
+  issuers' documented prefixes (the same ones the ``detect-secrets`` and gitleaks projects
+  match), plus passwords in URLs (``scheme://user:password@host``).
+- ``SECRET_WORDS``: words in a key name that say it holds a credential, matched on the name's
+  words after normalising case, camelCase, dashes and dots; ``BENIGN_LAST_WORDS`` and
+  ``TOKENIZER_WORDS`` are the names that merely talk about one (``HF_TOKEN_SECRET_NAME``,
+  ``password_file``, ``pad_token``, ``token_budget``).
+
+Every pattern runs in linear time on any input: each alternative starts with a literal or a
+guarded character class and has bounded repetition only (``{n}``, ``{m,n}``), so the work at
+one position is bounded; the whole token is then found by extending the match over token
+characters once (``_extent``). ``tests/test_secrets_corpus.py`` times them on crafted input.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+# Before a token: not inside a longer word or token (a guard, not \b: "_" and "-" count).
+# The guards: a token does not start inside a longer word or token ("_" and "-" count, unlike
+# \b). Each is written after the token's first character (a two-character lookbehind), so that
+# every pattern starts with a literal and the engine skips ahead to where a token could start.
+_WORD = "A-Za-z0-9_-"
+_ALNUM = "A-Za-z0-9"
+
+
+def _token(pattern: str, guard: str = _WORD) -> str:
+    """``pattern`` (starting with a literal character) at the start of a token only."""
+    return f"{pattern[0]}(?<![{guard}].){pattern[1:]}"
+
+
+# (what it is, its pattern): values that are credentials whatever key they sit under. Each
+# pattern matches the token's fixed prefix and its shortest documented body; ``_extent`` finds
+# the rest. Kinds in ``_RANDOM`` must also look random (upper case, lower case and a digit):
+# run names such as "sk-learn-random-forest-baseline" share their prefix.
+SECRET_FORMATS: tuple[tuple[str, str], ...] = (
+    ("an AWS access key id", _token(r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", _ALNUM)),
+    ("a Hugging Face token", _token(r"hf_[A-Za-z0-9]{30}")),
+    ("a Hugging Face token", _token(r"api_org_[A-Za-z0-9]{30}")),
+    ("a GitHub token", _token(r"gh[pousr]_[A-Za-z0-9]{36}")),
+    ("a GitHub token", _token(r"github_pat_[A-Za-z0-9_]{22}")),
+    ("a GitLab token", _token(r"gl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|soat|agent)-[A-Za-z0-9_-]{20}")),
+    ("an npm token", _token(r"npm_[A-Za-z0-9]{36}")),
+    ("a PyPI token", _token(r"pypi-AgE[A-Za-z0-9_-]{50}")),
+    ("a Slack token", _token(r"x(?:ox[abposre]|app)-[0-9A-Za-z]{1,16}-[A-Za-z0-9-]{8}")),
+    ("a Slack webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9]{4}"),
+    ("a Discord webhook", r"discord(?:app)?\.com/api/webhooks/[0-9]{8}"),
+    ("a Stripe key", _token(r"sk_(?:live|test)_[A-Za-z0-9]{16}")),
+    ("a Stripe key", _token(r"rk_(?:live|test)_[A-Za-z0-9]{16}")),
+    ("a Stripe key", _token(r"whsec_[A-Za-z0-9]{24}")),
+    # OpenAI (sk-..., sk-proj-...), Anthropic (sk-ant-...) and the many APIs that copied them.
+    ("an API key (sk-...)", _token(r"sk-[A-Za-z0-9_-]{20}")),
+    ("a Google API key", _token(r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])")),
+    ("a Google OAuth secret", _token(r"GOCSPX-[A-Za-z0-9_-]{24}")),
+    ("a Google OAuth token", _token(r"ya29\.[A-Za-z0-9_-]{30}")),
+    ("a JSON Web Token", _token(r"eyJ[A-Za-z0-9_-]{8}[A-Za-z0-9_-]{0,2000}\.eyJ[A-Za-z0-9_-]{8}")),
+    ("an Azure key", r"AccountKey=[A-Za-z0-9+/%]{16}"),
+    ("an Azure key", r"SharedAccess(?:Key|Signature)=[A-Za-z0-9+/%]{16}"),
+    ("an Azure SAS signature", _token(r"sig=[A-Za-z0-9%+/]{30}", _ALNUM)),
+    # An Entra ID client secret: 3 characters, a digit, "Q~", 31 more (found from its "Q~").
+    ("an Azure client secret", r"Q(?<=[A-Za-z0-9_~.-]{3}[0-9]Q)~[A-Za-z0-9_~.-]{31}"),
+    ("a private key", r"-----BEGIN (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----"),
+    ("a Twilio API key", _token(r"SK[0-9a-fA-F]{32}(?![A-Za-z0-9])", _ALNUM)),
+    ("a SendGrid key", _token(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}")),
+    ("a Mailgun key", _token(r"key-[0-9a-f]{32}(?![A-Za-z0-9])")),
+    ("a Shopify token", _token(r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}")),
+    ("a DigitalOcean token", _token(r"do[opr]_v1_[a-f0-9]{64}")),
+    ("a Databricks token", _token(r"dapi[a-f0-9]{32}(?![A-Za-z0-9])")),
+    # A Telegram bot token: the bot's 8 to 10 digits, ":AA", 33 more (found from its ":AA").
+    ("a Telegram bot token", r":(?<=[0-9]{8}:)AA[A-Za-z0-9_-]{33}"),
+    ("a Square token", _token(r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22}")),
+    ("a New Relic key", _token(r"NRAK-[A-Z0-9]{27}")),
+    ("a HashiCorp Vault token", _token(r"hv[sb]\.[A-Za-z0-9_-]{24}")),
+    ("a Terraform Cloud token", r"\.(?<=[A-Za-z0-9]{14}\.)atlasv1\.[A-Za-z0-9_-]{20}"),
+    ("a Grafana token", _token(r"gl(?:c|sa)_[A-Za-z0-9_=+/-]{32}")),
+    ("a Postman key", _token(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
+    ("a Replicate token", _token(r"r8_[A-Za-z0-9]{37}")),
+    ("a Groq key", _token(r"gsk_[A-Za-z0-9]{40}")),
+    ("a Linear key", _token(r"lin_api_[A-Za-z0-9]{40}")),
+    ("a Notion token", _token(r"secret_[A-Za-z0-9]{43}")),
+    ("a Notion token", _token(r"ntn_[A-Za-z0-9]{43}")),
+    ("a Supabase token", _token(r"sbp_[a-f0-9]{40}")),
+    ("a PlanetScale token", _token(r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32}")),
+    ("an Atlassian token", _token(r"ATATT3[A-Za-z0-9_=-]{50}")),
+    ("an age secret key", r"AGE-SECRET-KEY-1[A-Z0-9]{58}"),
+    ("a Mapbox secret token", _token(r"sk\.eyJ[A-Za-z0-9_-]{20}")),
+    ("a Dropbox token", _token(r"sl\.[A-Za-z0-9_-]{60}")),
+    (
+        "a Doppler token",
+        _token(r"dp\.(?:st|ct|sa|scim|audit)\.(?:[a-z0-9_-]{1,32}\.)?[A-Za-z0-9]{40}"),
+    ),
+    ("a Pulumi token", _token(r"pul-[a-f0-9]{40}")),
+    ("a Heroku key", _token(r"HRKU-[A-Za-z0-9_-]{60}")),
+    ("an Authorization header", _token(r"Bearer {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM)),
+    ("an Authorization header", _token(r"bearer {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM)),
+    ("an Authorization header", _token(r"Basic {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM)),
+    ("an Authorization header", _token(r"basic {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM)),
+)
+# Found from a literal in their middle: the token starts up to this many characters earlier.
+_BEFORE = {"an Azure client secret": 4, "a Telegram bot token": 10, "a Terraform Cloud token": 14}
+_RANDOM = frozenset(("an API key (sk-...)", "an Authorization header"))
+
+# scheme://user:password@host, unless the password is a ${VARIABLE}, a {{template}}, <password>,
+# ***, xxx or the word itself (placeholders in documentation), or already masked (…).
+URL_PASSWORD = "a password in a URL"
+_URL_PASSWORD = re.compile(
+    r":(?<=[A-Za-z0-9+.-]:)//[^\s:/@]{0,256}:"
+    r"(?![$%{<*…]|x{1,64}@|(?:password|passwd|pass|pwd|secret)@)(?P<password>[^\s/@…]{1,256})@",
+    re.I,
+)
+# One pass for all formats: every alternative starts with a literal character, so the engine
+# only stops where one of them could start; the format is then told by its own pattern.
+_TOKENS = re.compile("|".join(f"(?:{p})" for _, p in SECRET_FORMATS))
+_FORMATS = tuple((kind, re.compile(p)) for kind, p in SECRET_FORMATS)
+# What follows a token's prefix: the characters of every format's body.
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_~+/=.%-]*")
+_PEM_END = "-----END "
+
+# The AWS secret access key's shape: 40 characters of base64 with upper case, lower case and a
+# digit. Model ids and hashes have the same shape, so it counts only where the context says AWS:
+# the key's name, or an access key id beside it.
+AWS_SECRET_SHAPE = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_ID = re.compile(SECRET_FORMATS[0][1])
+
+
+def _random(text: str) -> bool:
+    return (
+        any(c.isupper() for c in text)
+        and any(c.islower() for c in text)
+        and any(c.isdigit() for c in text)
+    )
+
+
+def find_tokens(text: str, aws_context: bool = False) -> Iterator[tuple[str, int, int]]:
+    """Every suspected credential in ``text``: (kind, start, end) of the part to hide, left to
+    right and not overlapping. Linear in ``len(text)``."""
+    spans: list[tuple[int, int, str]] = []
+    pos = 0
+    while True:
+        match = _TOKENS.search(text, pos)
+        if match is None:
+            break
+        kind = next(k for k, p in _FORMATS if p.match(text, match.start()))
+        start, end = match.start(), _extent(text, match)
+        if kind in _BEFORE:
+            start = _start_before(text, start, _BEFORE[kind])
+        pos = end
+        if kind in _RANDOM and not _random(text[start:end]):
+            pos = match.start() + 1
+            continue
+        spans.append((start, end, kind))
+    for url in _URL_PASSWORD.finditer(text):
+        start, end = url.span("password")
+        spans.append((start, end, URL_PASSWORD))
+    if aws_context:
+        for shape in AWS_SECRET_SHAPE.finditer(text):
+            if _random(shape.group()):
+                spans.append((shape.start(), shape.end(), "an AWS secret access key"))
+    spans.sort()
+    last = -1
+    for start, end, kind in spans:
+        if start >= last:
+            last = end
+            yield kind, start, end
+
+
+def _extent(text: str, match: re.Match[str]) -> int:
+    """Where the token ``match`` starts ends: a private key runs to its END line (or the end of
+    the text), any other token over the characters tokens are made of."""
+    if match.group().startswith("-----BEGIN"):
+        end = text.find(_PEM_END, match.end())
+        if end < 0:
+            return len(text)
+        close = text.find("-----", end + len(_PEM_END))
+        return len(text) if close < 0 else close + 5
+    run = _TOKEN_CHARS.match(text, match.end())
+    return run.end() if run else match.end()
+
+
+def _start_before(text: str, start: int, most: int) -> int:
+    first = start
+    while first > start - most and first > 0 and text[first - 1] in _BODY:
+        first -= 1
+    return first
+
+
+_BODY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.-")
+
+
+def mask_text(text: str) -> str:
+    """``text`` with every suspected credential cut to its first characters (``ghp_…``): the
+    token formats, and the values a quoted mapping in it holds under a secret's name
+    (``{'password': 'hunter2'}``, as ``repr`` writes one)."""
+    if ": " in text and ("'" in text or '"' in text):
+        text = _QUOTED_ENTRY.sub(_masked_entry, text)
+    if not _TOKENS.search(text) and "://" not in text:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for _, start, end in find_tokens(text):
+        parts += [text[pos:start], text[start : start + _shown_length(end - start)], "…"]
+        pos = end
+    if not parts:
+        return text
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+# 'name': 'value' (or with double quotes), as repr() writes a mapping's entry.
+_QUOTED_ENTRY = re.compile(r"""(['"])([A-Za-z0-9_.-]{1,128})\1: (['"])([^'"\\\n]{1,2500})\3""")
+
+
+def _masked_entry(entry: re.Match[str]) -> str:
+    name, value = entry.group(2), entry.group(4)
+    if not (secret_name(name) and _holds_secret(value)):
+        return entry.group()
+    quote = entry.group(3)
+    shown = value[: _shown_length(len(value))]
+    return f"{entry.group(1)}{name}{entry.group(1)}: {quote}{shown}…{quote}"
+
+
+def _shown_length(length: int) -> int:
+    return min(4, length // 5)
+
+
+# Words that make a key name a credential's.
+SECRET_WORDS = frozenset(
+    [
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "passphrase",
+        "passcode",
+        "secret",
+        "secrets",
+        "credential",
+        "credentials",
+        "creds",
+        "token",
+        "apikey",
+        "pat",
+        "authorization",
+        "bearer",
+        "cookie",
+        "privatekey",
+    ]
+)
+# Two-word names: ``key`` alone is too common (sort_key, s3_key), these qualify it.
+KEY_QUALIFIERS = frozenset(
+    [
+        "api",
+        "access",
+        "secret",
+        "private",
+        "signing",
+        "master",
+        "auth",
+        "client",
+        "license",
+        "encryption",
+        "account",
+        "service",
+        "openai",
+        "anthropic",
+        "cohere",
+        "wandb",
+        "comet",
+        "neptune",
+        "stripe",
+        "sendgrid",
+        "twilio",
+        "mailgun",
+        "pinecone",
+        "hf",
+        "huggingface",
+        "github",
+        "gitlab",
+        "slack",
+        "azure",
+        "gcp",
+        "google",
+        "mistral",
+        "groq",
+        "replicate",
+        "kaggle",
+        "databricks",
+        "mlflow",
+        "pypi",
+        "npm",
+        "hub",
+    ]
+)
+# Words that make a number a credential's (a PIN or a numeric password; tokens are never numbers).
+PASSWORD_WORDS = frozenset(["password", "passwd", "pwd", "pass", "passphrase", "passcode", "pin"])
+# Endings that make a single word a credential's (PGPASSWORD, dbpassword, mysecret, hftoken).
+SECRET_FRAGMENTS = ("password", "passwd", "passphrase", "secret", "apikey", "accesskey", "token")
+# Words that end in a fragment and are vocabulary (a subtoken is a piece of a word).
+FRAGMENT_WORDS = frozenset(["subtoken", "pretoken", "multitoken", "detoken", "nosecret"])
+# Secret words that are also common words elsewhere in a name (pass_at_k, pat_size,
+# pwd_dir): they count only as the name's last word (DB_PASS, GH_PAT).
+LAST_ONLY = frozenset(["pass", "pat", "pwd", "pin", "creds"])
+# What may follow a secret word in a credential's name (TOKEN_VALUE, SECRET_KEY_B64, TOKEN2);
+# any other word makes it a different setting (token_budget, secret_sharing_rounds).
+TRAILING_WORDS = frozenset(
+    ["value", "val", "str", "string", "text", "plain", "plaintext", "raw", "b64", "base64",
+     "hex", "encoded", "key", "secret", "pem", "json", "data", "content", "contents"]
+)  # fmt: skip
+# A last word that says the value points at a secret or describes one, rather than holding it.
+BENIGN_LAST_WORDS = frozenset(
+    [
+        "name",
+        "id",
+        "ids",
+        "arn",
+        "file",
+        "files",
+        "path",
+        "paths",
+        "dir",
+        "header",
+        "env",
+        "var",
+        "envvar",
+        "url",
+        "uri",
+        "endpoint",
+        "ttl",
+        "length",
+        "len",
+        "type",
+        "kind",
+        "enabled",
+        "required",
+        "expiry",
+        "expires",
+        "expiration",
+        "field",
+        "prefix",
+        "location",
+        "bucket",
+        "count",
+        "limit",
+        "size",
+        "timeout",
+        "ref",
+        "reference",
+        "key_name",
+        "version",
+        "policy",
+    ]
+)
+# Tokenizer and generation settings: tokens that are words, not credentials.
+TOKENIZER_WORDS = frozenset(
+    [
+        "pad",
+        "eos",
+        "bos",
+        "unk",
+        "sep",
+        "cls",
+        "mask",
+        "special",
+        "additional",
+        "max",
+        "min",
+        "num",
+        "new",
+        "start",
+        "end",
+        "vocab",
+        "added",
+        "decoder",
+        "encoder",
+        "prompt",
+        "image",
+        "audio",
+        "video",
+        "tokens",
+        "per",
+        "return",
+        "truncate",
+        "skip",
+    ]
+)
+
+# Values that name a secret instead of holding it are the right way to pass one.
+SECRET_REFERENCE = re.compile(
+    r"^(?:arn:aws[a-z-]*:(?:secretsmanager|ssm|kms):|\{\{resolve:|\$\{[^}]*\}$|\$[A-Z_][A-Z0-9_]*$)"
+)
+_NOT_SECRETS = frozenset(("", "true", "false", "none", "null", "yes", "no", "0", "1"))
+# A value that points at a secret (a file, an S3 object) rather than holding it.
+_POINTER = ("/", "./", "~/", "s3://", "file://")
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# NAME=value in a list of arguments or a command line (-x HF_TOKEN=..., Password=...;).
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,127})=(.*)", re.S)
+# -x, --flag, --flag=value (not "-----BEGIN ...", not "-1").
+_FLAG = re.compile(r"--?[A-Za-z]")
+# What separates the arguments of a command line, a connection string or a query string.
+_SEPARATORS = re.compile(r"[\s;&?]+")
+
+
+def name_words(key: str) -> list[str]:
+    """``"dbPassword"``, ``"DB_PASSWORD"``, ``"db-password"`` all give ``["db", "password"]``."""
+    return [w.lower() for w in _WORDS.findall(key)]
+
+
+def secret_name(key: object, *, numeric: bool = False) -> bool:
+    """The key's name says its value is a credential (``OPENAI_KEY``, ``dbPassword``).
+
+    With ``numeric``, only password-like names count: a token or key is never a bare number.
+    """
+    if not isinstance(key, str):
+        return False
+    if len(key) > _MEMO_MAX:
+        return _secret_name(key, numeric)
+    return _memo_secret_name(key, numeric)
+
+
+# Every check reads every hyperparameter and environment name and value, and jobs repeat them
+# (a sweep, a folder of specs): short ones are remembered. Long texts are rare and would make
+# the memo hold megabytes.
+_MEMO_MAX = 256
+
+
+def _secret_name(key: str, numeric: bool) -> bool:
+    words = name_words(key.lstrip("-"))
+    if not words or words[-1] in BENIGN_LAST_WORDS or "_".join(words[-2:]) in BENIGN_LAST_WORDS:
+        return False
+    for i, word in enumerate(words):
+        rest = words[i + 1 :]
+        if (rest and word in LAST_ONLY) or any(
+            w not in TRAILING_WORDS and not w.isdigit() for w in rest
+        ):
+            continue  # another setting named after a secret: token_budget, pass_at_k
+        if numeric:
+            if word in PASSWORD_WORDS or "password" in word or "passwd" in word:
+                return True
+        elif word == "token":
+            if not set(words) & TOKENIZER_WORDS:
+                return True
+        elif word == "key":
+            if i and words[i - 1] in KEY_QUALIFIERS:
+                return True
+        elif word in SECRET_WORDS or (
+            len(word) > 6 and word.endswith(SECRET_FRAGMENTS) and word not in FRAGMENT_WORDS
+        ):
+            return True
+    return False
+
+
+def redacted(value: object) -> str:
+    """How a suspected secret is shown: its first characters and its length, never the rest."""
+    text = value if isinstance(value, str) else str(value)
+    shown = text[: _shown_length(len(text))]
+    return f"{shown!r}… ({len(text)} characters)" if shown else f"({len(text)} characters)"
+
+
+_memo_secret_name = functools.lru_cache(maxsize=4096)(_secret_name)
+
+
+def _value_kind(text: str, aws_context: bool) -> str | None:
+    if len(text) > _MEMO_MAX:
+        return _find_value_kind(text, aws_context)
+    return _memo_value_kind(text, aws_context)
+
+
+def _find_value_kind(text: str, aws_context: bool) -> str | None:
+    if SECRET_REFERENCE.match(text):
+        return None
+    return next((kind for kind, _, _ in find_tokens(text, aws_context)), None)
+
+
+_memo_value_kind = functools.lru_cache(maxsize=4096)(_find_value_kind)
+
+
+def redacted_if_secret(text: str) -> str | None:
+    """``redacted(text)`` when ``text`` holds a known token format, else None."""
+    return redacted(text) if _value_kind(text, False) else None
+
+
+def _is_aws_secret_name(words: list[str]) -> bool:
+    return ("aws" in words and ("secret" in words or "key" in words)) or words[-3:] == [
+        "secret", "access", "key",
+    ]  # fmt: skip
+
+
+def secret_kind(key: str, value: object, *, aws_context: bool = False) -> str | None:
+    """Say what kind of secret ``key=value`` looks like, or None when it looks harmless."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    short = not isinstance(value, str) or len(value) <= _MEMO_MAX
+    if short and type(key) is str and len(key) <= _MEMO_MAX and type(value) in _PLAIN:
+        return _memo_secret_kind(key, value, aws_context)
+    return _secret_kind(key, value, aws_context)
+
+
+_PLAIN = (str, int, float)
+
+
+def _secret_kind(key: str, value: str | int | float, aws_context: bool) -> str | None:
+    if not isinstance(value, str):
+        numeric = secret_name(key, numeric=True) and str(value) not in _NOT_SECRETS
+        return "a password (by its name)" if numeric else None
+    kind = _value_kind(value, aws_context or _is_aws_secret_name(name_words(key)))
+    if kind:
+        return kind
+    if secret_name(key) and _holds_secret(value):
+        return "a secret (by its name)"
+    if _SEPARATORS.search(value) or "=" in value:
+        return _argument_kind(_SEPARATORS.split(value))
+    return None
+
+
+def _holds_secret(value: str) -> bool:
+    text = value.strip()
+    return not (
+        text.strip('"').lower() in _NOT_SECRETS
+        or text.startswith(_POINTER)
+        or SECRET_REFERENCE.match(text)
+    )
+
+
+def _argument_kind(words: list[str]) -> str | None:
+    """A secret passed by name in a command line's words (``--hub_token X``, ``-x PASS=X``)."""
+    for _, name, value in _named_arguments(words):
+        if isinstance(value, str) and secret_name(name) and _holds_secret(value):
+            return "a secret (by its name)"
+    return None
+
+
+def _named_arguments(items: list[Any]) -> Iterator[tuple[int, str, Any]]:
+    """(index, name, value) of each argument: a flag names the value after it (``--lr 0.1``,
+    ``--lr=0.1``), ``NAME=value`` names its own; the flags themselves are not values."""
+    flag = ""
+    for index, item in enumerate(items):
+        if isinstance(item, str) and _FLAG.match(item):
+            flag, equals, inline = item.lstrip("-").partition("=")
+            if equals:
+                yield index, flag, _as(item, inline)
+                flag = ""
+            continue
+        assignment = _ASSIGNMENT.fullmatch(item) if isinstance(item, str) else None
+        # After a flag, NAME=value is still an assignment (mpirun -x HF_TOKEN=...), unless the
+        # flag itself names a secret (--password a=b).
+        if assignment is not None and not (flag and secret_name(flag)):
+            yield index, assignment.group(1), _as(item, assignment.group(2))
+        else:
+            yield index, flag, item
+        flag = ""
+
+
+def _as(item: str, part: str) -> str:
+    """``part`` of ``item``, of the same type: a part of a spec file's text is one too."""
+    return SpecFileText(part) if isinstance(item, SpecFileText) else part
+
+
+# typed: 1, 1.0 and "1" are judged apart (only a string can hold a token).
+_memo_secret_kind = functools.lru_cache(maxsize=4096, typed=True)(_secret_kind)
+
+# A mapping that is one name and its value: a tag ({"Key": ..., "Value": ...}) and the like.
+_NAMED_VALUE = (frozenset(("Key", "Value")), frozenset(("Name", "Value")))
+
+
+def _judged(key: str, item: Any, aws: bool) -> str | None:
+    if type(item) in _PLAIN:  # most values: no pipeline default, no children
+        short = len(key) <= _MEMO_MAX and (type(item) is not str or len(item) <= _MEMO_MAX)
+        return (_memo_secret_kind if short else _secret_kind)(key, item, aws)
+    return secret_kind(key, item, aws_context=aws)
+
+
+def _suspects(where: tuple[Any, ...], value: Any) -> Iterator[tuple[tuple[Any, ...], str, Any]]:
+    """(path as a tuple of keys, kind, the value itself) of every suspected secret."""
+    name = str(where[-1]) if where else ""
+    stack: list[tuple[tuple[Any, ...], str, Any, bool]] = [(where, name, value, False)]
+    seen: set[int] = set()
+    while stack:
+        at, key, item, aws = stack.pop()
+        if type(item) in _PLAIN:
+            kind = _judged(key, item, aws)
+            if kind:
+                yield at, kind, item
+            continue
+        default = getattr(item, "default_value", None) if hasattr(item, "to_string") else None
+        if default is not None:
+            item = default
+        if isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+        if isinstance(item, Mapping):
+            entries = list(item.items())
+            aws_here = aws or any(isinstance(v, str) and _AWS_ID.search(v) for _, v in entries)
+            if frozenset(item) in _NAMED_VALUE and isinstance(item.get(_first(item)), str):
+                named = str(item[_first(item)])
+                stack.append(((*at, "Value"), named, item["Value"], aws_here))
+                stack.append(((*at, _first(item)), _first(item), named, aws_here))
+                continue
+            for k, v in reversed(entries):
+                child = k if isinstance(k, str) else str(k)
+                stack.append(((*at, k), child, v, aws_here))
+                if isinstance(k, str) and _value_kind(k, False):
+                    stack.append(((*at, (_KEY, k)), "", k, False))
+        elif isinstance(item, list | tuple):
+            aws_here = aws or any(isinstance(v, str) and _AWS_ID.search(v) for v in item)
+            children = [
+                ((*at, index), name_of or key, v, aws_here)
+                for index, name_of, v in _named_arguments(list(item))
+            ]
+            stack.extend(reversed(children))
+        else:
+            kind = secret_kind(key, item, aws_context=aws)
+            if kind:
+                yield at, kind, item
+
+
+def _first(item: Mapping[Any, Any]) -> str:
+    return "Key" if "Key" in item else "Name"
+
+
+# A path step (_KEY, name) stands for a mapping's key itself: a token used as a name.
+_KEY = object()
+
+
+def dotted(at: tuple[Any, ...]) -> str:
+    """A path of ``find_suspects`` as the user writes it, a token in it cut short."""
+    steps = (step[1] if type(step) is tuple and step[0] is _KEY else step for step in at)
+    return ".".join(mask_text(str(step)) for step in steps)
+
+
+def find_secrets(path: str, value: Any) -> Iterator[tuple[str, str, str]]:
+    """Every suspected secret under ``value``: (dotted path, kind, redacted form).
+
+    Walks nested dicts and lists iteratively; a list such as ``["--hub_token", "hf_..."]`` is
+    read as command-line arguments (each flag names the value after it, ``NAME=value`` names
+    itself), and so is a string with spaces, ``;``, ``&`` or ``?`` (a command line, a
+    connection or query string); a tag (``{"Key": k, "Value": v}``) as ``k`` naming ``v``; a
+    name that is itself a token is reported; a pipeline parameter is checked by its default
+    value. ``value`` is a mapping of names (hyperparameters, environment) or any value under
+    ``path``. Paths never hold more than a token's first characters.
+    """
+    for at, kind, raw in find_suspects(path, value):
+        yield dotted(at), kind, redacted(raw)
+
+
+def find_suspects(path: str, value: Any) -> Iterator[tuple[tuple[Any, ...], str, Any]]:
+    """``find_secrets`` with the path as a tuple of keys (the first is ``path``) and the value
+    itself, for callers that decide what to do with it."""
+    yield from _suspects((path,) if path else (), value)
+
+
+class _Hidden(str):
+    """A suspected secret as a message shows it: its repr is its redacted form."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+# Past this depth a value is shown as a whole placeholder rather than copied.
+_MASK_DEPTH = 64
+
+
+def masked(value: Any) -> Any:
+    """A copy of ``value`` to print: each suspected secret in it (by format, or by the name it
+    sits under) replaced by its redacted form; ``value`` itself when it holds none."""
+    hidden = {at: raw for at, _, raw in _suspects((), value)}
+    return _rewritten(
+        value, hidden, lambda _, raw: _Hidden(redacted(raw)), lambda key: _Hidden(mask_text(key))
+    )
+
+
+def _rewritten(
+    value: Any,
+    found: dict[tuple[Any, ...], Any],
+    leaf: Callable[[Any, Any], Any],
+    name: Callable[[str], str],
+) -> Any:
+    """A copy of ``value`` in which the value at each path of ``found`` is ``leaf(it, what was
+    found there)`` and each name found to be a token is ``name(it)``. What holds none of them
+    is shared, not copied; past ``_MASK_DEPTH`` levels (deeper than any spec may be) nothing is
+    rewritten."""
+    if not found:
+        return value
+    above = {at[:n] for at in found for n in range(len(at))}
+
+    def walk(item: Any, at: tuple[Any, ...]) -> Any:
+        if at in found:
+            return leaf(item, found[at])
+        if at not in above or len(at) > _MASK_DEPTH:
+            return item
+        default = getattr(item, "default_value", None) if hasattr(item, "to_string") else None
+        if default is not None:
+            return walk(default, at)
+        if isinstance(item, Mapping):
+            return {
+                (name(k) if isinstance(k, str) and (*at, (_KEY, k)) in found else k):
+                walk(v, (*at, k))
+                for k, v in item.items()
+            }  # fmt: skip
+        if isinstance(item, list | tuple):
+            return type(item)(walk(v, (*at, i)) for i, v in enumerate(item))  # type: ignore[call-arg]
+        return item
+
+    return walk(value, ())
+
+
+def mask_values_in(text: str, value: Any) -> str:
+    """``text`` (a message about ``value``) with each suspected secret of ``value`` that it
+    quotes replaced by its redacted form."""
+    for _, _, raw in _suspects((), value):
+        if isinstance(raw, str) and raw:
+            shown = redacted(raw)
+            text = text.replace(repr(raw), shown).replace(raw, shown)
+    return text
+
+
+class SpecFileText(str):
+    """A suspected secret as a spec file wrote it. The file is committed to a repository, so
+    the secret has leaked already: an error, where the same value passed in Python (read from
+    the environment or a login at run time) is a warning. Only values that are refused carry
+    this type: none reaches the SDK."""
+
+
+class SpecFileInt(int):
+    """A number a spec file wrote under a password's name (see ``SpecFileText``)."""
+
+
+class SpecFileFloat(float):
+    """A number a spec file wrote under a password's name (see ``SpecFileText``)."""
+
+
+# Messages name the type the file wrote ("expected str, got int").
+SpecFileInt.__name__, SpecFileFloat.__name__ = "int", "float"
+SPEC_FILE_TYPES = (SpecFileText, SpecFileInt, SpecFileFloat)
+
+
+def _from_spec_file(item: Any) -> Any:
+    if isinstance(item, str):
+        return SpecFileText(item)
+    return SpecFileFloat(item) if isinstance(item, float) else SpecFileInt(item)
+
+
+def is_accepted(path: str, accepted: tuple[str, ...]) -> bool:
+    """``path`` is one that ``accept_exposure`` names, or lies under one (``hyperparameters.args``
+    accepts ``hyperparameters.args.1``)."""
+    return any(path == key or path.startswith(key + ".") for key in accepted)
+
+
+def accepted_paths(value: object) -> tuple[str, ...]:
+    """The paths an ``accept_exposure`` value names (one path, or a list of them)."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return tuple(item for item in value if isinstance(item, str))
+    return ()
+
+
+def mark_spec_file_secrets(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a spec file's options) with each suspected secret in it, value or name, as a
+    ``SpecFileText``; those its ``accept_exposure`` names stay as they are."""
+    accepted = accepted_paths(data.get("accept_exposure"))
+    found = {
+        at: raw
+        for at, _, raw in _suspects((), data)
+        if not is_accepted(dotted(at), accepted) and isinstance(raw, str | int | float)
+    }
+    # A flag with its value (--password=x) is marked whole.
+    return _rewritten(  # type: ignore[no-any-return]
+        data, found, lambda item, _: _from_spec_file(item), SpecFileText
+    )
