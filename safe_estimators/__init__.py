@@ -3,9 +3,11 @@
 ``huggingface()`` and ``pytorch()`` take the SageMaker SDK's keyword arguments plus the user's
 intent (``training_compiler=True``, ``model_parallel=...``), derive every hardware-dependent value
 from the instance catalog, check everything, report all problems at once in one ``ConfigError``,
-and return the real SageMaker estimator. Spec files go through the same path: ``load_spec``,
-``build`` and ``plan`` (an offline CreateTrainingJob request). Importing this package does not
-import ``sagemaker``; only building an estimator does.
+and return the real SageMaker estimator; ``model_trainer()`` builds the same job as a
+``ModelTrainer`` (sagemaker 2.x's ``sagemaker.modules.train`` or 3.x's ``sagemaker.train``).
+Spec files go through the same path: ``load_spec``, ``build`` and ``plan`` (an offline
+CreateTrainingJob request). Importing this package does not import ``sagemaker``; only building
+does.
 """
 
 from typing import TYPE_CHECKING
@@ -30,6 +32,7 @@ __all__ = [
     "explain",
     "huggingface",
     "load_spec",
+    "model_trainer",
     "plan",
     "pytorch",
 ]
@@ -57,6 +60,7 @@ _HOMES = {
     "explain": "_build",
     "huggingface": "_factories",
     "load_spec": "_validate",
+    "model_trainer": "_factories",
     "plan": "_plan",
     "pytorch": "_factories",
 }
@@ -64,7 +68,7 @@ _HOMES = {
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
     from safe_estimators._build import explain
     from safe_estimators._distributions.model_parallel import ModelParallel, ParallelLayout
-    from safe_estimators._factories import build, huggingface, pytorch
+    from safe_estimators._factories import build, huggingface, model_trainer, pytorch
     from safe_estimators._memory import MemoryEstimate, ModelShape
     from safe_estimators._plan import Plan, plan
     from safe_estimators._problems import ConfigError, Problem

@@ -368,6 +368,11 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
         if problems:
             raise ConfigError(problems, source=source)
 
+    if job.target == "model_trainer":
+        from safe_estimators._build.model_trainer import submit_model_trainer
+
+        return submit_model_trainer(job, region, check, wait)
+
     session = submitting_session(region, check)
     if not job.kwargs.get("role") and not configured_role(session):
         raise ConfigError(
@@ -710,7 +715,23 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = command("schema", "print the JSON Schema of spec files")
     schema.set_defaults(run=_schema)
+
+    port = command("port", "print the Python code of a bare ModelTrainer for the job, offline")
+    port.add_argument("files", nargs=1, metavar="FILE")
+    port.set_defaults(run=_port)
     return parser
+
+
+def _port(args: argparse.Namespace) -> int:
+    from safe_estimators._port import port
+
+    code = port(args.files[0], project_root=args.project_root)
+    if args.json:
+        _emit_json({"ok": True, "problems": [], "source": args.files[0], "code": code})
+    else:
+        print(code, end="")
+    args.report.printed = True  # the code is what was asked for, in every format
+    return EXIT_OK
 
 
 def _usage(parser: argparse.ArgumentParser, message: str, output: str) -> int:
@@ -741,7 +762,7 @@ def _requested_format(arguments: Sequence[str]) -> str:
 
 
 # The commands that load the SageMaker SDK; the others never load logging just to quiet it.
-_SDK_COMMANDS = (_plan, _submit)
+_SDK_COMMANDS = (_plan, _submit, _port)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

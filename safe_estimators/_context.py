@@ -23,6 +23,7 @@ from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._facts import tables
 from safe_estimators._facts.code_paths import remote_source_dir
+from safe_estimators._facts.sdk_files import default_target
 from safe_estimators._facts.versions import (
     framework_container,
     huggingface_container,
@@ -48,6 +49,12 @@ class Context:
     model_parallel: Any = None
     # The instance group the launcher runs on, in a heterogeneous cluster (instance_groups).
     group: Any = None
+
+    @functools.cached_property
+    def target(self) -> str:
+        """What the job is built as: "estimator" or "model_trainer" (the spec's ``target``, else
+        the installed SDK's default)."""
+        return self.spec.target or default_target()
 
     @functools.cached_property
     def instance_name(self) -> str:
@@ -180,8 +187,12 @@ class Context:
 
     @functools.cached_property
     def source_folder(self) -> str | None:
-        """source_dir when it is a folder on this machine (not S3, git or a pipeline variable)."""
-        source_dir = self.spec.source_dir
+        """source_dir when it is a folder on this machine (not S3, git or a pipeline variable);
+        for a ModelTrainer without one, the entry point's folder, which it uploads instead."""
+        source_dir: object = self.spec.source_dir
+        if source_dir is None and self.target == "model_trainer":
+            entry = self.spec.entry_point
+            source_dir = (os.path.dirname(entry) or ".") if isinstance(entry, str) else None
         if not isinstance(source_dir, str) or remote_source_dir(source_dir):
             return None
         if not os.path.isdir(source_dir):

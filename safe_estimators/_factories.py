@@ -9,10 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from safe_estimators._build import build_estimator
-from safe_estimators._problems import warning
+from safe_estimators._build import build as build_target
+from safe_estimators._build import build_estimator, build_model_trainer
+from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._problems import ConfigError, warning
 from safe_estimators._resolve import ResolvedJob, resolve_arguments
+from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import JobSpec, TrainingCompiler
+from safe_estimators._targets import ESTIMATOR, MODEL_TRAINER
 
 if TYPE_CHECKING:
     from sagemaker.huggingface import HuggingFace
@@ -26,6 +30,12 @@ if TYPE_CHECKING:
 def _given(named: Mapping[str, Any], passed_through: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments the caller set: None means "not given", as in the SageMaker SDK."""
     return {k: v for k, v in {**named, **passed_through}.items() if v is not None}
+
+
+def _estimator_available() -> None:
+    """The estimator factories under sagemaker 3, which has no estimators: one clear error."""
+    if sdk_generation() >= 3:
+        raise ConfigError([estimator_needs_sdk2()])
 
 
 def _inputs_noted(job: ResolvedJob) -> ResolvedJob:
@@ -93,8 +103,10 @@ def huggingface(
     Every problem found is reported at once in one ``ConfigError`` before anything is built.
     ``safe_estimators.explain(estimator)`` tells what was injected and why.
     """
+    _estimator_available()
     named = dict(
         estimator="huggingface",
+        target=ESTIMATOR,
         transformers_version=transformers_version,
         pytorch_version=pytorch_version,
         entry_point=entry_point,
@@ -148,8 +160,10 @@ def pytorch(
     predefined recipe is read from a local copy of the recipes collection named by
     ``$SAFE_ESTIMATORS_RECIPES``.
     """
+    _estimator_available()
     named = dict(
         estimator="pytorch",
+        target=ESTIMATOR,
         framework_version=framework_version,
         entry_point=entry_point,
         instance_type=instance_type,
@@ -171,8 +185,69 @@ def pytorch(
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
+def model_trainer(
+    *,
+    entry_point: str,
+    estimator: str = "pytorch",
+    instance_type: str | None = None,
+    role: str | None = None,
+    instance_count: int | None = None,
+    framework_version: str | None = None,
+    transformers_version: str | None = None,
+    pytorch_version: str | None = None,
+    py_version: str | None = None,
+    source_dir: str | None = None,
+    hyperparameters: Mapping[str, Any] | None = None,
+    environment: Mapping[str, str] | None = None,
+    distribution: Mapping[str, Any] | None = None,
+    model_parallel: ModelParallel | Mapping[str, Any] | None = None,
+    model: ModelShape | Mapping[str, Any] | None = None,
+    inputs: str | Mapping[str, str] | None = None,
+    sagemaker_session: Any = None,
+    check_script: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """Build a checked ``ModelTrainer`` (``sagemaker.modules.train`` in sagemaker 2.x,
+    ``sagemaker.train`` in 3.x) for the job the estimator arguments describe.
+
+    Takes the same arguments as :func:`pytorch` (``estimator="huggingface"`` with
+    ``transformers_version`` and ``pytorch_version`` for a Hugging Face container), plus
+    ``inputs`` (what ``fit()`` would take: an S3 URI or channel name -> URI), and returns the
+    same job as a ModelTrainer: the image the estimator picks, ``Compute``, ``SourceCode``,
+    ``Torchrun``/``MPI`` with the processes per node from the instance's GPUs or NeuronCores
+    (SMP v2 as ``Torchrun(smp=SMP(...))``), the environment, hyperparameters, stopping
+    condition (the estimator's 24 h max run, sent explicitly), checkpoints, networking and
+    encryption. ``trainer.train()`` runs it; ``safe_estimators.explain(trainer)`` tells what
+    was injected and why. What ModelTrainer has no counterpart for (Training Compiler, the model
+    parallel library v1, SMDDP, instance groups) is refused in the one ``ConfigError``.
+    """
+    named = dict(
+        estimator=estimator,
+        target=MODEL_TRAINER,
+        framework_version=framework_version,
+        transformers_version=transformers_version,
+        pytorch_version=pytorch_version,
+        entry_point=entry_point,
+        instance_type=instance_type,
+        role=role,
+        instance_count=instance_count,
+        py_version=py_version,
+        source_dir=source_dir,
+        hyperparameters=hyperparameters,
+        environment=environment,
+        distribution=distribution,
+        model_parallel=model_parallel,
+        model=model,
+        inputs=inputs,
+        check_script=check_script,
+    )
+    job = resolve_arguments(_given(named, kwargs))
+    return build_model_trainer(job, sagemaker_session)
+
+
 def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
-    """Build the estimator a spec describes (a ``JobSpec`` or a spec file path).
+    """Build the job a spec describes (a ``JobSpec`` or a spec file path) as its target: the
+    estimator, or a ModelTrainer (``target: model_trainer``; the default under sagemaker 3).
 
     Keyword ``overrides`` replace the spec's options; pass ``sagemaker_session=`` to use your own
     session (a PipelineSession, say). Raises ConfigError with every problem found.
@@ -181,4 +256,4 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
 
     session = overrides.pop("sagemaker_session", None)
     arguments, source, prior = job_arguments(spec, overrides)
-    return build_estimator(resolve_arguments(arguments, source, prior), session)
+    return build_target(resolve_arguments(arguments, source, prior), session)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, printable, quote
+from safe_estimators._facts.sdk_files import default_target
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._recipes.offline import planned_recipe_job
@@ -17,6 +18,7 @@ from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
 from safe_estimators._secret_formats import mask_text, masked
 from safe_estimators._spec import JobSpec
+from safe_estimators._targets import MODEL_TRAINER
 from safe_estimators._validate import offline
 
 
@@ -34,6 +36,8 @@ class Plan:
     explanation: Explanation
     placeholders: tuple[str, ...] = ()
     source: str | None = None
+    # The files a ModelTrainer uploads in its sm_drivers channel (distributed.json, ...).
+    files: dict[str, str] = attrs.field(factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready document: ``request``, ``injected``, ``warnings``, ``layout``,
@@ -55,6 +59,7 @@ class Plan:
             "script_findings": [mask_text(str(f)) for f in e.script_findings],
             "placeholders": list(self.placeholders),
             "request": masked(self.request),
+            **({"files": self.files} if self.files else {}),
         }
 
     def to_json(self) -> str:
@@ -85,6 +90,8 @@ class Plan:
             for key, value in sorted((r.get(section) or {}).items()):
                 lines.append(f"  {section}.{key} = {value}")
         lines += [f"  {path} = {value}" for path, value in other_fields(r)]
+        if "distributed.json" in self.files:
+            lines.append(f"sm_drivers/distributed.json: {self.files['distributed.json']}")
         lines.append("(use --json for the complete request)")
         # Keys and values are the user's: none may start a line of its own or reach the terminal,
         # and none shows more than a suspected secret's first characters.
@@ -215,8 +222,6 @@ def _plan(
 ) -> Plan:
     from safe_estimators._build import (
         PLACEHOLDER_BUCKET,
-        PLACEHOLDER_REGION,
-        PLACEHOLDER_ROLE,
         build_estimator,
         capture_request,
         configured_bucket,
@@ -232,24 +237,11 @@ def _plan(
     if any(p.severity == "error" for p in prior):
         resolve_arguments(arguments, source, prior)  # raises with every problem, these first
     region = job_region()
+    if (arguments.get("target") or default_target()) == MODEL_TRAINER:
+        return _plan_model_trainer(arguments, source, prior, region)
     local = arguments.get("instance_type") in ("local", "local_gpu")
     session = offline_session(region, None, local=local)
-    placeholders = []
-    if not arguments.get("role") and not configured_role(session):
-        arguments["role"] = PLACEHOLDER_ROLE
-        placeholders.append(
-            f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
-        )
-    role = arguments.get("role")
-    if isinstance(role, str) and role and "/" not in role:
-        # Session.expand_role asks IAM for the ARN of a bare role name; plan asks no one.
-        arguments["role"] = f"{PLACEHOLDER_ROLE.rpartition('/')[0]}/{role}"
-        placeholders.append(
-            f"role = {quote(arguments['role'])} (the SDK looks up the ARN of the role name "
-            f"{quote(role)} in IAM at submit; plan is offline)"
-        )
-    if region is None:
-        placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")
+    placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
     no_bucket = not arguments.get("output_path") or not arguments.get("code_location")
     if no_bucket and configured_bucket(session) is None:
         placeholders.append(
@@ -281,6 +273,32 @@ def _plan(
     if problems:
         raise ConfigError(problems, source=source)
     return Plan(request, estimator.safe_estimators, tuple(placeholders), source)
+
+
+def role_and_region_placeholders(
+    arguments: dict[str, Any], configured_role: Any, region: str | None
+) -> list[str]:
+    """What a plan makes up for the role and region it is not given (the role is set in
+    ``arguments``), said out loud."""
+    from safe_estimators._build import PLACEHOLDER_REGION, PLACEHOLDER_ROLE
+
+    placeholders = []
+    if not arguments.get("role") and not configured_role:
+        arguments["role"] = PLACEHOLDER_ROLE
+        placeholders.append(
+            f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
+        )
+    role = arguments.get("role")
+    if isinstance(role, str) and role and "/" not in role:
+        # Session.expand_role asks IAM for the ARN of a bare role name; plan asks no one.
+        arguments["role"] = f"{PLACEHOLDER_ROLE.rpartition('/')[0]}/{role}"
+        placeholders.append(
+            f"role = {quote(arguments['role'])} (the SDK looks up the ARN of the role name "
+            f"{quote(role)} in IAM at submit; plan is offline)"
+        )
+    if region is None:
+        placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")
+    return placeholders
 
 
 def _close_recipe_file(estimator: Any) -> None:
@@ -337,3 +355,65 @@ def _operation(session: Any) -> Any:
 def _inputs(inputs: str | Mapping[str, str] | None) -> Any:
     return dict(inputs) if isinstance(inputs, Mapping) else inputs
 
+
+# An offline plan of the ModelTrainer target: ModelTrainer's own ``train()``, stopped where
+# sagemaker-core's ``TrainingJob.create`` hands CreateTrainingJob to boto3.
+#
+# No AWS call is made: the session's default bucket is given (ModelTrainer asks S3, and STS, for
+# it when it is built), sagemaker 3.x's IAM role validation is off for the plan
+# (``SAGEMAKER_VALIDATE_ROLE=false``), the code uploads are answered locally and the request is
+# captured before it is sent. The plan also shows the files ModelTrainer writes into its
+# ``sm_drivers`` channel: the launcher settings (``distributed.json``), the source settings
+# (``sourcecode.json``) and the container's entry point (``sm_train.sh``).
+def _plan_model_trainer(
+    arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
+) -> Plan:
+    """The plan of the job ``arguments`` describe, built as a ModelTrainer."""
+    from safe_estimators._build import explain
+    from safe_estimators._build.model_trainer import (
+        configured_role,
+        offline_trainer_session,
+        plan_model_trainer,
+    )
+    from safe_estimators._build.shared import PLACEHOLDER_BUCKET, OfflineCallRefused
+
+    session = offline_trainer_session(region)
+    placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
+    if session.default_bucket() == PLACEHOLDER_BUCKET:
+        placeholders.append(
+            f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket, where ModelTrainer "
+            "uploads the code and its drivers; no account is asked)"
+        )
+    job = resolve_arguments(arguments, source, prior)
+    try:
+        trainer, request, files = plan_model_trainer(job, session)
+    except OfflineCallRefused as exc:  # sagemaker 3 looks a role name up in IAM
+        raise ConfigError(
+            [
+                Problem(
+                    "role",
+                    f"ModelTrainer would call AWS to plan this job ({exc}); a role name is "
+                    "looked up in IAM.",
+                    "give the role's ARN (arn:aws:iam::<account>:role/<name>) to plan offline.",
+                )
+            ],
+            source=source,
+        ) from exc
+    except (ValueError, TypeError, RuntimeError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(
+            [
+                Problem(
+                    "<sagemaker>",
+                    f"the SageMaker SDK refused the job at train(): {exc}",
+                    "report this spec: safe_estimators should have caught it.",
+                )
+            ],
+            source=source,
+        ) from exc
+    operation = session.boto_session.client("sagemaker").meta.service_model
+    problems = request_problems(request, operation.operation_model("CreateTrainingJob"))
+    if problems:
+        raise ConfigError(problems, source=source)
+    return Plan(request, explain(trainer), tuple(placeholders), source, files)

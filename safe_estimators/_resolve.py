@@ -30,6 +30,7 @@ from safe_estimators._distributions.model_parallel import (
     split_distribution,
 )
 from safe_estimators._facts import tables
+from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._recipes import recipe_arguments
@@ -38,6 +39,7 @@ from safe_estimators._resolved import Injection
 from safe_estimators._rules import RULES, run_rules
 from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._rules.resources import warm_pool_injections
+from safe_estimators._rules.targets import estimator_needs_sdk2, recipe_needs_estimator
 from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
@@ -49,6 +51,7 @@ from safe_estimators._spec import (
     structure_spec,
     value_of,
 )
+from safe_estimators._targets import ESTIMATOR
 
 if TYPE_CHECKING:  # imported where used: a spec without a local script never loads the checks
     from safe_estimators._distributions.model_parallel import ParallelLayout
@@ -81,6 +84,11 @@ class ResolvedJob:
     @property
     def estimator(self) -> str:
         return self.spec.estimator
+
+    @property
+    def target(self) -> str:
+        """What the job is built as (``Context.target``)."""
+        return self.spec.target or default_target()
 
 
 def _lookup(instance_type: str) -> instance_catalog.InstanceType | None:
@@ -306,11 +314,18 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     path ``entry_point``) and the script findings.
     """
     if recipe_of(spec) is not None:
-        return _check_recipe_job(spec)
+        ctx, problems, findings = _check_recipe_job(spec)
+        if ctx.target == ESTIMATOR and sdk_generation() >= 3:
+            return ctx, [estimator_needs_sdk2()], []
+        if ctx.target != ESTIMATOR:
+            problems.append(recipe_needs_estimator())
+        return ctx, problems, findings
     model_parallel, rest, problems = _model_parallel(spec)
     group = launch_group(spec.instance_groups, rest)
     name = group.instance_type if group else instance_type_name(spec.instance_type)
     ctx = Context(spec, _lookup(name), rest, model_parallel, group)
+    if ctx.target == ESTIMATOR and sdk_generation() >= 3:
+        return ctx, [estimator_needs_sdk2()], []  # the estimator's rules read its source
     problems += run_rules(ctx)
     problems += run_rules(ctx, LAUNCHER_RULES)
     problems += _model_parallel_rules(ctx)

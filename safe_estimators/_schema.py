@@ -96,6 +96,9 @@ _DESCRIPTIONS: dict[str, str] = {
     "model": "The model's shape, for the per-accelerator memory estimate (safe_estimators."
     "ModelShape): a job that cannot fit is refused with the smallest fixes.",
     "check_script": "Check the entry point for known pitfalls before launch.",
+    "target": "What the job is built as: estimator (the SDK's estimator class, sagemaker 2.x "
+    "only) or model_trainer (ModelTrainer); by default the estimator on sagemaker 2.x and "
+    "ModelTrainer on 3.x. estimator names the training container either way.",
     "inputs": "The channels passed to fit(): an S3 URI, or a mapping of channel name to S3 URI.",
     "accept_exposure": "Dotted paths (environment.HF_TOKEN) of suspected secrets to send anyway, "
     "accepting that DescribeTrainingJob shows them to whoever may read the job.",

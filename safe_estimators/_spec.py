@@ -46,6 +46,11 @@ from safe_estimators._problems import (
 
 EstimatorKind = Literal["huggingface", "pytorch"]
 ESTIMATORS: tuple[str, ...] = ("huggingface", "pytorch")
+# What the job is built as: the SDK's estimator class, or a ModelTrainer (sagemaker.modules.train
+# in sagemaker 2.x, sagemaker.train in 3.x). None: the estimator on sagemaker 2.x, ModelTrainer
+# on 3.x, which has no estimators.
+TargetKind = Literal["estimator", "model_trainer"]
+TARGETS: tuple[str, ...] = ("estimator", "model_trainer")
 
 
 PositiveInt = NewType("PositiveInt", int)
@@ -211,6 +216,7 @@ class JobSpec:
     max_wait: CountValue | None = attrs.field(default=None, validator=_positive_int)
     checkpoint_s3_uri: TextValue | None = None
     check_script: bool = True
+    target: TargetKind | None = None
     inputs: str | dict[str, str] | None = None
     accept_exposure: ExposedPaths = ExposedPaths(())
     extra: dict[str, Any] = attrs.field(factory=dict)
@@ -530,6 +536,16 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
         known_sdk: frozenset[str] = frozenset().union(*BY_ESTIMATOR.values())
     else:
         known_sdk = BY_ESTIMATOR[kind]
+    target = data.get("target")
+    if target is not None and target not in TARGETS:
+        problems.append(
+            Problem(
+                join_path(path, "target"),
+                f"must be one of {', '.join(TARGETS)}, got {quote(target)}.",
+                did_you_mean(target, TARGETS) or "leave it out for the installed SDK's default.",
+            )
+        )
+        data = {k: v for k, v in data.items() if k != "target"}
     fields: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     unknown = 0

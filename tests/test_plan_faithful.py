@@ -245,3 +245,50 @@ def test_submit_honours_aws_region_like_plan(aws, sent, tmp_path, capsys, monkey
     assert main(["submit", str(spec)]) == 0, capsys.readouterr()
     assert planned["request"]["HyperParameters"]["sagemaker_region"] == json.dumps(REGION)
     assert sent[0]["HyperParameters"]["sagemaker_region"] == json.dumps(REGION)
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize(
+    "example", ["torchrun-fsdp.yaml", "smp-v2.yaml", "qlora.yaml"], ids=lambda n: n.split(".")[0]
+)
+def test_submit_sends_exactly_the_planned_model_trainer_request(
+    example, aws, sent, tmp_path, capsys, monkeypatch
+):
+    """The ModelTrainer target: submit runs ModelTrainer.train() against moto, plan the same
+    train() offline; the requests are equal once the job name (a timestamp) is set aside."""
+    import boto3
+
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")  # moto's IAM does not know the role
+    # The SDK's default bucket from its config, as an organisation sets it: ModelTrainer's
+    # Session would otherwise ask STS on its regional endpoint (not moto's) for the account.
+    config = tmp_path / "sdk-config.yaml"
+    config.write_text(
+        "SchemaVersion: '1.0'\nSageMaker:\n  PythonSDK:\n    Modules:\n"
+        f"      TelemetryOptOut: true\n      Session:\n        DefaultS3Bucket: {BUCKET}\n"
+    )
+    monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(config))
+    example_path = EXAMPLES / "model-trainer" / example
+    data, problems = read_spec_data(example_path)
+    assert data is not None, problems
+    shutil.copytree(example_path.parent / data["source_dir"], tmp_path / "code")
+    data.update(
+        source_dir="code", role=ROLE, output_path=f"s3://{BUCKET}/output/", target="model_trainer"
+    )
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps(data))
+
+    assert main(["plan", str(spec), "--json"]) == 0, capsys.readouterr()
+    planned = json.loads(capsys.readouterr().out)
+    assert sent == [], "plan sends nothing"
+    assert main(["submit", str(spec)]) == 0, capsys.readouterr()
+    name = capsys.readouterr().out.strip()
+    assert len(sent) == 1 and sent[0]["TrainingJobName"] == name
+
+    assert planned["placeholders"] == []  # region, role and bucket are the real ones
+    assert _without_job_name(planned["request"]) == _without_job_name(sent[0])
+    code = sent[0]["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"]
+    assert code.startswith(f"s3://{BUCKET}/")
+    assert sent[0]["StoppingCondition"]["MaxRuntimeInSeconds"] == data.get("max_run", 86400)
+    assert [c["ChannelName"] for c in sent[0]["InputDataConfig"]] == ["code", "sm_drivers"]
+    job = boto3.Session().client("sagemaker").describe_training_job(TrainingJobName=name)
+    assert job["ResourceConfig"]["InstanceType"] == data["instance_type"]

@@ -1,7 +1,8 @@
 """Constants of the installed SageMaker SDK, read from its source without importing it.
 
 The launchers' version and instance lists live in the SDK's Python modules
-(``sagemaker/fw_utils.py``, ``sagemaker/estimator.py``), not in its data files. Reading the
+(``sagemaker/fw_utils.py``, ``sagemaker/estimator.py``; ``sagemaker/core/fw_utils.py`` in 3.x,
+which has no ``estimator.py``), not in its data files. Reading the
 literal assignments with ``ast`` keeps our rules equal to the SDK's checks on every SDK upgrade,
 while validation stays free of the ``sagemaker`` import (seconds).
 """
@@ -11,23 +12,22 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
-import importlib.util
 import re
-from pathlib import Path
 from typing import Any
 
+from safe_estimators._facts.sdk_files import sdk_file
 
-@functools.cache
-def _package_dir() -> Path:
-    spec = importlib.util.find_spec("sagemaker")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the sagemaker package (v2) is not installed")
-    return Path(next(iter(spec.submodule_search_locations)))
+
+def _has_file(relative: str) -> bool:
+    try:
+        return sdk_file(relative).is_file()
+    except FileNotFoundError:
+        return False
 
 
 @functools.cache
 def _tree(module: str) -> ast.Module:
-    return ast.parse((_package_dir() / module).read_text(encoding="utf-8"))
+    return ast.parse(sdk_file(module).read_text(encoding="utf-8"))
 
 
 @functools.cache
@@ -59,6 +59,8 @@ def sdk_constant(module: str, name: str) -> Any:
     """
     try:
         return _assignments(module)[name]
+    except FileNotFoundError as exc:  # estimator.py under sagemaker 3
+        raise LookupError(str(exc)) from None
     except KeyError:
         raise LookupError(f"sagemaker/{module} defines no literal {name}") from None
 
@@ -122,6 +124,6 @@ def _imports(module: str) -> dict[str, str]:
         imported = node.module if isinstance(node, ast.ImportFrom) else None
         if imported and imported.startswith("sagemaker.") and isinstance(node, ast.ImportFrom):
             source = imported.removeprefix("sagemaker.").replace(".", "/") + ".py"
-            if (_package_dir() / source).is_file():
+            if _has_file(source):
                 found.update((n.asname or n.name, source) for n in node.names)
     return found

@@ -32,6 +32,7 @@ from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.selection import huggingface_launcher
 from safe_estimators._distributions.smddp import p5_class
 from safe_estimators._problems import Problem
+from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context
@@ -44,6 +45,7 @@ _SENT_FLAG = {
 _RUNS = {"torch_distributed": "plain torchrun", "pytorchddp": "plain PyTorch DDP over mpirun"}
 
 
+@only_for(ESTIMATOR)
 def dropped_launchers(ctx: Context) -> Iterator[Problem]:
     """SMDDP or torchrun enabled where the Hugging Face estimator never sends it."""
     if ctx.spec.estimator != "huggingface" or ctx.compiler or ctx.model_parallel is not None:

@@ -21,6 +21,7 @@ from safe_estimators._distributions.instance_groups.spec import group_note
 from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._resolved import Injection
+from safe_estimators._targets import ESTIMATOR
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context
@@ -85,6 +86,8 @@ def _dropped_by(ctx: Context) -> str | None:
     estimator's torchrun and pytorchddp branches never do (see ``dropped.py``).
     """
     d = ctx.distribution
+    if ctx.target != ESTIMATOR:  # the estimators' dispatch; ModelTrainer takes one launcher
+        return None
     if ctx.spec.estimator == "huggingface" and ctx.model_parallel is None:
         return huggingface_launcher(d)
     return "torch_distributed" if torchrun.enabled(d) and "smdistributed" not in d else None

@@ -33,6 +33,7 @@ from safe_estimators._facts import tables
 from safe_estimators._facts.versions import framework_container
 from safe_estimators._problems import Problem, did_you_mean, join_path, warning
 from safe_estimators._resolved import Injection
+from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context
@@ -98,6 +99,7 @@ def _uses_smdistributed(ctx: Context) -> bool:
     return "smdistributed" in d or (ctx.spec.estimator == "pytorch" and "pytorchddp" in d)
 
 
+@only_for(ESTIMATOR)
 def dataparallel_shape(ctx: Context) -> Iterator[Problem]:
     """smdistributed.dataparallel is a mapping of the keys the SDK reads."""
     smd = ctx.distribution.get("smdistributed")
@@ -134,6 +136,7 @@ def dataparallel_shape(ctx: Context) -> Iterator[Problem]:
             )
 
 
+@only_for(ESTIMATOR)
 def smddp_rules(ctx: Context) -> Iterator[Problem]:
     """Instance types, versions, the p5 block and the images the SDK refuses, with fixes."""
     d = ctx.distribution

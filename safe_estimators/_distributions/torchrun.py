@@ -30,6 +30,7 @@ from safe_estimators._facts.versions import (
     parse_version,
 )
 from safe_estimators._problems import Problem, warning
+from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context
@@ -186,6 +187,8 @@ def torchrun_rules(ctx: Context) -> Iterator[Problem]:
         )
     if spec.image_uri is not None or (not ctx.instance_name and not ctx.local):
         return  # with image_uri the SDK checks no version or instance; unknown type: reported
+    if ctx.target != ESTIMATOR:
+        return  # the instance kind and versions below are the estimator's own checks
     kind = sdk_kind(ctx.instance_name)
     if kind is None:
         has = ctx.instance.describe_accelerators() if ctx.instance else "no GPUs"
@@ -258,6 +261,7 @@ def _parameter_values(ctx: Context, kind: str) -> Iterator[Problem]:
             )
 
 
+@only_for(ESTIMATOR)
 def trainium_only_torchrun(ctx: Context) -> Iterator[Problem]:
     """On Trainium the SDK takes torch_distributed alone: MPI, SMDDP and the rest are refused."""
     if ctx.instance is None or not ctx.instance.family.startswith("trn"):

@@ -40,9 +40,20 @@ LAUNCHER_HYPERPARAMETERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def sdk_hyperparameters(launchers: tuple[str, ...]) -> frozenset[str]:
-    """The hyperparameter names the SDK adds for a job using ``launchers`` (table keys)."""
-    names = set(BASE_HYPERPARAMETERS)
+# What ModelTrainer adds (both SDK generations): only the SMP v2 options, as mp_parameters
+# (Torchrun(smp=SMP(...)), model_trainer.py's _create_training_job_args); the program, code
+# location and launcher settings travel in the sm_drivers channel instead.
+MODEL_TRAINER_HYPERPARAMETERS: dict[str, tuple[str, ...]] = {
+    "smdistributed.modelparallel": ("mp_parameters",),
+}
+
+
+def sdk_hyperparameters(launchers: tuple[str, ...], target: str = "estimator") -> frozenset[str]:
+    """The hyperparameter names the SDK adds for a job using ``launchers`` (table keys), when
+    built as ``target``."""
+    trainer = target != "estimator"
+    names = set() if trainer else set(BASE_HYPERPARAMETERS)
+    table = MODEL_TRAINER_HYPERPARAMETERS if trainer else LAUNCHER_HYPERPARAMETERS
     for launcher in launchers:
-        names.update(LAUNCHER_HYPERPARAMETERS.get(launcher, ()))
+        names.update(table.get(launcher, ()))
     return frozenset(names)

@@ -13,7 +13,7 @@ import functools
 
 import attrs
 
-from safe_estimators._distributions._sdk_source import _package_dir
+from safe_estimators._facts.sdk_files import sdk_file
 
 MODULE = "image_uris.py"
 FUNCTION = "_validate_instance_deprecation"
@@ -48,7 +48,7 @@ def instance_deprecations() -> tuple[Deprecation, ...]:
     Raises LookupError when the function is gone or no longer has the shape read here, so an
     SDK upgrade that changes it fails the tests instead of silently emptying the rule.
     """
-    tree = ast.parse((_package_dir() / MODULE).read_text(encoding="utf-8"))
+    tree = ast.parse(sdk_file(MODULE).read_text(encoding="utf-8"))
     function = next(
         (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == FUNCTION), None
     )

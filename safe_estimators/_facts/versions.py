@@ -1,22 +1,22 @@
 """Framework containers the installed SageMaker SDK knows, read from its data files.
 
-The SDK resolves a training image from ``sagemaker/image_uri_config/<framework>.json``. Reading
-those files directly (without importing ``sagemaker``) lets validation agree with the SDK on what
-exists while staying fast. The build step double-checks by asking the SDK for the real image URI.
+The SDK resolves a training image from ``sagemaker/image_uri_config/<framework>.json``
+(``sagemaker/core/image_uri_config/`` in 3.x). Reading those files directly (without importing
+``sagemaker``) lets validation agree with the SDK on what exists while staying fast. The build
+step double-checks by asking the SDK for the real image URI.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import attrs
 from packaging.version import InvalidVersion, Version
 
 from safe_estimators._bounds import MAX_VERSION_CHARS
+from safe_estimators._facts.sdk_files import sdk_file
 
 # The version caches are keyed by what users write: bounded, so that a process validating many
 # specs (or one fed 300 distinct 1 MB versions) keeps a few hundred small entries at most.
@@ -35,17 +35,9 @@ def _parse_version(text: str) -> Version:
     return Version(text)
 
 
-@functools.cache
-def _config_dir() -> Path:
-    spec = importlib.util.find_spec("sagemaker")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the sagemaker package (v2) is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "image_uri_config"
-
-
 @functools.lru_cache(maxsize=16)  # one per framework table the SDK ships
 def _training_config(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((_config_dir() / f"{name}.json").read_text())
+    data: dict[str, Any] = json.loads((sdk_file("image_uri_config") / f"{name}.json").read_text())
     return data.get("training", data)
 
 

@@ -65,6 +65,8 @@ from safe_estimators._rules.safety import (
     spot_training,
 )
 from safe_estimators._rules.source import source_code_exists
+from safe_estimators._rules.targets import model_trainer_counterparts
+from safe_estimators._targets import applies
 
 __all__ = ["RULES", "run_rules"]
 
@@ -104,6 +106,7 @@ RULES: tuple[Rule, ...] = (
     huggingface_versions_agree,
     xla_needs_the_compiler,
     local_gpu_single_instance,
+    model_trainer_counterparts,
     dependency_contents,
     input_channels,
     cache_trusted,
@@ -112,4 +115,4 @@ RULES: tuple[Rule, ...] = (
 
 def run_rules(ctx: Context, rules: tuple[Rule, ...] = RULES) -> list[Problem]:
     """Run every rule and gather all their problems."""
-    return [problem for rule in rules for problem in rule(ctx)]
+    return [problem for rule in rules if applies(rule, ctx.target) for problem in rule(ctx)]

@@ -9,8 +9,10 @@ from safe_estimators._distributions import is_enabled
 from safe_estimators._facts import tables
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._spec import JobSpec
+from safe_estimators._targets import ESTIMATOR, only_for
 
 
+@only_for(ESTIMATOR)
 def compiler_hardware(ctx: Context) -> Iterator[Problem]:
     """The compiler runs only on some GPU families, never in local mode."""
     if not ctx.compiler:
@@ -31,6 +33,7 @@ def compiler_hardware(ctx: Context) -> Iterator[Problem]:
         )
 
 
+@only_for(ESTIMATOR)
 def compiler_exclusions(ctx: Context) -> Iterator[Problem]:
     """The compiler cannot override the image, use instance groups or model parallelism."""
     if not ctx.compiler:
@@ -57,6 +60,7 @@ def compiler_exclusions(ctx: Context) -> Iterator[Problem]:
         )
 
 
+@only_for(ESTIMATOR)
 def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
     """Multi-GPU compiler jobs need a container recent enough for the PyTorch/XLA launcher."""
     if not ctx.compiler or ctx.xla_launcher_available:
@@ -111,6 +115,7 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
     )
 
 
+@only_for(ESTIMATOR)
 def compiler_distribution(ctx: Context) -> Iterator[Problem]:
     """Only the PyTorch/XLA distribution works with the compiler, spelled as the SDK reads it."""
     if not ctx.compiler:
@@ -139,6 +144,7 @@ def compiler_distribution(ctx: Context) -> Iterator[Problem]:
         )
 
 
+@only_for(ESTIMATOR)
 def compiler_gpu_num_devices(ctx: Context) -> Iterator[Problem]:
     """GPU_NUM_DEVICES must equal the GPUs per instance ("Missing XLA configuration")."""
     if not ctx.compiler or ctx.gpus_per_instance is None:
@@ -155,6 +161,7 @@ def compiler_gpu_num_devices(ctx: Context) -> Iterator[Problem]:
         )
 
 
+@only_for(ESTIMATOR)
 def compiler_debugging_tools(ctx: Context) -> Iterator[Problem]:
     """The profiler and the debugger hook slow compiled training; AWS advises turning them off."""
     if not ctx.compiler:
@@ -209,6 +216,7 @@ def profiling_asked(spec: JobSpec, field: str) -> bool:
     return field == "debugger_hook_config" and _debugger_rules(spec)
 
 
+@only_for(ESTIMATOR)
 def compiler_profiling_asked(ctx: Context) -> Iterator[Problem]:
     """A compiler job that asks for profiling or Debugger rules keeps them, with a warning."""
     if not ctx.compiler:

@@ -220,6 +220,8 @@ def api_limits(ctx: Context) -> Iterator[Problem]:
     hyper: dict[str, str] = {}
     for key, value in ctx.spec.hyperparameters.items():
         encoded = _encoded(value) if not hasattr(value, "to_string") else ""
+        if type(value) is str and ctx.target != "estimator":
+            encoded = value  # ModelTrainer sends a string as it is (safe_serialize)
         if encoded is None:
             yield Problem(
                 join_path("hyperparameters", key),
@@ -229,7 +231,7 @@ def api_limits(ctx: Context) -> Iterator[Problem]:
             )
         else:
             hyper[str(key)] = encoded
-    added = sdk_hyperparameters(ctx.launchers)
+    added = sdk_hyperparameters(ctx.launchers, ctx.target)
     yield from _map_limits("hyperparameters", hyper, hyperparameters_limit(), added)
     env = {k: v for k, v in ctx.spec.environment.items() if isinstance(v, str)}
     injected = frozenset({"GPU_NUM_DEVICES"} if ctx.compiler and ctx.gpus_per_instance else ())

@@ -20,6 +20,7 @@ from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.instance_groups.spec import InstanceGroupSpec, named_groups
 from safe_estimators._facts.limits import instance_groups_limit
 from safe_estimators._problems import Problem, did_you_mean, join_path
+from safe_estimators._targets import ESTIMATOR
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context
@@ -42,8 +43,12 @@ def _group_launchers(ctx: Context) -> tuple[bool, list[str]]:
 
 
 def instance_groups_rules(ctx: Context) -> Iterator[Problem]:
-    """Groups checked against the catalog, the API's limits and the launcher that uses them."""
+    """Groups checked against the catalog, the API's limits and the launcher that uses them
+    (the estimator's; ModelTrainer scopes no launcher to a group: ``_rules.targets``)."""
     groups = ctx.spec.instance_groups
+    if ctx.target != ESTIMATOR:
+        yield from _group_shapes(groups or ())
+        return
     named = named_groups(ctx.distribution)
     if not groups:
         if named is not None:

@@ -1,0 +1,360 @@
+"""The ModelTrainer target: a resolved job as a real ModelTrainer, and its offline request.
+
+sagemaker 2.x ships ModelTrainer as ``sagemaker.modules.train.ModelTrainer`` (configs in
+``sagemaker.modules.configs``, launchers in ``sagemaker.modules.distributed``, on the separate
+``sagemaker_core`` 1.x package); sagemaker 3.x as ``sagemaker.train.ModelTrainer`` (configs from
+``sagemaker.core.training.configs``, launchers in ``sagemaker.train.distributed``, images from
+``sagemaker.core.image_uris``). ``_sdk()`` picks the installed generation's modules; everything
+else is the same code for both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+import weakref
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+from safe_estimators._build.shared import (
+    _sdk_refused,
+    PLACEHOLDER_BUCKET,
+    PLACEHOLDER_REGION,
+    _botocore_session,
+    _offline_send,
+)
+from safe_estimators._distributions.instance_groups.spec import describe, total_instances
+from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._resolve import ResolvedJob
+from safe_estimators._resolved import Explanation
+from safe_estimators._spec import count_of, instance_type_name
+from safe_estimators._trainer import TrainerArguments, trainer_arguments
+
+
+@functools.cache
+def _sdk() -> SimpleNamespace:
+    """The installed SDK generation's ModelTrainer, configs, launchers, images and session."""
+    if sdk_generation() >= 3:
+        from sagemaker.core import image_uris
+        from sagemaker.core.helper.session_helper import Session
+        from sagemaker.core.resources import TrainingJob
+        from sagemaker.core.training import configs
+        from sagemaker.train import ModelTrainer, distributed
+    else:
+        from sagemaker import image_uris
+        from sagemaker.modules import configs, distributed
+        from sagemaker.modules.train import ModelTrainer
+        from sagemaker_core.helper.session_helper import Session
+        from sagemaker_core.main.resources import TrainingJob
+    return SimpleNamespace(
+        ModelTrainer=ModelTrainer,
+        configs=configs,
+        distributed=distributed,
+        image_uris=image_uris,
+        Session=Session,
+        TrainingJob=TrainingJob,
+    )
+
+
+# The Explanation of each ModelTrainer built here. A ModelTrainer is a pydantic model that
+# refuses unknown attributes, so the record is kept beside it, for as long as it lives.
+_EXPLANATIONS: dict[int, tuple[weakref.ref[Any], Explanation]] = {}
+
+
+def _remember(trainer: Any, explanation: Explanation) -> None:
+    key = id(trainer)
+    _EXPLANATIONS[key] = (weakref.ref(trainer, lambda _: _EXPLANATIONS.pop(key, None)), explanation)
+
+
+def trainer_explanation(trainer: Any) -> Explanation | None:
+    """The Explanation of a ModelTrainer built by safe_estimators, else None."""
+    found = _EXPLANATIONS.get(id(trainer))
+    return found[1] if found is not None and found[0]() is trainer else None
+
+
+def training_image(arguments: TrainerArguments, region: str) -> str:
+    """The training image the estimator would pick (the SDK's own lookup and tables)."""
+    image = arguments.image
+    if image.get("image_uri"):
+        return str(image["image_uri"])
+    try:
+        return str(_sdk().image_uris.get_training_image_uri(region=region, **image))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _sdk_refused(exc, "resolving the training image") from exc
+
+
+def _configs(arguments: TrainerArguments) -> dict[str, Any]:
+    """ModelTrainer's keyword arguments, as the SDK's config objects."""
+    sdk = _sdk()
+    configs = sdk.configs
+    made: dict[str, Any] = {}
+    for name, value in arguments.configs.items():
+        if name == "source_code":
+            made[name] = configs.SourceCode(**value)
+        elif name == "compute":
+            groups = [configs.InstanceGroup(**g) for g in value.get("instance_groups", ())]
+            made[name] = configs.Compute(**{**value, **({"instance_groups": groups} if groups else {})})
+        elif name == "stopping_condition":
+            made[name] = configs.StoppingCondition(**value)
+        elif name == "networking":
+            # sagemaker 2.x's Networking (a VpcConfig) requires both lists: empty ones mean
+            # none, and its request builder then leaves VpcConfig out. 3.x's takes neither.
+            fields = configs.Networking.model_fields
+            required: dict[str, list[str]] = {k: [] for k in ("subnets", "security_group_ids") if fields[k].is_required()}
+            made[name] = configs.Networking(**{**required, **value})
+        elif name == "output_data_config":
+            made[name] = configs.OutputDataConfig(**value)
+        elif name == "checkpoint_config":
+            made[name] = configs.CheckpointConfig(**value)
+        elif name == "tags":
+            made[name] = [configs.Tag(**tag) for tag in value]
+        else:
+            made[name] = value
+    if arguments.distributed is not None:
+        kind, fields = arguments.distributed
+        launcher = getattr(sdk.distributed, kind)
+        if arguments.smp is not None:
+            fields = {**fields, "smp": sdk.distributed.SMP(**arguments.smp)}
+        made["distributed"] = launcher(**fields)
+    if arguments.inputs:
+        made["input_data_config"] = [configs.InputData(**channel) for channel in arguments.inputs]
+    return made
+
+
+def _with_calls(trainer: Any, arguments: TrainerArguments) -> Any:
+    configs = _sdk().configs
+    calls = arguments.with_calls
+    if "with_retry_strategy" in calls:
+        trainer = trainer.with_retry_strategy(configs.RetryStrategy(**calls["with_retry_strategy"]))
+    if "with_metric_definitions" in calls:
+        trainer = trainer.with_metric_definitions(
+            [configs.MetricDefinition(**m) for m in calls["with_metric_definitions"]]
+        )
+    return trainer
+
+
+def _sdk_config(opt_out: bool = False) -> dict[str, Any]:
+    """The SDK defaults config as the SDK loads it (``SAGEMAKER_USER_CONFIG_OVERRIDE``, the
+    admin and user files), with telemetry off when ``opt_out``."""
+    if sdk_generation() >= 3:
+        from sagemaker.core.config.config import load_sagemaker_config
+    else:
+        from sagemaker.config import load_sagemaker_config
+
+        from safe_estimators._build.estimator import _avoid_repeated_sdk_work
+
+        _avoid_repeated_sdk_work()  # the config is validated once per content, as for estimators
+    config: dict[str, Any] = load_sagemaker_config()
+    if opt_out:
+        config.setdefault("SchemaVersion", "1.0")
+        modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
+        modules.setdefault("Modules", {})["TelemetryOptOut"] = True
+    return config
+
+
+def trainer_session(session_class: Any = None, opt_out: bool = False, **kwargs: Any) -> Any:
+    """A ModelTrainer session (sagemaker-core's Session) that reads the SDK defaults config.
+
+    sagemaker 3.x's Session loads the config itself. sagemaker 2.x's (sagemaker_core 1.x) has
+    none: its ModelTrainer then applies no organisation defaults and cannot be told to send no
+    telemetry, unlike the estimator; the config is given to it as the estimator's session holds
+    it (``sagemaker_config``), which ModelTrainer's defaults and telemetry read.
+    """
+    session_class = session_class or _sdk().Session
+    config = _sdk_config(opt_out)
+    if sdk_generation() >= 3:
+        return session_class(sagemaker_config=config, **kwargs)
+    # 3.x's Session and the estimator's read the default bucket from the config too.
+    modules = config.get("SageMaker", {}).get("PythonSDK", {}).get("Modules", {})
+    bucket = modules.get("Session", {}).get("DefaultS3Bucket")
+    if bucket and kwargs.get("default_bucket") is None:
+        kwargs["default_bucket"] = bucket
+    session = session_class(**kwargs)
+    session.sagemaker_config = config
+    return session
+
+
+def _region(session: Any) -> str:
+    boto_session = getattr(session, "boto_session", None)
+    region = getattr(boto_session, "region_name", None)
+    if not region:
+        import boto3
+
+        region = boto3.Session().region_name
+    return region or PLACEHOLDER_REGION
+
+
+def build_model_trainer(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
+    """Construct the ModelTrainer for ``job`` (``train()`` runs it) and remember its
+    Explanation (``explain``)."""
+    sdk = _sdk()
+    arguments = trainer_arguments(job)
+    session = sagemaker_session if sagemaker_session is not None else trainer_session()
+    image = training_image(arguments, _region(session))
+    kwargs = {**_configs(arguments), "training_image": image, "sagemaker_session": session}
+    try:
+        trainer = _with_calls(sdk.ModelTrainer(**kwargs), arguments)
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise _sdk_refused(exc, "constructing ModelTrainer") from exc
+    groups = job.spec.instance_groups
+    explanation = Explanation(
+        estimator=f"model_trainer ({job.estimator} container)",
+        instance_type=describe(groups) if groups else instance_type_name(job.spec.instance_type),
+        instance_count=total_instances(groups) if groups else count_of(job.spec.instance_count),
+        gpus_per_instance=job.instance.gpu_count if job.instance and not groups else None,
+        injections=arguments.injections,
+        warnings=job.warnings,
+        layout=job.layout,
+        memory=job.memory,
+        image_source=image,
+        script_findings=job.script_findings,
+        neuron_cores=job.instance.neuron_cores if job.instance else None,
+    )
+    _remember(trainer, explanation)
+    return trainer
+
+
+# --- offline requests (plan) ------------------------------------------------------------------
+
+_OFFLINE_LOCK = threading.Lock()
+
+
+def offline_trainer_session(region: str | None) -> Any:
+    """A real ModelTrainer session (sagemaker-core's Session) whose calls never leave the
+    machine: its default bucket is given (no STS or S3 call), S3 uploads are answered locally,
+    CreateTrainingJob's parameters are captured where boto3 would send them, and any other call
+    is refused."""
+    import boto3
+
+    class _OfflineSession(_sdk().Session):  # type: ignore[misc,name-defined]
+        def default_bucket(self) -> str:
+            # The bucket given (through the SDK config), else a placeholder: no STS or S3 call.
+            return self._default_bucket_name_override or PLACEHOLDER_BUCKET
+
+    boto_session = boto3.Session(
+        botocore_session=_botocore_session(),
+        region_name=region or PLACEHOLDER_REGION,
+        aws_access_key_id="PLAN",
+        aws_secret_access_key="PLAN",  # never sent: every call is answered locally
+    )
+    boto_session.events.register("before-send", _offline_send)
+    boto_session.events.register("provide-client-params.sagemaker.CreateTrainingJob", _capture)
+    return trainer_session(_OfflineSession, opt_out=True, boto_session=boto_session)
+
+
+class _Captured(Exception):
+    """Raised by the request hook: the request is kept and nothing is sent."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        super().__init__("captured")
+        self.request = request
+
+
+def _capture(params: dict[str, Any], **_: Any) -> None:
+    import copy
+
+    raise _Captured(copy.deepcopy(params))
+
+
+@contextlib.contextmanager
+def _own_sagemaker_client() -> Iterator[None]:
+    """sagemaker_core 1.x (sagemaker 2.x) keeps one SageMakerClient per process, made from the
+    first session that asks: set it aside while the plan's session asks, then put it back, so
+    that neither sees the other's client. sagemaker 3.x keeps one per session."""
+    try:
+        from sagemaker_core.main.utils import SageMakerClient, SingletonMeta
+    except ImportError:
+        yield
+        return
+    instances = SingletonMeta._instances
+    saved = instances.pop(SageMakerClient, None)
+    try:
+        yield
+    finally:
+        instances.pop(SageMakerClient, None)
+        if saved is not None:
+            instances[SageMakerClient] = saved
+
+
+@contextlib.contextmanager
+def _role_not_validated() -> Iterator[None]:
+    """sagemaker 3.x validates the role through IAM when a ModelTrainer is built, unless
+    SAGEMAKER_VALIDATE_ROLE=false (iam_role_resolver.resolve_and_validate_role)."""
+    previous = os.environ.get("SAGEMAKER_VALIDATE_ROLE")
+    os.environ["SAGEMAKER_VALIDATE_ROLE"] = "false"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["SAGEMAKER_VALIDATE_ROLE"]
+        else:
+            os.environ["SAGEMAKER_VALIDATE_ROLE"] = previous
+
+
+def _driver_files(trainer: Any) -> dict[str, str]:
+    """The files ModelTrainer wrote for the sm_drivers channel: the launcher settings
+    (distributed.json), the source settings (sourcecode.json) and the entry point (sm_train.sh)."""
+    folder = getattr(getattr(trainer, "_temp_code_dir", None), "name", None)
+    found: dict[str, str] = {}
+    if folder is None:
+        return found
+    for name in ("distributed.json", "sourcecode.json", "sm_train.sh"):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                found[name] = handle.read()
+    return found
+
+
+def configured_role(session: Any) -> Any:
+    """The execution role the SDK defaults config sets (SageMaker.TrainingJob.RoleArn), if any."""
+    config = getattr(session, "sagemaker_config", None) or {}
+    return config.get("SageMaker", {}).get("TrainingJob", {}).get("RoleArn")
+
+
+def submit_model_trainer(job: ResolvedJob, region: str, check_request: Any, wait: bool) -> str:
+    """Start the job's ModelTrainer for ``submit``: ``check_request`` sees CreateTrainingJob
+    first (on botocore's ``provide-client-params`` event, so a refused request is never sent).
+    Returns the job's name."""
+    import boto3
+
+    boto_session = boto3.Session(region_name=region)
+    boto_session.events.register("provide-client-params.sagemaker.CreateTrainingJob", check_request)
+    trainer = build_model_trainer(job, trainer_session(boto_session=boto_session))
+    with _own_sagemaker_client():
+        trainer.train(wait=wait, logs=wait)
+    name: str = trainer._latest_training_job.training_job_name
+    return name
+
+
+def capture_train_request(trainer: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Run ``trainer.train()`` (a ModelTrainer on ``offline_trainer_session``, built here or by
+    hand) up to the request: the CreateTrainingJob parameters sagemaker-core's
+    ``TrainingJob.create`` hands to boto3, and the driver files it wrote."""
+    with _OFFLINE_LOCK, _role_not_validated():
+        try:
+            with _own_sagemaker_client():
+                trainer.train(wait=False, logs=False)
+        except _Captured as captured:
+            request = captured.request
+        else:  # pragma: no cover - train() returned without creating a job
+            raise RuntimeError("ModelTrainer.train() sent no CreateTrainingJob request")
+        files = _driver_files(trainer)
+        temp = getattr(trainer, "_temp_code_dir", None)
+        if temp is not None:
+            temp.cleanup()
+    return request, files
+
+
+def plan_model_trainer(
+    job: ResolvedJob, session: Any
+) -> tuple[Any, dict[str, Any], dict[str, str]]:
+    """Build the job's ModelTrainer on ``session`` (``offline_trainer_session``) and capture
+    the request its own ``train()`` sends (``capture_train_request``)."""
+    with _role_not_validated():
+        trainer = build_model_trainer(job, session)
+    return (trainer, *capture_train_request(trainer))

@@ -1,0 +1,86 @@
+"""What both targets share: the refusal of an SDK error we did not foresee, and for offline
+plans the placeholders for what a spec does not give and a botocore session whose calls never
+leave the machine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safe_estimators._problems import ConfigError, Problem
+
+
+def _sdk_refused(exc: Exception, what: str) -> ConfigError:
+    return ConfigError(
+        [
+            Problem(
+                "<sagemaker>",
+                f"the SageMaker SDK refused the job while {what}: {exc}",
+                "this is a case safe_estimators does not check yet; please report it with the "
+                "spec that caused it.",
+            )
+        ]
+    )
+
+PLACEHOLDER_REGION = "us-east-1"
+PLACEHOLDER_BUCKET = "sagemaker-plan-placeholder-bucket"
+PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/SageMakerExecutionRolePlaceholder"
+
+
+class OfflineCallRefused(RuntimeError):
+    """A plan tried to reach an AWS API other than the (simulated) S3 code upload."""
+
+
+class _EmptyBody:
+    def stream(self, **_: Any) -> Any:
+        yield b""
+
+
+def _offline_send(request: Any, event_name: str = "", **_: Any) -> Any:
+    """Answer S3 uploads locally and refuse everything else: a plan never leaves the machine.
+
+    The service comes from the event name (``before-send.s3.PutObject``), not the host, so an
+    ``AWS_ENDPOINT_URL`` in the environment changes nothing.
+    """
+    from botocore.awsrequest import AWSResponse
+
+    if event_name.startswith("before-send.s3."):
+        return AWSResponse(request.url, 200, {"ETag": '"plan"'}, _EmptyBody())
+    raise OfflineCallRefused(f"plan is offline and does not call {request.method} {request.url}")
+
+
+def _sdk_loader(core: Any) -> Any:
+    """The data loader of the SDK's import-time session, if ``core`` (a botocore session) reads
+    the same data path; else None.
+
+    Importing sagemaker creates a Session (JumpStart's default), which loads the SageMaker, S3
+    and runtime service models: about 0.4 s. A botocore loader holds only parsed data files, and
+    every client of a session shares it, so other sessions can borrow it; their credentials,
+    events and clients stay their own.
+    """
+    try:
+        from sagemaker.jumpstart import constants
+
+        loaded = constants.DEFAULT_JUMPSTART_SAGEMAKER_SESSION.boto_session._session
+        loader = loaded.get_component("data_loader")
+    except (ImportError, AttributeError, ValueError):  # no such session in this SDK version
+        return None
+    if loaded.get_config_variable("data_path") != core.get_config_variable("data_path"):
+        return None
+    return loader
+
+
+def _botocore_session() -> Any:
+    """A new botocore session that reads service models the SDK has parsed already, if any."""
+    import botocore.session
+
+    # Offline plans send nothing and carry their own placeholder credentials: no AWS profile
+    # applies. The session is reused across plans, and would otherwise read $AWS_PROFILE anew
+    # against the config files it read for the first plan (a profile added or switched to since
+    # then is "not found"), so the profile is read from nowhere.
+    core = botocore.session.Session(session_vars={"profile": (None, None, None, None)})
+    loader = _sdk_loader(core)
+    if loader is not None:
+        core.register_component("data_loader", loader)
+    return core
+
+
