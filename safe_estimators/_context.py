@@ -192,7 +192,8 @@ class Context:
         source_dir: object = self.spec.source_dir
         if source_dir is None and self.target == "model_trainer":
             entry = self.spec.entry_point
-            source_dir = (os.path.dirname(entry) or ".") if isinstance(entry, str) else None
+            if isinstance(entry, str) and entry:  # a recipe job has none
+                source_dir = os.path.dirname(entry) or "."
         if not isinstance(source_dir, str) or remote_source_dir(source_dir):
             return None
         if not os.path.isdir(source_dir):

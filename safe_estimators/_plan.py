@@ -222,6 +222,7 @@ def _plan(
 ) -> Plan:
     from safe_estimators._build import (
         PLACEHOLDER_BUCKET,
+        PLACEHOLDER_ROLE,
         build_estimator,
         capture_request,
         configured_bucket,
@@ -242,6 +243,15 @@ def _plan(
     local = arguments.get("instance_type") in ("local", "local_gpu")
     session = offline_session(region, None, local=local)
     placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
+    role = arguments.get("role")
+    if isinstance(role, str) and role and "/" not in role:
+        # The estimator's Session.expand_role asks IAM for the ARN of a bare role name; plan
+        # asks no one. (ModelTrainer's own rules judge a role name for that target.)
+        arguments["role"] = f"{PLACEHOLDER_ROLE.rpartition('/')[0]}/{role}"
+        placeholders.append(
+            f"role = {quote(arguments['role'])} (the SDK looks up the ARN of the role name "
+            f"{quote(role)} in IAM at submit; plan is offline)"
+        )
     no_bucket = not arguments.get("output_path") or not arguments.get("code_location")
     if no_bucket and configured_bucket(session) is None:
         placeholders.append(
@@ -287,14 +297,6 @@ def role_and_region_placeholders(
         arguments["role"] = PLACEHOLDER_ROLE
         placeholders.append(
             f"role = {PLACEHOLDER_ROLE} (neither the spec nor the SageMaker SDK config sets one)"
-        )
-    role = arguments.get("role")
-    if isinstance(role, str) and role and "/" not in role:
-        # Session.expand_role asks IAM for the ARN of a bare role name; plan asks no one.
-        arguments["role"] = f"{PLACEHOLDER_ROLE.rpartition('/')[0]}/{role}"
-        placeholders.append(
-            f"role = {quote(arguments['role'])} (the SDK looks up the ARN of the role name "
-            f"{quote(role)} in IAM at submit; plan is offline)"
         )
     if region is None:
         placeholders.append(f"region = {PLACEHOLDER_REGION} (no region in {REGION_SOURCES})")

@@ -508,6 +508,15 @@ def _quadratic_script(d: Path) -> Case2:
     return Case2("4000-ifs-4000-saves", _project(d, text, script), exits=(0, 1), max_seconds=20)
 
 
+def _long_hyperparameter(d: Path) -> Case2:
+    # 200 kB of "a.": the first campaign's 211 s, in the secrets patterns (now linear).
+    spec = _project(d, BASE + ROLE + "hyperparameters:\n  x: '" + "a." * 100_000 + "'\n")
+    return Case2(
+        "200kb-hyperparameter", spec, ("validate", "plan"), expected="200002 characters",
+        max_seconds=10,
+    )
+
+
 def _fstrings(d: Path) -> Case2:
     line = "x = f'{a}{b}{c}{d}{e}{f}{g}{h}{i}{j}{k}{l}'\n"
     body = line * (250_000 // len(line))  # two modules, 500 kB: under the read budget
@@ -626,6 +635,7 @@ ROUND2_MAKERS: tuple[Callable[[Path], Case2 | None], ...] = (
         "model: {config: config.json, sequence_length: 4096, micro_batch_size: 64}\n",
     ),
     _quadratic_script,
+    _long_hyperparameter,
     _fstrings,
     _many_specs,
     _nul("nul-in-entry-point", BASE.replace("train.py", '"tr\\0ain.py"')),

@@ -19,7 +19,7 @@ def _clear_caches() -> None:
         _sdk_source._assignments,
         _sdk_source._tree,
         versions._training_config,
-        versions.framework_container,
+        versions._framework_container,
     ):
         cached.cache_clear()
 
