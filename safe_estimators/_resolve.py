@@ -25,8 +25,7 @@ from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_lau
 from safe_estimators._facts import tables
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
-from safe_estimators._recipes import recipe_arguments
-from safe_estimators._recipes.check import recipe_of
+from safe_estimators._recipes import recipe_arguments, recipe_of
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import RULES, run_rules
 from safe_estimators._rules.compiler import profiling_asked

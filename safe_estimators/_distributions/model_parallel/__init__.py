@@ -24,8 +24,9 @@ supported instance types, what each v1 option means on v2) are tables in ``facts
 of the package and the tests use.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from safe_estimators._lazy import names_from
 
 if TYPE_CHECKING:
     from safe_estimators._distributions.model_parallel.dispatch import (
@@ -56,12 +57,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = names_from(__name__, _HOMES)
 
 
 __all__ = [
