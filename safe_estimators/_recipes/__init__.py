@@ -85,8 +85,8 @@ def recipe_arguments(arguments: Mapping[str, Any]) -> tuple[Mapping[str, Any], l
         Problem(
             "instance_count",
             f"is not given and the recipe's {key} is {value!r}; the SDK needs one of them "
-            '("Must set either instance_count argument for estimator or set trainer -> '
-            'num_nodes").',
+            "(\"Must set either instance_count argument for estimator or set trainer -> "
+            "num_nodes\").",
             f"pass instance_count, or set {key} in recipe_overrides.",
         )
     ]
