@@ -57,7 +57,8 @@ def _entry(name: object, value: object) -> bool:
 
 
 def _load() -> None:
-    global _path
+    global _path, _added
+    # Importing the cache module defines a class or two already: compiled through the cache.
     from safe_estimators._cache import read_cached
 
     _path = _file()
@@ -70,7 +71,10 @@ def _load() -> None:
         return
     if key != _KEY or not isinstance(entries, dict):
         return
-    _codes.update((name, value) for name, value in entries.items() if _entry(name, value))
+    kept = {name: value for name, value in entries.items() if _entry(name, value)}
+    with _lock:
+        _added = any(name not in kept for name in _codes)
+        _codes.update(kept)
 
 
 def _type_hash(filename: str) -> int:
@@ -132,7 +136,6 @@ def install() -> None:
     code = getattr(original, "__code__", None)
     if code is None or code.co_varnames[:4] != ("script", "globs", "locs", "filename"):
         return  # another attrs, or installed already: its own compile
-    _load()
     attrs_flags = _future_flags(attr._make)
 
     def compile_and_eval(
@@ -158,6 +161,7 @@ def install() -> None:
             return compile(source, filename, mode, *args, **kw)
 
         vars(cattrs.gen)["compile"] = cattrs_compile
+    _load()
 
 
 def save() -> None:
