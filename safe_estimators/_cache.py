@@ -15,9 +15,13 @@ recorded (``take_doubts``) and shown as a warning; the caller derives the result
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
+import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from safe_estimators._bounds import MAX_CACHE_BYTES, quote
 
@@ -163,3 +167,34 @@ def write_atomically(path: Path, data: bytes) -> None:
     finally:
         if folder is not None:
             os.close(folder)
+
+
+def remembered(
+    name: str, key: object, derive: Callable[[], Any], well_formed: Callable[[Any], bool]
+) -> Any:
+    """Facts derived from installed files (JSON data), read back from the cache file ``name``
+    when it was written for ``key`` and is ``well_formed``, else derived and written.
+
+    The file is a header line (the key and the body's CRC-32) and the body; it is read only if
+    ``read_cached`` trusts it. ``derive`` raising writes nothing.
+    """
+    folder = cache_folder()
+    path = None if folder is None else folder / name
+    data = None if path is None else read_cached(path)
+    if data is not None:
+        header, _, body = data.partition(b"\n")
+        try:
+            head = json.loads(header)
+            current = isinstance(head, dict) and head.get("key") == key
+            if current and head.get("crc32") == zlib.crc32(body):
+                value = json.loads(body)
+                if well_formed(value):
+                    return value
+        except (ValueError, RecursionError):
+            pass  # corrupt: derived again
+    value = derive()
+    if path is not None:
+        body = json.dumps(value, separators=(",", ":")).encode()
+        header = json.dumps({"key": key, "crc32": zlib.crc32(body)}, sort_keys=True).encode()
+        write_atomically(path, header + b"\n" + body)
+    return value

@@ -36,7 +36,6 @@ from typing import Any
 
 from safe_estimators._bounds import MAX_PROBLEMS, printable
 from safe_estimators._problems import ConfigError, Problem
-from safe_estimators._recipes.load import recipes_from
 from safe_estimators._report import FORMATS, Entry, Reporter, located
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -792,6 +791,14 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
+def _recipes_from(folder: str | None) -> contextlib.AbstractContextManager[None]:
+    if not folder:  # nothing to set: the recipe loader is not even imported
+        return contextlib.nullcontext()
+    from safe_estimators._recipes.load import recipes_from
+
+    return recipes_from(folder)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     output = _requested_format(arguments)
@@ -807,7 +814,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args.json = args.format == "json"
     report = args.report = Reporter(args.format, sys.stdout)
     try:
-        with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS), recipes_from(args.recipes):
+        with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS), _recipes_from(args.recipes):
             result: Any = args.run(args)
     except _UsageError as exc:
         return _usage(parser, str(exc), args.format)

@@ -19,7 +19,6 @@ from packaging.version import InvalidVersion
 import instance_catalog
 from safe_estimators._bounds import Tree, too_wide_to_package, walk_tree
 from safe_estimators._distributions import is_enabled
-from safe_estimators._distributions.model_parallel import library_generation
 from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._facts import tables
 from safe_estimators._facts.code_paths import remote_source_dir
@@ -147,6 +146,8 @@ class Context:
         """1 or 2: the model parallel library generation the job runs; None without one."""
         if self.model_parallel is None:
             return None
+        from safe_estimators._distributions.model_parallel.dispatch import library_generation
+
         version = self.pytorch_version or self.written_pytorch_version
         return library_generation(self.model_parallel, version, self.spec.image_uri)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Literal
 
@@ -86,6 +85,8 @@ def closest(word: object, choices: Iterable[str]) -> str | None:
         return None
     names = tuple(choices)
     if len(names) < _INDEXED:
+        import difflib  # only for a name that is not known: most specs have none
+
         close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     else:  # the option names, the catalog: difflib's answer from an index (instance_catalog)
         close = _index(names)(word, n=1, cutoff=0.6)

@@ -22,19 +22,11 @@ from safe_estimators._distributions.instance_groups.spec import (
     total_instances,
 )
 from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_launchers
-from safe_estimators._distributions.model_parallel import (
-    attach_launcher,
-    check_model_parallel,
-    parse_model_parallel,
-    resolve_model_parallel,
-    split_distribution,
-)
 from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
-from safe_estimators._recipes import recipe_arguments
-from safe_estimators._recipes.check import recipe_of
+from safe_estimators._recipes import recipe_arguments, recipe_of
 from safe_estimators._resolved import Injection
 from safe_estimators._rules import RULES, run_rules
 from safe_estimators._rules.compiler import profiling_asked
@@ -102,6 +94,14 @@ def _lookup(instance_type: str) -> instance_catalog.InstanceType | None:
 
 def _model_parallel(spec: JobSpec) -> tuple[Any, dict[str, Any], list[Problem]]:
     """The typed model-parallel options from either place the user may have written them."""
+    if spec.model_parallel is None and not _names_model_parallel(spec.distribution):
+        return None, dict(spec.distribution or {}), []  # as split_distribution finds it
+    from safe_estimators._distributions.model_parallel.parse import (
+        attach_launcher,
+        parse_model_parallel,
+        split_distribution,
+    )
+
     problems: list[Problem] = []
     from_distribution, rest, found = split_distribution(spec.distribution or {})
     problems += found
@@ -121,6 +121,18 @@ def _model_parallel(spec: JobSpec) -> tuple[Any, dict[str, Any], list[Problem]]:
     return from_argument or from_distribution, rest, problems
 
 
+def _names_model_parallel(distribution: object) -> bool:
+    """Whether a raw ``distribution`` may hold model parallelism (the library's modules and
+    classes load only then): anything but None or a mapping without
+    ``smdistributed.modelparallel``."""
+    if distribution is None:
+        return False
+    if not isinstance(distribution, Mapping):
+        return True
+    smd = distribution.get("smdistributed")
+    return isinstance(smd, Mapping) and "modelparallel" in smd
+
+
 def _model_parallel_rules(ctx: Context) -> list[Problem]:
     if ctx.model_parallel is None:
         return []
@@ -136,6 +148,8 @@ def _model_parallel_rules(ctx: Context) -> list[Problem]:
         )
     if ctx.instance is None:
         return problems  # local mode or unknown type: reported elsewhere
+    from safe_estimators._distributions.model_parallel.dispatch import check_model_parallel
+
     return problems + check_model_parallel(
         ctx.model_parallel,
         instance_type=ctx.instance_name,
@@ -465,6 +479,8 @@ def _launch_injections(
     if ctx.compiler:
         _compiler_injections(ctx, kwargs, record)
     if ctx.model_parallel is not None and ctx.instance is not None:
+        from safe_estimators._distributions.model_parallel.dispatch import resolve_model_parallel
+
         distribution, injected, layout = resolve_model_parallel(
             ctx.model_parallel,
             gpus_per_instance=ctx.instance.gpu_count,

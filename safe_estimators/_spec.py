@@ -7,6 +7,7 @@ Every failure becomes a ``Problem`` with the path where the user wrote the value
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Literal, NewType
 
@@ -261,7 +262,7 @@ def _training_compiler_hook(value: object, _type: object) -> TrainingCompiler | 
     if isinstance(value, TrainingCompiler):
         return value
     if isinstance(value, Mapping):
-        return _structure_training_compiler_dict(dict(value), TrainingCompiler)
+        return _dict_structure(TrainingCompiler)(dict(value), TrainingCompiler)
     raise _BadValue(
         f"expected true, false or TrainingCompiler(...), got {_type_name(value)} {quote(value)}",
         "write training_compiler=True, or TrainingCompiler(debug=True) in Python",
@@ -306,7 +307,7 @@ def _compiler_config_intent(value: object, path: str) -> tuple[object, list[Prob
     """What ``compiler_config`` asks for, as a ``training_compiler`` value (False: off)."""
     if isinstance(value, Mapping):
         try:
-            config = _structure_compiler_config_dict(dict(value), CompilerConfig)
+            config = _dict_structure(CompilerConfig)(dict(value), CompilerConfig)
         except Exception as exc:
             return None, problems_from_exception(exc, path)
     elif type(value).__name__ == "TrainingCompilerConfig":  # the SDK's, without importing it
@@ -374,7 +375,7 @@ def _model_hook(value: object, _type: object) -> ModelShape | None:
                 if count is None or count < 1:
                     raise parameters_problem(data[name], name)
                 data[name] = count
-        return _structure_model_dict(data, ModelShape)
+        return _dict_structure(ModelShape)(data, ModelShape)
     raise _BadValue(
         f"expected ModelShape(...) or a mapping of its fields, got {_type_name(value)} {value!r}",
         "write model: {parameters: 7B, layers: 32, hidden_size: 4096, ...}",
@@ -437,15 +438,13 @@ def _string_map_hook(value: object, _type: object) -> dict[str, Any]:
 
 
 converter = _make_converter()
-_structure_training_compiler_dict = make_dict_structure_fn(
-    TrainingCompiler, converter, _cattrs_forbid_extra_keys=True
-)
-_structure_compiler_config_dict = make_dict_structure_fn(
-    CompilerConfig, converter, _cattrs_forbid_extra_keys=True
-)
-_structure_model_dict = make_dict_structure_fn(
-    ModelShape, converter, _cattrs_forbid_extra_keys=True
-)
+
+
+@functools.cache
+def _dict_structure(cls: type) -> Any:
+    """The strict structure function of a nested options class, generated on first use: most
+    specs write none of them as a mapping."""
+    return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
 
 
 def _shown(key: object) -> str:

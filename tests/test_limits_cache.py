@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -400,3 +401,19 @@ def test_a_later_process_reads_the_cache_and_not_botocores_file(tmp_path):
         for _ in range(2)
     ]
     assert reads == ["1", "0"]
+
+
+def test_a_vetted_pattern_is_botocores_and_runs_in_linear_time():
+    # Run from the cache without botocore's model: each is one the installed botocore has, and
+    # a crafted 100 kB value is refused at once (no backtracking over the ways to split it).
+    import time
+
+    model = limits._model()
+    patterns = {s.get("pattern") for s in model.values() if isinstance(s, dict)}
+    for pattern in limits._VETTED:
+        assert pattern in patterns
+        compiled = re.compile(pattern)
+        start = time.process_time()
+        for crafted in ("a" + "-" * 100_000 + "!", "a-" * 50_000 + "-!", "a" * 100_000 + "--"):
+            assert compiled.fullmatch(crafted) is None
+        assert time.process_time() - start < 1.0

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import zlib
+from pathlib import Path
 
 import attrs
 
+from safe_estimators._cache import remembered
 from safe_estimators._facts.sdk_files import sdk_file
 
 MODULE = "image_uris.py"
@@ -46,9 +49,38 @@ def instance_deprecations() -> tuple[Deprecation, ...]:
     """Every (family, framework, first version) the installed SDK refuses.
 
     Raises LookupError when the function is gone or no longer has the shape read here, so an
-    SDK upgrade that changes it fails the tests instead of silently emptying the rule.
+    SDK upgrade that changes it fails the tests instead of silently emptying the rule. Read
+    back from the user's cache while the SDK's file is the one they were read from (parsing
+    it costs a one-file validate about 5 ms).
     """
-    tree = ast.parse(sdk_file(MODULE).read_text(encoding="utf-8"))
+    source = sdk_file(MODULE)
+    try:
+        status = source.stat()
+    except OSError:
+        return _read_deprecations(source)
+    key = {"format": 1, "file": str(source), "size": status.st_size, "mtime_ns": status.st_mtime_ns}
+    rows = remembered(
+        f"sdk-deprecations-{zlib.crc32(str(source).encode()):08x}.json",
+        key,
+        lambda: [attrs.astuple(rule) for rule in _read_deprecations(source)],
+        _well_formed,
+    )
+    return tuple(Deprecation(*row) for row in rows)
+
+
+def _well_formed(rows: object) -> bool:
+    return (
+        isinstance(rows, list)
+        and bool(rows)
+        and all(
+            isinstance(row, list) and len(row) == 4 and all(isinstance(v, str) for v in row)
+            for row in rows
+        )
+    )
+
+
+def _read_deprecations(source: Path) -> tuple[Deprecation, ...]:
+    tree = ast.parse(source.read_text(encoding="utf-8"))
     function = next(
         (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == FUNCTION), None
     )

@@ -8,22 +8,45 @@ the real estimator without cloning anything; ``facts`` is what the SDK does, as 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from safe_estimators._lazy import names_from
 from safe_estimators._problems import Problem
-from safe_estimators._recipes.check import (
-    check_recipe,
-    dropped_arguments,
-    recipe_injections,
-    recipe_instance_count,
-    recipe_of,
-)
-from safe_estimators._recipes.load import (
-    RECIPES_VARIABLE,
-    Recipe,
-    load_recipe,
-    offline_recipes,
-)
+
+if TYPE_CHECKING:
+    from safe_estimators._recipes.check import (
+        check_recipe,
+        dropped_arguments,
+        recipe_injections,
+    )
+    from safe_estimators._recipes.load import (
+        RECIPES_VARIABLE,
+        Recipe,
+        load_recipe,
+        offline_recipes,
+    )
+    from safe_estimators._spec import JobSpec
+
+# Loaded from their modules on first use: a job without a recipe (most of them) reads neither.
+_HOMES = {
+    "check_recipe": "check",
+    "dropped_arguments": "check",
+    "recipe_injections": "check",
+    "recipe_instance_count": "check",
+    "RECIPES_VARIABLE": "load",
+    "Recipe": "load",
+    "load_recipe": "load",
+    "offline_recipes": "load",
+}
+
+
+__getattr__ = names_from(__name__, _HOMES)
+
+
+def recipe_of(spec: JobSpec) -> object:
+    """The ``training_recipe`` a PyTorch job names (None without one)."""
+    return spec.extra.get("training_recipe") if spec.estimator == "pytorch" else None
+
 
 __all__ = [
     "RECIPES_VARIABLE",
@@ -49,6 +72,9 @@ def recipe_arguments(arguments: Mapping[str, Any]) -> tuple[Mapping[str, Any], l
         return arguments, []
     if arguments.get("instance_count") is not None:
         return arguments, []
+    from safe_estimators._recipes.check import recipe_instance_count
+    from safe_estimators._recipes.load import load_recipe
+
     recipe, _ = load_recipe(recipe_name, arguments.get("recipe_overrides"))
     if recipe is None:
         return arguments, []  # the rules report why it cannot be read

@@ -27,11 +27,6 @@ from safe_estimators._spec import JobSpec
 RecipeRule = Callable[[Context, Recipe], Iterator[Problem]]
 
 
-def recipe_of(spec: JobSpec) -> object:
-    """The ``training_recipe`` a PyTorch job names (None without one)."""
-    return spec.extra.get("training_recipe") if spec.estimator == "pytorch" else None
-
-
 def _section(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = data.get(name)
     return value if isinstance(value, Mapping) else {}

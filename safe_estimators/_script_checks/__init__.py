@@ -62,6 +62,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from safe_estimators._script_checks.files import (
     _MAX_BYTES,
@@ -76,7 +77,6 @@ from safe_estimators._script_checks.files import (
     _too_large,
 )
 from safe_estimators._script_checks.findings import Finding, ScriptContext
-from safe_estimators._script_checks.memory_facts import ScriptMemoryFacts, memory_facts
 from safe_estimators._script_checks.program import _LAUNCHER_OPTIONS, _Program
 from safe_estimators._script_checks.rules.amp import (
     _rule_amp_clip_before_unscale,
@@ -133,6 +133,9 @@ from safe_estimators._script_checks.rules.xla import (
     _rule_mp_fn,
 )
 from safe_estimators._script_checks.summary import _Module, _parse
+
+if TYPE_CHECKING:  # read only by jobs with model= (the memory estimate)
+    from safe_estimators._script_checks.memory_facts import ScriptMemoryFacts
 
 __all__ = [
     "Finding", "ScriptContext", "check_script", "check_source", "device_use", "script_memory_facts",
@@ -231,6 +234,8 @@ def script_memory_facts(
         program, _ = _load_program(path, _display_name(path, base, given), given, base)
         if program is None:
             return None
+        from safe_estimators._script_checks.memory_facts import memory_facts
+
         try:
             return memory_facts(program, hyperparameters, base)
         except Exception:  # a bug in one reading must not block the job: today's caveat

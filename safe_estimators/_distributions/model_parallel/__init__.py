@@ -24,31 +24,40 @@ supported instance types, what each v1 option means on v2) are tables in ``facts
 of the package and the tests use.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from safe_estimators._distributions.model_parallel.dispatch import (
-    check_model_parallel,
-    library_generation,
-    resolve_model_parallel,
-)
-from safe_estimators._distributions.model_parallel.options import ModelParallel
-from safe_estimators._distributions.model_parallel.parse import (
-    attach_launcher,
-    parse_model_parallel,
-    split_distribution,
-)
+from safe_estimators._lazy import names_from
 
 if TYPE_CHECKING:
+    from safe_estimators._distributions.model_parallel.dispatch import (
+        check_model_parallel,
+        library_generation,
+        resolve_model_parallel,
+    )
     from safe_estimators._distributions.model_parallel.layout import ParallelLayout
+    from safe_estimators._distributions.model_parallel.options import ModelParallel
+    from safe_estimators._distributions.model_parallel.parse import (
+        attach_launcher,
+        parse_model_parallel,
+        split_distribution,
+    )
+
+# Each name is loaded from its module on first use: a job without model parallelism (most of
+# them) never builds ModelParallel's class or reads the library's tables, even when it imports
+# one of them (``facts_v2``) through this package.
+_HOMES = {
+    "check_model_parallel": "dispatch",
+    "library_generation": "dispatch",
+    "resolve_model_parallel": "dispatch",
+    "ModelParallel": "options",
+    "ParallelLayout": "layout",
+    "attach_launcher": "parse",
+    "parse_model_parallel": "parse",
+    "split_distribution": "parse",
+}
 
 
-def __getattr__(name: str) -> Any:
-    # The layout is what a resolved job explains: loaded with the first one.
-    if name == "ParallelLayout":
-        from safe_estimators._distributions.model_parallel.layout import ParallelLayout
-
-        return ParallelLayout
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = names_from(__name__, _HOMES)
 
 
 __all__ = [
