@@ -16,6 +16,7 @@ from safe_estimators._build.shared import (
     _botocore_session,
     _offline_send,
     _sdk_loader,
+    job_explanation,
 )
 from safe_estimators._cache import cache_folder, read_cached, write_atomically
 from safe_estimators._distributions.instance_groups.spec import describe, total_instances
@@ -433,22 +434,7 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
                 image_uri = image_uri()
             except (ValueError, KeyError) as exc:
                 raise _sdk_refused(exc, "resolving the training image") from exc
-    groups = job.spec.instance_groups
-    explanation = Explanation(
-        estimator=job.estimator,
-        instance_type=describe(groups)
-        if groups
-        else instance_type_name(job.spec.instance_type) or "<pipeline parameter>",
-        instance_count=total_instances(groups) if groups else count_of(job.spec.instance_count),
-        gpus_per_instance=job.instance.gpu_count if job.instance and not groups else None,
-        injections=injections,
-        warnings=job.warnings,
-        layout=job.layout,
-        memory=job.memory,
-        image_source=image_uri,
-        script_findings=job.script_findings,
-        neuron_cores=job.instance.neuron_cores if job.instance else None,
-    )
+    explanation = job_explanation(job, job.estimator, injections, image_uri)
     setattr(estimator, EXPLANATION_ATTRIBUTE, explanation)
     return estimator
 

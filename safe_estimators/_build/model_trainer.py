@@ -25,6 +25,7 @@ from safe_estimators._build.shared import (
     PLACEHOLDER_REGION,
     _botocore_session,
     _offline_send,
+    job_explanation,
 )
 from safe_estimators._distributions.instance_groups.spec import describe, total_instances
 from safe_estimators._facts.sdk_files import sdk_generation
@@ -200,19 +201,8 @@ def build_model_trainer(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
         trainer = _with_calls(sdk.ModelTrainer(**kwargs), arguments)
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise _sdk_refused(exc, "constructing ModelTrainer") from exc
-    groups = job.spec.instance_groups
-    explanation = Explanation(
-        estimator=f"model_trainer ({job.estimator} container)",
-        instance_type=describe(groups) if groups else instance_type_name(job.spec.instance_type),
-        instance_count=total_instances(groups) if groups else count_of(job.spec.instance_count),
-        gpus_per_instance=job.instance.gpu_count if job.instance and not groups else None,
-        injections=arguments.injections,
-        warnings=job.warnings,
-        layout=job.layout,
-        memory=job.memory,
-        image_source=image,
-        script_findings=job.script_findings,
-        neuron_cores=job.instance.neuron_cores if job.instance else None,
+    explanation = job_explanation(
+        job, f"model_trainer ({job.estimator} container)", arguments.injections, image
     )
     _remember(trainer, explanation)
     return trainer

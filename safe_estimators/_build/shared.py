@@ -4,9 +4,16 @@ leave the machine."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+from safe_estimators._distributions.instance_groups.spec import describe, total_instances
 from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._resolved import Explanation, Injection
+from safe_estimators._spec import count_of, instance_type_name
+
+if TYPE_CHECKING:
+    from safe_estimators._resolve import ResolvedJob
 
 
 def _sdk_refused(exc: Exception, what: str) -> ConfigError:
@@ -84,3 +91,23 @@ def _botocore_session() -> Any:
     return core
 
 
+def job_explanation(
+    job: ResolvedJob, estimator: str, injections: Sequence[Injection], image_source: Any
+) -> Explanation:
+    """What ``explain`` shows for a built job, on either target."""
+    groups = job.spec.instance_groups
+    return Explanation(
+        estimator=estimator,
+        instance_type=describe(groups)
+        if groups
+        else instance_type_name(job.spec.instance_type) or "<pipeline parameter>",
+        instance_count=total_instances(groups) if groups else count_of(job.spec.instance_count),
+        gpus_per_instance=job.instance.gpu_count if job.instance and not groups else None,
+        injections=tuple(injections),
+        warnings=job.warnings,
+        layout=job.layout,
+        memory=job.memory,
+        image_source=image_source,
+        script_findings=job.script_findings,
+        neuron_cores=job.instance.neuron_cores if job.instance else None,
+    )
