@@ -28,7 +28,7 @@ from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._recipes import recipe_arguments, recipe_of
 from safe_estimators._resolved import Injection
-from safe_estimators._rules import RULES, run_rules
+from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
 from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._rules.resources import warm_pool_injections
 from safe_estimators._rules.targets import estimator_needs_sdk2, recipe_needs_estimator
@@ -349,18 +349,6 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     return ctx, judged_by_default(problems, spec_variables(spec)), findings
 
 
-# The job-level rules that hold for a recipe job; the others judge the entry point, the framework
-# versions and the distribution, which the SDK takes from the recipe.
-_RECIPE_JOB_RULES = tuple(
-    rule
-    for rule in RULES
-    if rule.__name__
-    in (
-        "instance_type_known", "pipeline_parameter_instance_type", "spot_training",
-        "no_secrets", "api_limits", "request_members", "option_types", "vpc_pair",
-        "source_dir_contents", "warm_pool", "instance_storage",
-    )
-)  # fmt: skip
 
 
 def _check_recipe_job(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
@@ -368,7 +356,7 @@ def _check_recipe_job(spec: JobSpec) -> tuple[Context, list[Problem], list[Findi
     from safe_estimators._recipes import check_recipe, dropped_arguments, load_recipe
 
     ctx = Context(spec, _lookup(instance_type_name(spec.instance_type)), {})
-    problems = run_rules(ctx, _RECIPE_JOB_RULES) + dropped_arguments(spec)
+    problems = run_rules(ctx, RECIPE_JOB_RULES) + dropped_arguments(spec)
     recipe, found = load_recipe(recipe_of(spec), spec.extra.get("recipe_overrides"))
     problems += found
     if recipe is not None:

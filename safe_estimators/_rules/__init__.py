@@ -68,7 +68,7 @@ from safe_estimators._rules.source import source_code_exists
 from safe_estimators._rules.targets import model_trainer_counterparts
 from safe_estimators._targets import applies
 
-__all__ = ["RULES", "run_rules"]
+__all__ = ["RECIPE_JOB_RULES", "RULES", "run_rules"]
 
 RULES: tuple[Rule, ...] = (
     source_code_exists,
@@ -110,6 +110,22 @@ RULES: tuple[Rule, ...] = (
     dependency_contents,
     input_channels,
     cache_trusted,
+)
+
+# The job-level rules that hold for a HyperPod recipe job; the others judge the entry point, the
+# framework versions and the distribution, which the SDK takes from the recipe.
+RECIPE_JOB_RULES: tuple[Rule, ...] = (
+    instance_type_known,
+    pipeline_parameter_instance_type,
+    spot_training,
+    no_secrets,
+    api_limits,
+    request_members,
+    option_types,
+    vpc_pair,
+    source_dir_contents,
+    warm_pool,
+    instance_storage,
 )
 
 
