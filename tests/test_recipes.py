@@ -563,6 +563,15 @@ def test_a_missing_source_dir_and_an_adapter_url_the_sdk_skips_are_refused(
     assert [p.path for p in problems] == ["source_dir", "$TRAINING_ADAPTER_GIT"]
 
 
+def test_a_recipe_job_gets_the_rules_about_what_it_uploads_and_reads(repos, tmp_path):
+    # The SDK packages dependencies and reads inputs for a recipe job as for any other.
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "passwd_link").symlink_to("/etc/passwd")
+    problems = _problems(dependencies=[str(libs)], inputs={"train": "/data/train"})
+    assert {p.path for p in problems if p.severity == "error"} >= {"dependencies.0", "inputs.train"}
+
+
 def _dense_70b(nodes: int, shard: int) -> dict[str, Any]:
     recipe = gpu_recipe(nodes=nodes, shard=shard, fp8=True)
     recipe["model"].update(

@@ -126,6 +126,9 @@ RECIPE_JOB_RULES: tuple[Rule, ...] = (
     source_dir_contents,
     warm_pool,
     instance_storage,
+    dependency_contents,
+    input_channels,
+    cache_trusted,
 )
 
 
