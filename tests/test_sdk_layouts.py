@@ -61,3 +61,12 @@ def test_estimator_py_missing_under_sagemaker_3_is_a_lookup_error(sdk3_layout):
         _sdk_source.sdk_constant(
             "estimator.py", "Framework.UNSUPPORTED_DLC_IMAGE_FOR_SM_PARALLELISM"
         )
+
+
+def test_the_sdk_version_is_the_one_its_metadata_gives():
+    # Read from the dist-info folder without importlib.metadata (20 ms of every validate); it
+    # must agree with the full machinery on both SDK generations.
+    import importlib.metadata
+
+    sdk_files.sdk_version.cache_clear()
+    assert sdk_files.sdk_version() == importlib.metadata.version("sagemaker")

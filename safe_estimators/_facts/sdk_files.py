@@ -10,8 +10,9 @@ sagemaker 3.x is a namespace package over several distributions (sagemaker-core,
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
+import os
+import re
 from pathlib import Path
 
 # Where each generation keeps the SDK's own modules and data, relative to the package folder.
@@ -41,10 +42,43 @@ def sdk_file(relative: str) -> Path:
     )
 
 
+# A wheel's metadata folder, as pip names it: the distribution's normalised name and version.
+_DIST_INFO = re.compile(r"sagemaker-([^-]+)\.dist-info", re.IGNORECASE)
+
+
 @functools.cache
 def sdk_version() -> str:
-    """The installed SageMaker SDK's version, from its metadata."""
+    """The installed SageMaker SDK's version, from its metadata.
+
+    Read from the ``dist-info`` folder beside the package: ``importlib.metadata`` costs about
+    20 ms to import (it loads the ``email`` package), a quarter of a one-file ``validate``."""
+    for folder in _package_dirs():
+        site = os.path.dirname(folder)
+        try:
+            names = os.listdir(site)
+        except OSError:
+            continue
+        for name in names:
+            found = _DIST_INFO.fullmatch(name)
+            if found is not None:
+                return _metadata_version(os.path.join(site, name, "METADATA")) or found[1]
+    import importlib.metadata  # an egg or an unusual layout: the full machinery
+
     return importlib.metadata.version("sagemaker")
+
+
+def _metadata_version(path: str) -> str | None:
+    """The ``Version:`` header of a core-metadata file; None when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for line in lines:
+                if line.startswith("Version:"):
+                    return line.partition(":")[2].strip()
+                if not line.strip():  # the headers end at the first blank line
+                    break
+    except OSError:
+        pass
+    return None
 
 
 def sdk_generation() -> int:
