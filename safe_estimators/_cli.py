@@ -9,8 +9,10 @@ Every command prints text, or with ``--json`` one JSON document on stdout, error
 
 from __future__ import annotations
 
+# _signal is the interpreter's own C module: ``signal`` (an enum wrapper over it) costs a
+# millisecond to load.
+import _signal
 import os as _os
-import signal as _signal
 import sys as _sys
 
 
@@ -654,7 +656,72 @@ def _specs_only(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _validate_options(validate: argparse.ArgumentParser) -> None:
+    validate.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
+    _specs_only(validate)
+    validate.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="check every spec again instead of reusing the verdict of an unchanged one",
+    )
+    validate.set_defaults(run=_validate)
+
+
+def _plan_options(plan: argparse.ArgumentParser) -> None:
+    plan.add_argument("files", nargs="+", metavar="FILE")
+    plan.set_defaults(run=_plan)
+
+
+def _submit_options(submit: argparse.ArgumentParser) -> None:
+    submit.add_argument("files", nargs=1, metavar="FILE")
+    submit.add_argument("--wait", action="store_true", help="wait for the job and show its logs")
+    submit.set_defaults(run=_submit)
+
+
+def _lint_options(lint: argparse.ArgumentParser) -> None:
+    lint.add_argument("files", nargs="+", metavar="FILE_SPEC_OR_DIR")
+    _specs_only(lint)
+    lint.set_defaults(run=_lint)
+
+
+def _catalog_options(catalog: argparse.ArgumentParser) -> None:
+    catalog.add_argument("--min-gpus", type=_count, default=0, metavar="N")
+    catalog.add_argument("--accelerator", metavar="NAME", help="e.g. A100, V100, Trainium")
+    catalog.add_argument(
+        "--fits",
+        metavar="SPEC",
+        help="the instance types (and fewest instances) on which SPEC's model: fits in memory "
+        "with SPEC's parallel options, smallest accelerator memory first",
+    )
+    catalog.set_defaults(run=_catalog)
+
+
+def _schema_options(schema: argparse.ArgumentParser) -> None:
+    schema.set_defaults(run=_schema)
+
+
+def _port_options(port: argparse.ArgumentParser) -> None:
+    port.add_argument("files", nargs=1, metavar="FILE")
+    port.set_defaults(run=_port)
+
+
+# Each command: its help line in ``safe-estimators --help`` and what fills in its options.
+_COMMANDS = {
+    "validate": ("check spec files or folders of them (no AWS, no sagemaker)", _validate_options),
+    "plan": ("show the resolved job and its request, offline", _plan_options),
+    "submit": ("start the training job (calls AWS)", _submit_options),
+    "lint": ("check training scripts, or the scripts of specs", _lint_options),
+    "catalog": ("list training instance types", _catalog_options),
+    "schema": ("print the JSON Schema of spec files", _schema_options),
+    "port": ("print the Python code of a bare ModelTrainer for the job, offline", _port_options),
+}
+
+
+def _parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``arguments``, only the commands named among them get
+    their options (a command that is not run needs only its help line, and building every
+    command's options was a few milliseconds of each run). A word that only looks like a
+    command (a file called ``plan``) costs its options, nothing else."""
     parser = _Parser(
         prog="safe-estimators",
         description="Check SageMaker training job specs and plan them offline.",
@@ -667,57 +734,20 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
-            name,
-            help=help_text,
-            parents=[flags],
-            epilog=EXIT_CODES,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+    named = _COMMANDS.keys() if arguments is None else set(arguments)
+    for name, (help_text, fill) in _COMMANDS.items():
+        if name not in named:
+            commands.add_parser(name, help=help_text)
+            continue
+        fill(
+            commands.add_parser(
+                name,
+                help=help_text,
+                parents=[flags],
+                epilog=EXIT_CODES,
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+            )
         )
-
-    validate = command("validate", "check spec files or folders of them (no AWS, no sagemaker)")
-    validate.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
-    _specs_only(validate)
-    validate.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="check every spec again instead of reusing the verdict of an unchanged one",
-    )
-    validate.set_defaults(run=_validate)
-
-    plan = command("plan", "show the resolved job and its request, offline")
-    plan.add_argument("files", nargs="+", metavar="FILE")
-    plan.set_defaults(run=_plan)
-
-    submit = command("submit", "start the training job (calls AWS)")
-    submit.add_argument("files", nargs=1, metavar="FILE")
-    submit.add_argument("--wait", action="store_true", help="wait for the job and show its logs")
-    submit.set_defaults(run=_submit)
-
-    lint = command("lint", "check training scripts, or the scripts of specs")
-    lint.add_argument("files", nargs="+", metavar="FILE_SPEC_OR_DIR")
-    _specs_only(lint)
-    lint.set_defaults(run=_lint)
-
-    catalog = command("catalog", "list training instance types")
-    catalog.add_argument("--min-gpus", type=_count, default=0, metavar="N")
-    catalog.add_argument("--accelerator", metavar="NAME", help="e.g. A100, V100, Trainium")
-    catalog.add_argument(
-        "--fits",
-        metavar="SPEC",
-        help="the instance types (and fewest instances) on which SPEC's model: fits in memory "
-        "with SPEC's parallel options, smallest accelerator memory first",
-    )
-    catalog.set_defaults(run=_catalog)
-
-    schema = command("schema", "print the JSON Schema of spec files")
-    schema.set_defaults(run=_schema)
-
-    port = command("port", "print the Python code of a bare ModelTrainer for the job, offline")
-    port.add_argument("files", nargs=1, metavar="FILE")
-    port.set_defaults(run=_port)
     return parser
 
 
@@ -794,7 +824,7 @@ def _exit_now(code: int) -> None:
 def _recipes_from(folder: str | None) -> contextlib.AbstractContextManager[None]:
     if not folder:  # nothing to set: the recipe loader is not even imported
         return contextlib.nullcontext()
-    from safe_estimators._recipes.load import recipes_from
+    from safe_estimators._recipes.modes import recipes_from
 
     return recipes_from(folder)
 
@@ -802,7 +832,7 @@ def _recipes_from(folder: str | None) -> contextlib.AbstractContextManager[None]
 def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     output = _requested_format(arguments)
-    parser = _parser()
+    parser = _parser(arguments)
     try:
         args = parser.parse_args(arguments)
     except _UsageError as exc:

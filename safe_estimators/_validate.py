@@ -189,7 +189,7 @@ def offline() -> Iterator[None]:
     is black-holed waits for a timeout, and on EC2 picks up the instance's credentials. The
     user's environment is as it was afterwards.
     """
-    from safe_estimators._recipes.load import offline_recipes
+    from safe_estimators._recipes.modes import offline_recipes
 
     name = "AWS_EC2_METADATA_DISABLED"
     previous = os.environ.get(name)

@@ -460,7 +460,7 @@ _audit: list[list[tuple[str, Any]]] = []
 def test_recipes_dir_is_seen_by_this_thread_only(tmp_path, monkeypatch):
     import threading
 
-    from safe_estimators._recipes.load import recipes_folder, recipes_from
+    from safe_estimators._recipes.modes import recipes_folder, recipes_from
 
     monkeypatch.delenv("SAFE_ESTIMATORS_RECIPES", raising=False)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)

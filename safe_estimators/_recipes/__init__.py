@@ -19,12 +19,8 @@ if TYPE_CHECKING:
         dropped_arguments,
         recipe_injections,
     )
-    from safe_estimators._recipes.load import (
-        RECIPES_VARIABLE,
-        Recipe,
-        load_recipe,
-        offline_recipes,
-    )
+    from safe_estimators._recipes.load import Recipe, load_recipe
+    from safe_estimators._recipes.modes import RECIPES_VARIABLE, offline_recipes
     from safe_estimators._spec import JobSpec
 
 # Loaded from their modules on first use: a job without a recipe (most of them) reads neither.
@@ -33,10 +29,10 @@ _HOMES = {
     "dropped_arguments": "check",
     "recipe_injections": "check",
     "recipe_instance_count": "check",
-    "RECIPES_VARIABLE": "load",
+    "RECIPES_VARIABLE": "modes",
     "Recipe": "load",
     "load_recipe": "load",
-    "offline_recipes": "load",
+    "offline_recipes": "modes",
 }
 
 

@@ -12,14 +12,12 @@ resolvers and its three attempts, so the recipe checked is the recipe the job ge
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -32,8 +30,8 @@ from safe_estimators._bounds import (
     real_path,
 )
 from safe_estimators._problems import Problem, warning
+from safe_estimators._recipes.modes import _OFFLINE, RECIPES_VARIABLE, recipes_folder
 
-RECIPES_VARIABLE = "SAFE_ESTIMATORS_RECIPES"
 # Where a predefined name lives inside a copy of aws/sagemaker-hyperpod-recipes.
 COLLECTION_FOLDER = os.path.join("recipes_collection", "recipes")
 # Interpolations in one recipe (AWS's hold up to a few dozen): resolution concatenates strings,
@@ -44,21 +42,6 @@ _SETUP = (
     "clone aws/sagemaker-hyperpod-recipes once (the branch or commit your jobs use) and pass "
     f"--recipes DIR (or set {RECIPES_VARIABLE}=DIR)"
 )
-
-# validate, lint and plan must read every recipe; the factories leave one they cannot read to
-# the SDK, which clones or downloads it (see ``offline_recipes``).
-_OFFLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("offline_recipes", default=False)
-
-
-@contextlib.contextmanager
-def offline_recipes() -> Iterator[None]:
-    """While this runs, a recipe that cannot be read locally is an error, not a warning."""
-    token = _OFFLINE.set(True)
-    try:
-        yield
-    finally:
-        _OFFLINE.reset(token)
-
 
 @attrs.frozen
 class Recipe:
@@ -79,28 +62,6 @@ def is_file_recipe(value: str) -> bool:
 
 def is_url(value: str) -> bool:
     return "://" in value
-
-
-# ``--recipes DIR``: a context variable, so that other threads (and os.environ) never see it.
-_FOLDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("recipes", default=None)
-
-
-@contextlib.contextmanager
-def recipes_from(folder: str | None) -> Iterator[None]:
-    """While this runs, predefined recipes are read from ``folder`` (``--recipes DIR``)."""
-    token = _FOLDER.set(folder or _FOLDER.get())
-    try:
-        yield
-    finally:
-        _FOLDER.reset(token)
-
-
-def recipes_folder() -> str | None:
-    """``--recipes DIR`` or ``$SAFE_ESTIMATORS_RECIPES``, else the local copy the user's git
-    configuration sends the SDK's clone of the collection to."""
-    from safe_estimators._recipes.gitconfig import configured_recipes_folder
-
-    return _FOLDER.get() or os.environ.get(RECIPES_VARIABLE) or configured_recipes_folder()
 
 
 def load_recipe(
