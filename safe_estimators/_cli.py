@@ -718,10 +718,11 @@ _COMMANDS = {
 
 
 def _parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The command line's parser; with ``arguments``, only the commands named among them get
-    their options (a command that is not run needs only its help line, and building every
-    command's options was a few milliseconds of each run). A word that only looks like a
-    command (a file called ``plan``) costs its options, nothing else."""
+    """The command line's parser; with ``arguments``, only the commands named among them, or
+    every command's help line when none is (``--help``): building every command's options was
+    a few milliseconds of each run. A word that only looks like a command (a file called
+    ``plan``) costs its options, nothing else; a line that does not parse is parsed again by
+    the whole parser (``_main``), so that its message names every command."""
     parser = _Parser(
         prog="safe-estimators",
         description="Check SageMaker training job specs and plan them offline.",
@@ -734,10 +735,11 @@ def _parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-    named = _COMMANDS.keys() if arguments is None else set(arguments)
+    named = _COMMANDS.keys() if arguments is None else _COMMANDS.keys() & set(arguments)
     for name, (help_text, fill) in _COMMANDS.items():
         if name not in named:
-            commands.add_parser(name, help=help_text)
+            if arguments is None or not named:  # --help lists every command
+                commands.add_parser(name, help=help_text)
             continue
         fill(
             commands.add_parser(
@@ -834,7 +836,11 @@ def _main(argv: Sequence[str] | None) -> int:
     output = _requested_format(arguments)
     parser = _parser(arguments)
     try:
-        args = parser.parse_args(arguments)
+        try:
+            args = parser.parse_args(arguments)
+        except _UsageError:
+            parser = _parser()  # its message names every command (invalid choice: ...)
+            args = parser.parse_args(arguments)
     except _UsageError as exc:
         return _usage(parser, str(exc), output)
     except SystemExit as exc:  # --help

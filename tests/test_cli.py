@@ -422,3 +422,22 @@ def test_schema_prints_the_json_schema(capsys):
     assert code == 0
     assert err == ""
     assert json.loads(out) == spec_schema()
+
+
+@pytest.mark.parametrize("argv", [["bogus"], ["bogus", "plan"], ["--json", "bogus", "lint"]])
+def test_an_unknown_command_is_told_every_command_there_is(capsys, argv):
+    # The parser fills in only the commands named on the line; a line that does not parse is
+    # parsed again by the whole one, whatever words it holds.
+    code, out, err = run(capsys, *argv)
+    text = out + err
+    assert code == 2
+    assert "invalid choice: 'bogus'" in text
+    for command in ("validate", "plan", "submit", "lint", "catalog", "schema", "port"):
+        assert f"'{command}'" in text
+
+
+def test_help_lists_every_command(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for command in ("validate", "plan", "submit", "lint", "catalog", "schema", "port"):
+        assert command in out
