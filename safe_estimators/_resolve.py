@@ -6,7 +6,6 @@ step hands to the SDK unchanged.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -286,29 +285,17 @@ def _degree(options: Mapping[str, Any], name: str, default: int) -> int:
     return value if type(value) is int else default
 
 
-@functools.lru_cache(maxsize=256)
-def _cached_script_checks(
-    entry_point: str,
-    source_dir: str | None,
-    context: ScriptContext,
-    fingerprint: tuple[tuple[str, int, int], ...],
-) -> tuple[Finding, ...]:
-    # Many specs share one script (CI validating a folder of jobs): parse it once per content.
+def check_entry_point(ctx: Context) -> list[Finding]:
+    """Run the training-script checks when the entry point is a local file (many specs share a
+    script: ``_script_checks.memo`` remembers it parsed and what its rules found)."""
+    entry_point, source_dir = ctx.spec.entry_point, ctx.spec.source_dir
+    if ctx.script_file is None or not isinstance(entry_point, str):
+        return []
+    if source_dir is not None and not isinstance(source_dir, str):
+        return []  # a pipeline variable: no script_file either
     from safe_estimators._script_checks import check_script
 
-    return tuple(check_script(entry_point, context, source_dir=source_dir))
-
-
-def check_entry_point(ctx: Context) -> list[Finding]:
-    """Run the training-script checks when the entry point is a local file."""
-    if ctx.script_file is None:
-        return []
-    spec = ctx.spec
-    return list(
-        _cached_script_checks(
-            spec.entry_point, spec.source_dir, script_context(ctx), ctx.script_fingerprint
-        )
-    )
+    return check_script(entry_point, script_context(ctx), source_dir=source_dir)
 
 
 def finding_problem(finding: Finding) -> Problem:

@@ -23,6 +23,8 @@ Where things are, so that a new check is one small function in the file named af
 - ``program``: ``_Program`` groups the entry point with its local modules and answers
   program-wide questions (is it built on the Hugging Face Trainer? does it import torch_xla?).
 - ``files``: reading files and finding the local modules an import names.
+- ``memo``: loaded programs and each rule's findings, remembered within the process while the
+  files they were read from are unchanged (CI validates folders of specs sharing a script).
 - ``libraries``: the libraries each absence rule knows (the severity policy below).
 - ``rules/``: the rules, one module per family, each rule a generator over the program and the
   context: ``rules.xla`` (xla_spawn jobs), ``rules.environ`` (``os.environ``, GPU_NUM_DEVICES),
@@ -31,6 +33,9 @@ Where things are, so that a new check is one small function in the file named af
   ``rules.smddp``, ``rules.smp_v2`` (torch.sagemaker), ``rules.trainium``, ``rules.outputs``
   (SM_MODEL_DIR, spot checkpoints). A new check goes into the family's module (or a new module
   there) and into ``_RULES`` below.
+
+A rule is a pure function of the program and the context, and reads the context by attribute
+only (``memo`` hands it a recorder that notes what it reads, to remember its findings).
 
 The rules are heuristics over names. They prefer silence to crying wolf: each one says which
 patterns it accepts, and an expression it cannot read (``padding=args.padding``) is not a finding.
@@ -57,13 +62,16 @@ The severity policy, which every rule follows:
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from safe_estimators._script_checks import memo
 from safe_estimators._script_checks.files import (
     _MAX_BYTES,
     _Budget,
@@ -72,6 +80,7 @@ from safe_estimators._script_checks.files import (
     _load,
     _local_imports,
     _local_top,
+    _Reads,
     _real,
     _search_roots,
     _too_large,
@@ -159,15 +168,14 @@ def check_script(
     function does not raise on any file content.
     """
     path, given, base = _located(entry_point, source_dir)
-    shown = _display_name(path, base, given)
     if path.suffix != ".py" and path.is_file():
         # SageMaker runs a non-.py entry point as a program (shell script, binary), not with
         # Python: nothing to parse. Under pytorchxla it is still wrong: xla_spawn imports it.
         if context.training_compiler and context.xla_distributed:
-            return [_entry_not_python(shown, context)]
+            return [_entry_not_python(_display_name(path, base, given), context)]
         return []
     with _gc_paused():
-        return _check_files(path, shown, given, base, context)
+        return _check_files(path, given, base, context)
 
 
 def check_source(
@@ -191,15 +199,18 @@ def _check_text(source: str, filename: str, context: ScriptContext) -> list[Find
     module = _parse(source, filename, None)
     if isinstance(module, Finding):
         return [module]
-    return sorted(_run_rules(_Program([module]), context), key=_order)
+    program = _Program([module])
+    findings = [found for rule in _RULES for found in _run_rule(rule, program, context)]
+    return sorted(findings, key=_order)
 
 
 def _check_files(
-    path: Path, shown: str, given: Path, base: Path | None, context: ScriptContext
+    path: Path, given: Path, base: Path | None, context: ScriptContext
 ) -> list[Finding]:
-    program, findings = _load_program(path, shown, given, base)
-    if program is not None:
-        findings.extend(_run_rules(program, context))
+    loaded = _loaded(path, given, base)
+    findings = list(loaded.findings)
+    if loaded.program is not None:
+        findings.extend(memo.rule_findings(loaded, context, _RULES, _run_rule))
     return sorted(findings, key=_order)
 
 
@@ -231,7 +242,7 @@ def script_memory_facts(
     if path.suffix != ".py":
         return None
     with _gc_paused():
-        program, _ = _load_program(path, _display_name(path, base, given), given, base)
+        program = _loaded(path, given, base).program
         if program is None:
             return None
         from safe_estimators._script_checks.memory_facts import memory_facts
@@ -247,6 +258,20 @@ def _located(
 ) -> tuple[Path, Path, Path | None]:
     """The entry point's path (relative to ``source_dir``, SageMaker's convention), as given,
     and ``source_dir``."""
+    if isinstance(entry_point, str) and (source_dir is None or isinstance(source_dir, str)):
+        return _located_names(entry_point, source_dir)
+    return _paths(entry_point, source_dir)
+
+
+# Many specs name the same script: their paths are parsed once.
+@functools.lru_cache(maxsize=1024)
+def _located_names(entry_point: str, source_dir: str | None) -> tuple[Path, Path, Path | None]:
+    return _paths(entry_point, source_dir)
+
+
+def _paths(
+    entry_point: str | os.PathLike[str], source_dir: str | os.PathLike[str] | None
+) -> tuple[Path, Path, Path | None]:
     given = Path(entry_point)
     base = Path(source_dir) if source_dir is not None else None
     return (base / given if base is not None else given), given, base
@@ -264,17 +289,35 @@ def _program_spawns(path: Path) -> str | None:
 
 
 def _device_use(path: Path, given: Path, base: Path | None) -> str | None:
-    program, _ = _load_program(path, _display_name(path, base, given), given, base)
+    program = _loaded(path, given, base).program
     return None if program is None else program.device_use
 
 
+def _loaded(path: Path, given: Path, base: Path | None) -> memo._Loaded:
+    """``_load_program``'s result, remembered while the files it read are unchanged."""
+    key = (os.path.abspath(path), os.fspath(given), None if base is None else os.path.abspath(base))
+    loaded = memo.recall(key)
+    if loaded is None:
+        started = time.time()
+        reads = _Reads()
+        # Resolved for the search roots and the names in findings: a link among them may move.
+        reads.add(path.parent)
+        if base is not None:
+            reads.add(base)
+        shown = _display_name(path, base, given)
+        program, findings = _load_program(path, shown, given, base, reads)
+        loaded = memo.remember(key, reads, started, program, findings)
+    return loaded
+
+
 def _load_program(
-    path: Path, shown: str, given: Path, base: Path | None
+    path: Path, shown: str, given: Path, base: Path | None, reads: _Reads
 ) -> tuple[_Program | None, list[Finding]]:
-    """The entry point and the local modules it imports, and findings about unreadable ones."""
+    """The entry point and the local modules it imports, and findings about unreadable ones;
+    ``reads`` collects every path the result depends on."""
     roots = _search_roots(path, base)
     budget = _Budget()
-    loaded = _load(path, shown, required=True, roots=roots, budget=budget)
+    loaded = _load(path, shown, required=True, roots=roots, budget=budget, reads=reads)
     if isinstance(loaded, Finding):
         return None, [loaded]
     findings: list[Finding] = []
@@ -287,7 +330,7 @@ def _load_program(
     unread: list[str] = []
     while queue:
         module = queue.pop(0)
-        for candidate in _local_imports(module, roots):
+        for candidate in _local_imports(module, roots, reads):
             real = _real(candidate)
             if real in seen:
                 continue
@@ -297,18 +340,20 @@ def _load_program(
             if budget.exhausted:
                 unread.append(name)
                 continue
-            helper = _load(candidate, name, required=False, roots=roots, budget=budget)
+            helper = _load(
+                candidate, name, required=False, roots=roots, budget=budget, reads=reads
+            )
             if isinstance(helper, Finding):
                 findings.append(helper)
                 unread.append(name)
                 continue
             modules.append(helper)
             queue.append(helper)
-    program = _Program(modules, local_tops=_local_tops(modules, roots), unread=tuple(unread))
-    return program, findings
+    local_tops = _local_tops(modules, roots, reads)
+    return _Program(modules, local_tops=local_tops, unread=tuple(unread)), findings
 
 
-def _local_tops(modules: list[_Module], roots: list[Path]) -> frozenset[str]:
+def _local_tops(modules: list[_Module], roots: list[Path], reads: _Reads) -> frozenset[str]:
     """The top-level names the program imports that Python finds in the search roots (a
     module, a package, or a namespace package's folder)."""
     tops = {name.partition(".")[0] for m in modules for name, _, lvl in m.raw_imports if not lvl}
@@ -317,8 +362,8 @@ def _local_tops(modules: list[_Module], roots: list[Path]) -> frozenset[str]:
     read = [_real(m.path) for m in modules if m.path is not None]
     return frozenset(
         top for top in tops if top and any(
-            (r / f"{top}.py").is_file() or (r / top / "__init__.py").is_file()
-            or (_local_top(r, top) and any((r / top) in path.parents for path in read))
+            reads.is_file(r / f"{top}.py") or reads.is_file(r / top / "__init__.py")
+            or (_local_top(r, top, reads) and any((r / top) in path.parents for path in read))
             for r in roots
         )
     )
@@ -368,18 +413,17 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
-def _run_rules(program: _Program, context: ScriptContext) -> list[Finding]:
+def _run_rule(rule: _Rule, program: _Program, context: ScriptContext) -> list[Finding]:
     findings: list[Finding] = []
-    for rule in _RULES:
-        try:
-            findings.extend(rule(program, context))
-        except Exception as exc:  # a bug in one heuristic must not block the job
-            findings.append(Finding(
-                program.entry.file, 0, "warning", "checker-failed",
-                f"the script check {rule.__name__.removeprefix('_rule_')} failed on this file "
-                f"({type(exc).__name__}: {exc}); the other checks ran.",
-                "report this to the safe_estimators maintainers with the script.",
-            ))
+    try:
+        findings.extend(rule(program, context))
+    except Exception as exc:  # a bug in one heuristic must not block the job
+        findings.append(Finding(
+            program.entry.file, 0, "warning", "checker-failed",
+            f"the script check {rule.__name__.removeprefix('_rule_')} failed on this file "
+            f"({type(exc).__name__}: {exc}); the other checks ran.",
+            "report this to the safe_estimators maintainers with the script.",
+        ))
     return findings
 
 

@@ -47,6 +47,33 @@ class _Budget:
         )  # fmt: skip
 
 
+class _Reads:
+    """The paths a load's result depends on: the files it read or tried to, the folders it looked
+    for modules in, and what those probes found (``memo`` stamps each of them)."""
+
+    __slots__ = ("paths",)
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+
+    def add(self, path: Path) -> None:
+        self.paths.add(os.path.abspath(path))
+
+    def is_file(self, path: Path) -> bool:
+        self.add(path.parent)
+        found = path.is_file()
+        if found:  # a link's target is stamped through it
+            self.add(path)
+        return found
+
+    def is_dir(self, path: Path) -> bool:
+        self.add(path.parent)
+        found = path.is_dir()
+        if found:
+            self.add(path)
+        return found
+
+
 def _inside(real: Path, roots: list[Path]) -> bool:
     return any(real == root or root in real.parents for root in roots)
 
@@ -58,7 +85,11 @@ def _load(
     required: bool,
     roots: list[Path] | None = None,
     budget: _Budget | None = None,
+    reads: _Reads | None = None,
 ) -> _Module | Finding:
+    if reads is not None:
+        reads.add(path)
+        reads.add(path.parent)
     real = _real(path)
     if roots is not None and not _inside(real, roots):
         # A link that leaves source_dir (to ~/.netrc, /etc/passwd): never read, never quoted.
@@ -120,7 +151,7 @@ def _search_roots(path: Path, base: Path | None) -> list[Path]:
     return roots
 
 
-def _local_imports(module: _Module, roots: list[Path]) -> Iterator[Path]:
+def _local_imports(module: _Module, roots: list[Path], reads: _Reads) -> Iterator[Path]:
     """Files of local modules (and the packages around them) that ``module`` imports."""
     if module.path is None:
         return
@@ -139,25 +170,25 @@ def _local_imports(module: _Module, roots: list[Path]) -> Iterator[Path]:
                 continue
             # Like Python: the first root that has the top-level package or module, else a
             # folder of that name (a namespace package, as a Megatron-LM checkout's megatron/).
-            bases = [r for r in roots if _local_top(r, parts[0])][:1]
+            bases = [r for r in roots if _local_top(r, parts[0], reads)][:1]
         for base in bases:
             directory = base
             for part in parts:
-                yield from _module_files(directory, part)
+                yield from _module_files(directory, part, reads)
                 directory = directory / part
             for sub in names:
                 if sub != "*":
-                    yield from _module_files(directory, sub)
+                    yield from _module_files(directory, sub, reads)
 
 
-def _local_top(root: Path, name: str) -> bool:
+def _local_top(root: Path, name: str, reads: _Reads) -> bool:
     """``import name`` finds a module, a package or a namespace package's folder in ``root``."""
-    return (root / f"{name}.py").is_file() or (root / name).is_dir()
+    return reads.is_file(root / f"{name}.py") or reads.is_dir(root / name)
 
 
-def _module_files(directory: Path, name: str) -> Iterator[Path]:
+def _module_files(directory: Path, name: str, reads: _Reads) -> Iterator[Path]:
     for candidate in (directory / f"{name}.py", directory / name / "__init__.py"):
-        if candidate.is_file():
+        if reads.is_file(candidate):
             yield candidate
 
 

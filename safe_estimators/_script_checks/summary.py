@@ -224,6 +224,11 @@ class _Module:
             name = _dotted(target, None)
             self.assigns.append(_Assign(name, value, scope, (target.lineno, target.col_offset)))
 
+    @property
+    def size(self) -> int:
+        """The length of the source (bytes as read, or characters)."""
+        return len(self._source)
+
     @cached_property
     def text(self) -> str:
         """The source text, for the rules that only ask whether a name is mentioned at all."""
