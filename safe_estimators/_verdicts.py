@@ -415,32 +415,35 @@ def _write(
     write_atomically(folder / name, data)
 
 
-_WRITTEN: dict[Path, int] = {}  # entries this process wrote to each shard since it counted
+_ROOM: dict[Path, int] = {}  # writes to each shard before this process counts it again
 
 
 def _make_room(shard: Path) -> None:
-    """Keep a shard under its share of ``MAX_ENTRIES``: the oldest entries go first. A shard is
-    listed once per process and again only when this process may have filled it."""
-    written = _WRITTEN.get(shard)
-    if written is not None and written < _SHARD_ENTRIES // 4:
-        _WRITTEN[shard] = written + 1
+    """Keep a shard under its share of ``MAX_ENTRIES``: when it is full the oldest entries go
+    first, down to three quarters of it. A shard is listed once per process and again after a
+    quarter of its share of writes (other processes may write to it too) or when this process
+    may have filled it. It fills to its share: evicting at three quarters dropped entries of a
+    10,000-spec folder, whose fullest shards hold 60-odd of the 80."""
+    room = _ROOM.get(shard)
+    if room:
+        _ROOM[shard] = room - 1
         return
-    _WRITTEN[shard] = 1
     try:
         with os.scandir(shard) as listing:
             entries = [e for e in listing if e.name.endswith(".json")]
     except OSError:
-        return
-    if len(entries) < _SHARD_ENTRIES - _SHARD_ENTRIES // 4:
-        return
+        entries = []
+    if len(entries) >= _SHARD_ENTRIES:
 
-    def age(entry: os.DirEntry[str]) -> float:
-        try:
-            return entry.stat(follow_symlinks=False).st_mtime
-        except OSError:
-            return 0.0
+        def age(entry: os.DirEntry[str]) -> float:
+            try:
+                return entry.stat(follow_symlinks=False).st_mtime
+            except OSError:
+                return 0.0
 
-    keep = _SHARD_ENTRIES - _SHARD_ENTRIES // 4 - 1  # room for the writes before the next count
-    for old in sorted(entries, key=age)[: max(len(entries) - keep, 0)]:
-        with contextlib.suppress(OSError):
-            os.unlink(old.path)
+        keep = _SHARD_ENTRIES - _SHARD_ENTRIES // 4 - 1  # and the one being written
+        for old in sorted(entries, key=age)[: len(entries) - keep]:
+            with contextlib.suppress(OSError):
+                os.unlink(old.path)
+        entries = entries[:keep]
+    _ROOM[shard] = min(_SHARD_ENTRIES - len(entries) - 1, _SHARD_ENTRIES // 4)
