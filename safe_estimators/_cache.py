@@ -69,8 +69,10 @@ def _untrusted(info: os.stat_result) -> str | None:
     return None
 
 
-def _open_folder(folder: Path) -> int | None:
-    """A descriptor of the trusted cache folder, or None (missing, or not trusted: recorded)."""
+def open_folder(folder: str | os.PathLike[str]) -> int | None:
+    """A descriptor of the trusted cache folder ``folder``, or None (missing, or not trusted:
+    recorded). Files opened relative to it (``read_in``) are in the folder that was checked,
+    whatever happens to its name meanwhile."""
     try:
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _FLAGS)
     except (OSError, ValueError):
@@ -78,7 +80,7 @@ def _open_folder(folder: Path) -> int | None:
     why = _untrusted(os.fstat(fd))
     if why is not None:
         os.close(fd)
-        doubt(folder, why + "; its cache files were ignored")
+        doubt(Path(folder), why + "; its cache files were ignored")
         return None
     return fd
 
@@ -89,40 +91,65 @@ def read_cached(path: Path) -> bytes | None:
     A missing file is None silently (it is derived and written again); a file or folder that
     fails a check is None with a recorded doubt.
     """
-    folder = _open_folder(path.parent)
+    folder = open_folder(path.parent)
     if folder is None:
         return None
     try:
-        try:
-            fd = os.open(path.name, _FLAGS | _NOFOLLOW, dir_fd=folder)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            doubt(path, f"could not be opened ({type(exc).__name__}); it was ignored")
-            return None
-        try:
-            info = os.fstat(fd)
-            why = _untrusted(info)
-            if why is None and not stat.S_ISREG(info.st_mode):
-                why = "is not a regular file"
-            if why is None and info.st_size > MAX_CACHE_BYTES:
-                why = f"is {info.st_size:,} bytes, more than {MAX_CACHE_BYTES:,}"
-            if why is not None:
-                doubt(path, why + "; it was ignored")
-                return None
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                data = handle.read(MAX_CACHE_BYTES + 1)
-        finally:
-            os.close(fd)
-    except OSError:
-        doubt(path, "could not be read; it was ignored")
-        return None
+        return read_in(folder, path.name, path.parent)
     finally:
         os.close(folder)
+
+
+def read_in(folder: int, name: str, where: str | os.PathLike[str]) -> bytes | None:
+    """``read_cached`` of the file ``name`` in the trusted folder ``where``, whose descriptor
+    (``open_folder``) is ``folder``: it is opened by its name relative to that descriptor,
+    never through a link, and read only if it is this user's, writable by no one else, a
+    regular file and at most ``MAX_CACHE_BYTES``."""
+    try:
+        fd = os.open(name, _FLAGS | _NOFOLLOW, dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        doubt(Path(where, name), f"could not be opened ({type(exc).__name__}); it was ignored")
+        return None
+    try:
+        info = os.fstat(fd)
+        why = _untrusted(info)
+        if why is None and not stat.S_ISREG(info.st_mode):
+            why = "is not a regular file"
+        if why is None and info.st_size > MAX_CACHE_BYTES:
+            why = f"is {info.st_size:,} bytes, more than {MAX_CACHE_BYTES:,}"
+        if why is not None:
+            doubt(Path(where, name), why + "; it was ignored")
+            return None
+        data = read_bounded(fd, info.st_size, MAX_CACHE_BYTES + 1)
+    except OSError:
+        doubt(Path(where, name), "could not be read; it was ignored")
+        return None
+    finally:
+        os.close(fd)
     if len(data) > MAX_CACHE_BYTES:  # grew since fstat
-        doubt(path, f"is more than {MAX_CACHE_BYTES:,} bytes; it was ignored")
+        doubt(Path(where, name), f"is more than {MAX_CACHE_BYTES:,} bytes; it was ignored")
         return None
     return data
+
+
+def read_bounded(fd: int, size: int, most: int) -> bytes:
+    """The bytes of the open file ``fd`` to its end, ``most`` of them at the most. The first
+    read asks for ``size`` (what fstat gave) and one byte more, to see the end without a second
+    read when the file has not grown: a read of ``most`` itself would allocate and free a buffer
+    of megabytes for a file of a few hundred bytes, which is most of what reading it costs."""
+    chunks = []
+    want = min(size + 1, most)
+    while want > 0:
+        chunk = os.read(fd, want)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        most -= len(chunk)
+        # A short read is the end of a regular file; one byte more makes sure of it.
+        want = min(most, 1 << 16 if len(chunk) == want else 1)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _make_folder(folder: Path) -> None:
@@ -148,7 +175,7 @@ def write_atomically(path: Path, data: bytes) -> None:
     folder: int | None = None
     try:
         _make_folder(path.parent)
-        folder = _open_folder(path.parent)
+        folder = open_folder(path.parent)
         if folder is None:
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)

@@ -11,12 +11,14 @@ and the files the spec names by their bytes, the other files of a code folder by
 size (no check reads their contents), links by their target.
 
 Threat model: entries another user could have written are never read (the folder and the file
-must be this user's and writable by no one else, ``_cache.read_cached``); the user's own entries
-are trusted as the user's own files are. An entry that is corrupt, of another format, or whose
-recorded key is not the one looked up (an entry copied from another spec) is ignored and written
-again. Writes are atomic; an entry is at most ``MAX_ENTRY_BYTES`` and each of the 256 shards keeps
-at most ``MAX_ENTRIES // 256`` entries (the oldest go first), so the cache stays under about
-20,000 entries. A hit returns exactly the problems a miss returns, so it prints the same.
+must be this user's and writable by no one else, ``_cache.read_in``; a run checks each shard
+folder once, when it opens it, and reads its entries through that descriptor); the user's own
+entries are trusted as the user's own files are. An entry that is corrupt, of another format,
+or whose recorded key is not the one looked up (an entry copied from another spec) is ignored
+and written again. Writes are atomic; an entry is at most ``MAX_ENTRY_BYTES`` and each of the
+256 shards keeps at most ``MAX_ENTRIES // 256`` entries (the oldest go first), so the cache
+stays under about 20,000 entries. A hit returns exactly the problems a miss returns, so it
+prints the same.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from safe_estimators._bounds import MAX_SPEC_BYTES
+from safe_estimators._cache import (
+    cache_folder,
+    open_folder,
+    read_bounded,
+    read_in,
+    write_atomically,
+)
 from safe_estimators._report import Entry, located
 
 FORMAT = 1
@@ -51,47 +61,86 @@ _READ_SUFFIXES = (".py", ".pyi", ".sh")
 _MAX_HASHED = 1_000_000  # a larger file is fingerprinted by size and modification time
 _MAX_TREE = 20_000  # entries of a code folder: past this the verdict is not cached
 
+
 def validate_cached(path: str, project_root: str | os.PathLike[str] | None) -> list[Entry]:
     """``validate_file(path, project_root=...)``'s problems, each where the file writes it
     (``_report.located``), from the cache when nothing they depend on changed."""
+    key = _key(path, project_root) if (_RUN or _begin())["folder"] is not None else None
+    if key is not None:
+        shard, name = key[:2], f"{key}.json"
+        found = _read(shard, name, key, path)
+        if found is not None:
+            return found
     from safe_estimators import _validate
 
-    folder = _folder()
-    key = _key(path, project_root) if folder is not None else None
-    if folder is None or key is None:
+    if key is None:
         return located(path, _validate.validate_file(path, project_root=project_root))
-    entry = _shard(folder, key[:2]) / f"{key}.json"
-    found = _read(entry, key, path)
-    if found is not None:
-        return found
     arguments, problems = _validate.validate_spec(path, project_root=project_root)
     entries = located(path, problems)
     dependencies = _dependencies(path, arguments, project_root)
     # A problem about the cache itself is this process's, not the spec's: never kept.
     if dependencies is not None and not any(p.path == "<cache>" for p in problems):
-        _write(entry, key, dependencies, entries)
+        _write(shard, name, key, dependencies, entries)
     return entries
 
 
-_FOLDERS: dict[tuple[str | None, ...], Path | None] = {}
-_SHARDS: dict[tuple[Path, str], Path] = {}
+# What every lookup of a run (``new_run``) shares: the folder, the part of the key that is not
+# the spec's, and the shards' descriptors (see ``_shard``).
+_RUN: dict[str, Any] = {}
 
 
-def _folder() -> Path | None:
-    """The cache folder's ``verdicts`` (once per process for the same environment)."""
-    environment = tuple(os.environ.get(n) for n in ("SAFE_ESTIMATORS_CACHE_DIR", "XDG_CACHE_HOME"))
-    if environment not in _FOLDERS:
-        from safe_estimators._cache import cache_folder
+def _begin() -> dict[str, Any]:
+    found = cache_folder()
+    cwd = os.getcwd()
+    shared = [cwd, *(os.environ.get(name) for name in ENVIRONMENT), _installed()]
+    _RUN.update(
+        folder=None if found is None else str(found / "verdicts"),
+        cwd=cwd,
+        shared=hashlib.sha256(repr(shared).encode("utf-8", "surrogatepass") + b"\n"),
+        shards={},
+    )
+    return _RUN
 
-        found = cache_folder()
-        _FOLDERS[environment] = found / "verdicts" if found is not None else None
-    return _FOLDERS[environment]
+
+def new_run() -> None:
+    """Forget the fingerprints and the folder's checks: files may have changed since the last
+    command in this process."""
+    _FINGERPRINTS.clear()
+    for fd in _RUN.get("shards", {}).values():
+        os.close(fd)
+    _RUN.clear()
 
 
-def _shard(folder: Path, name: str) -> Path:
-    if (folder, name) not in _SHARDS:
-        _SHARDS[folder, name] = folder / name
-    return _SHARDS[folder, name]
+def _open_files_limit() -> int:
+    try:
+        return os.sysconf("SC_OPEN_MAX")
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+# How many shard folders a run keeps open: all 256 where a process may open 1,024 files, fewer
+# where it may open fewer (macOS's default is 256), so that the specs and scripts the checks
+# open never run out of descriptors; a shard past the limit is opened for each entry.
+_OPEN_FILES = _open_files_limit()
+_SHARDS_KEPT = 256 if _OPEN_FILES < 0 else max(0, min(256, (_OPEN_FILES - 128) // 2))
+
+
+def _shard(name: str) -> tuple[int | None, bool]:
+    """A descriptor of the trusted shard folder ``name`` (None: missing or not trusted) and
+    whether the caller is to close it.
+
+    Its owner and mode are checked when it is opened, once per run, not once per entry: the
+    descriptor stays the folder that was checked even if its name is moved, and only its owner
+    (this user) or root can change its owner or mode, whom a check per entry could not stop
+    either. Each entry is still checked for its own owner, mode, type and size when read."""
+    shards: dict[str, int] = _RUN["shards"]
+    if name in shards:
+        return shards[name], False
+    fd = open_folder(os.path.join(_RUN["folder"], name))
+    if fd is None or len(shards) >= _SHARDS_KEPT:
+        return fd, fd is not None  # missing (looked for again after a write), or past the limit
+    shards[name] = fd
+    return fd, False
 
 
 # --- the key --------------------------------------------------------------------------------
@@ -102,36 +151,33 @@ def _key(path: str, project_root: str | os.PathLike[str] | None) -> str | None:
     data = _spec_bytes(path)
     if data is None:
         return None
-    digest = hashlib.sha256(data)
-    run = _run()
-    context = [
-        path,
-        os.path.join(run[0], path),  # the absolute path
-        None if project_root is None else os.fspath(project_root),
-        *run,
-    ]
-    digest.update(repr(context).encode("utf-8", "surrogatepass"))
+    digest = _RUN["shared"].copy()  # the working folder, the environment, the installed code
+    root = None if project_root is None else os.fspath(project_root)
+    where = (path, os.path.join(_RUN["cwd"], path), root)  # as given and absolute
+    digest.update(repr(where).encode("utf-8", "surrogatepass") + b"\n")
+    digest.update(data)
     return digest.hexdigest()
 
 
 def _spec_bytes(path: str) -> bytes | None:
     """The spec's bytes, if it is a regular file of at most a spec's size (else not cached)."""
-    from safe_estimators._bounds import MAX_SPEC_BYTES
-
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, _SPEC_FLAGS)
     except (OSError, ValueError):
         return None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SPEC_BYTES:
             return None
-        data = os.read(fd, MAX_SPEC_BYTES + 1)
+        data = read_bounded(fd, info.st_size, MAX_SPEC_BYTES + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
     return data if len(data) <= MAX_SPEC_BYTES else None
+
+
+_SPEC_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 _INSTALLED: list[str] = []
@@ -235,21 +281,6 @@ def _now(kind: str, name: str) -> str | None:
 _FINGERPRINTS: dict[str, str | None] = {}
 
 
-_RUN: list[Any] = []  # what every key of this run shares: folder, environment, installed code
-
-
-def new_run() -> None:
-    """Forget the fingerprints: files may have changed since the last command in this process."""
-    _FINGERPRINTS.clear()
-    _RUN.clear()
-
-
-def _run() -> list[Any]:
-    if not _RUN:
-        _RUN[:] = [os.getcwd(), *(os.environ.get(name) for name in ENVIRONMENT), _installed()]
-    return _RUN
-
-
 def _fingerprint(path: str) -> str | None:
     """What the checks can see of ``path``: a file's bytes, a folder's tree, a link's target, or
     that it is missing; None for a folder too large to fingerprint."""
@@ -318,20 +349,25 @@ def _file_print(path: str, info: os.stat_result, read: bool) -> str:
 # --- entries --------------------------------------------------------------------------------
 
 
-def _read(entry: Path, key: str, source: str) -> list[Entry] | None:
-    """The problems recorded at ``entry`` for ``key``, if it is ours, whole, and nothing it
-    depends on changed; None otherwise (a miss)."""
-    from safe_estimators._cache import read_cached
-
-    data = read_cached(entry)
+def _read(shard: str, name: str, key: str, source: str) -> list[Entry] | None:
+    """The problems recorded in the entry ``name`` of ``shard`` for ``key``, if it is ours,
+    whole, and nothing it depends on changed; None otherwise (a miss)."""
+    folder, close = _shard(shard)
+    if folder is None:
+        return None
+    try:
+        data = read_in(folder, name, f"{_RUN['folder']}{os.sep}{shard}")
+    finally:
+        if close:
+            os.close(folder)
     if not data:
         return None
     try:
-        document = json.loads(data)
+        document = json.loads(data.decode("utf-8", "surrogatepass"))  # as it was written
         if document.get("format") != FORMAT or document.get("key") != key:
             return None
-        for kind, name, recorded in document["dependencies"]:
-            if _now(kind, name) != recorded:
+        for kind, what, recorded in document["dependencies"]:
+            if _now(kind, what) != recorded:
                 return None
         problems = [_entry(item, source) for item in document["problems"]]
     except Exception:  # corrupt, or not written by this version: a miss
@@ -347,19 +383,19 @@ def _entry(item: object, source: str) -> Entry | None:
     if not (isinstance(item, list) and len(item) == 7):
         return None
     path, message, hint, severity, file, line, column = item
-    if not all(isinstance(v, str) for v in (path, message, hint, file)):
+    # Spelt out, not all() over generators: this runs for every problem of every hit.
+    texts = isinstance(path, str) and isinstance(message, str) and isinstance(hint, str)
+    if not (texts and isinstance(file, str) and severity in ("error", "warning")):
         return None
-    if severity not in ("error", "warning"):
-        return None
-    position = (line, column)
-    if position != (None, None) and not all(type(v) is int and v > 0 for v in position):
+    unplaced = line is None and column is None
+    if not unplaced and not (type(line) is int and type(column) is int and line > 0 < column):
         return None
     return Entry(source, path, message, hint, severity, file=file, line=line, column=column)
 
 
-def _write(entry: Path, key: str, dependencies: list[list[str]], found: list[Entry]) -> None:
-    from safe_estimators._cache import write_atomically
-
+def _write(
+    shard: str, name: str, key: str, dependencies: list[list[str]], found: list[Entry]
+) -> None:
     if any(e.source != e.file and e.line is None for e in found):
         return  # only problems of the spec's own file, or placed in a file it names
     document = {
@@ -370,39 +406,44 @@ def _write(entry: Path, key: str, dependencies: list[list[str]], found: list[Ent
             [e.path, e.message, e.hint, e.severity, e.file, e.line, e.column] for e in found
         ],
     }
-    data = json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    data = text.encode("utf-8", "surrogatepass")
     if len(data) > MAX_ENTRY_BYTES:
         return
-    _make_room(entry.parent)
-    write_atomically(entry, data)
+    folder = Path(_RUN["folder"], shard)
+    _make_room(folder)
+    write_atomically(folder / name, data)
 
 
-_WRITTEN: dict[Path, int] = {}  # entries this process wrote to each shard since it counted
+_ROOM: dict[Path, int] = {}  # writes to each shard before this process counts it again
 
 
 def _make_room(shard: Path) -> None:
-    """Keep a shard under its share of ``MAX_ENTRIES``: the oldest entries go first. A shard is
-    listed once per process and again only when this process may have filled it."""
-    written = _WRITTEN.get(shard)
-    if written is not None and written < _SHARD_ENTRIES // 4:
-        _WRITTEN[shard] = written + 1
+    """Keep a shard under its share of ``MAX_ENTRIES``: when it is full the oldest entries go
+    first, down to three quarters of it. A shard is listed once per process and again after a
+    quarter of its share of writes (other processes may write to it too) or when this process
+    may have filled it. It fills to its share: evicting at three quarters dropped entries of a
+    10,000-spec folder, whose fullest shards hold 60-odd of the 80."""
+    room = _ROOM.get(shard)
+    if room:
+        _ROOM[shard] = room - 1
         return
-    _WRITTEN[shard] = 1
     try:
         with os.scandir(shard) as listing:
             entries = [e for e in listing if e.name.endswith(".json")]
     except OSError:
-        return
-    if len(entries) < _SHARD_ENTRIES - _SHARD_ENTRIES // 4:
-        return
+        entries = []
+    if len(entries) >= _SHARD_ENTRIES:
 
-    def age(entry: os.DirEntry[str]) -> float:
-        try:
-            return entry.stat(follow_symlinks=False).st_mtime
-        except OSError:
-            return 0.0
+        def age(entry: os.DirEntry[str]) -> float:
+            try:
+                return entry.stat(follow_symlinks=False).st_mtime
+            except OSError:
+                return 0.0
 
-    keep = _SHARD_ENTRIES - _SHARD_ENTRIES // 4 - 1  # room for the writes before the next count
-    for old in sorted(entries, key=age)[: max(len(entries) - keep, 0)]:
-        with contextlib.suppress(OSError):
-            os.unlink(old.path)
+        keep = _SHARD_ENTRIES - _SHARD_ENTRIES // 4 - 1  # and the one being written
+        for old in sorted(entries, key=age)[: len(entries) - keep]:
+            with contextlib.suppress(OSError):
+                os.unlink(old.path)
+        entries = entries[:keep]
+    _ROOM[shard] = min(_SHARD_ENTRIES - len(entries) - 1, _SHARD_ENTRIES // 4)

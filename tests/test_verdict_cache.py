@@ -168,3 +168,34 @@ def test_no_cache_writes_nothing_and_the_cache_is_bounded(capsys, tmp_path, monk
     monkeypatch.setattr(verdicts, "_key", lambda path, root: "00" + str(abs(hash(path))))
     run(capsys, "validate", *EXAMPLES, SPECS)
     assert 0 < len(entries(tmp_path)) <= 2
+
+
+@pytest.mark.parametrize("kept", [256, 1, 0])
+def test_a_run_checks_each_shard_folder_once_and_closes_it_after(
+    capsys, tmp_path, checks, monkeypatch, kept
+):
+    # A process allowed few open files keeps fewer shard folders open (0: one open per entry).
+    monkeypatch.setattr(verdicts, "_SHARDS_KEPT", kept)
+    targets = [*EXAMPLES, SPECS]
+    miss = run(capsys, "validate", *targets)
+    checked = len(checks)
+    assert run(capsys, "validate", *targets) == miss
+    assert len(checks) == checked
+    held = list(verdicts._RUN["shards"].values())
+    assert len(held) == min(kept, len({entry.parent for entry in entries(tmp_path)}))
+    verdicts.new_run()  # what the next command does first
+    for fd in held:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    shard = entries(tmp_path)[0].parent
+    os.chmod(shard, 0o777)  # loosened between runs: the next run sees it
+    try:
+        code, out = run(capsys, "validate", *targets)
+    finally:
+        os.chmod(shard, 0o700)
+    warned = [line for line in out.splitlines() if "<cache>: warning:" in line]
+    assert warned and all(f"{shard}' is writable by other users" in line for line in warned)
+    assert (code, [line for line in out.splitlines() if line not in warned]) == (
+        miss[0],
+        miss[1].splitlines(),
+    )
