@@ -608,7 +608,39 @@ class _UsageError(Exception):
     """A command line that cannot be run as written (exit 2)."""
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` gives it ($COLUMNS, else the
+    terminal on stdout, else 80)."""
+    with contextlib.suppress(KeyError, ValueError):
+        if (columns := int(os.environ["COLUMNS"])) > 0:
+            return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, as wide as argparse makes it, without importing shutil (and the
+    compression modules it loads, a millisecond): argparse makes a formatter for every option
+    added, whether any help is printed or not."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        width = _columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> Any:  # argparse's default prints and exits
         raise _UsageError(message)
 
@@ -731,7 +763,6 @@ def _parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="safe-estimators",
         description="Check SageMaker training job specs and plan them offline.",
         epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _global_flags(parser, False)
     flags = _Parser(add_help=False)
@@ -751,7 +782,6 @@ def _parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
                 help=help_text,
                 parents=[flags],
                 epilog=EXIT_CODES,
-                formatter_class=argparse.RawDescriptionHelpFormatter,
             )
         )
     return parser

@@ -441,3 +441,14 @@ def test_help_lists_every_command(capsys):
     assert code == 0
     for command in ("validate", "plan", "submit", "lint", "catalog", "schema", "port"):
         assert command in out
+
+
+def test_help_is_as_wide_as_the_terminal_says(capsys, monkeypatch):
+    # argparse sizes its help by shutil.get_terminal_size; ours reads $COLUMNS the same way.
+    monkeypatch.setenv("COLUMNS", "60")
+    narrow = run(capsys, "validate", "--help")[1].splitlines()
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = run(capsys, "validate", "--help")[1].splitlines()
+    assert len(narrow) > len(wide)
+    helps = narrow[narrow.index("options:") + 1 : narrow.index("exit codes:")]
+    assert helps and max(map(len, helps)) <= 58  # argparse leaves two columns

@@ -81,6 +81,7 @@ FOR_OTHER_JOBS = [
     "email",
     "html",
     "signal",
+    "shutil",  # argparse's formatter sizes itself with it (ours asks the terminal itself)
 ]
 
 
