@@ -25,7 +25,7 @@ from safe_estimators._facts.code_paths import remote_source_dir
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._facts.reserved import sdk_hyperparameters
 from safe_estimators._problems import Problem, join_path
-from safe_estimators._secrets import secrets_in
+from safe_estimators._secrets import secrets_in_options
 from safe_estimators._spec import JobSpec, value_of
 
 
@@ -64,6 +64,8 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
 _NOT_VALUES = frozenset(
     ["accept_exposure", "check_script", "estimator", "model", "training_compiler", "extra"]
 )
+# The spec's options that may: most of a job's are None.
+_VALUE_OPTIONS = tuple(a.name for a in attrs.fields(JobSpec) if a.name not in _NOT_VALUES)
 
 
 def no_secrets(ctx: Context) -> Iterator[Problem]:
@@ -71,11 +73,10 @@ def no_secrets(ctx: Context) -> Iterator[Problem]:
     arguments, the distribution's options, URIs, ...): credentials are refused or warned
     about (see ``secrets_in``)."""
     spec = ctx.spec
-    accepted = spec.accept_exposure
-    options = [(a.name, getattr(spec, a.name)) for a in attrs.fields(JobSpec)]
-    for name, value in [*options, *spec.extra.items()]:
-        if value is not None and name not in _NOT_VALUES:
-            yield from secrets_in(name, value, accepted)
+    options = [(name, getattr(spec, name)) for name in _VALUE_OPTIONS]
+    options += [(name, value) for name, value in spec.extra.items() if name not in _NOT_VALUES]
+    given = [(name, value) for name, value in options if value is not None]
+    yield from secrets_in_options(given, spec.accept_exposure)
 
 
 def source_dir_contents(ctx: Context) -> Iterator[Problem]:
