@@ -724,13 +724,13 @@ _NAMED_VALUE = (frozenset(("Key", "Value")), frozenset(("Name", "Value")))
 
 _NUMERIC_PASSWORD = "a password (by its name)"
 
-# The walk's memos, for a mapping's entry under a name (a str): what a text under it is, with
-# what the name itself is (a token?), for a text no AWS context tells on (see _aws_tells), and
-# the same for a number, by its name alone (the number matters only for 0, 1 and the like:
-# every seed and learning rate differs). _CLEAN for nothing, else (the name's token, the
-# text's kind or whether the name is a password's). Plain dicts, emptied when full: a lookup
-# costs half an lru_cache's, and the walk meets each value of a job twice (the spec file,
-# then the spec).
+# The walk's memos, for a value under a name (a str): what a text under it is outside an AWS
+# context (the walk asks where no AWS context tells, see _aws_tells), with what the name itself
+# is (a token?); the same for a number, by its name alone (the number matters only for 0, 1
+# and the like: every seed and learning rate differs). _CLEAN for nothing, else (the name's
+# token, the text's kind or whether the name is a password's). Plain dicts, emptied when full:
+# a lookup costs half an lru_cache's, and the walk meets each value of a job twice (the spec
+# file, then the spec).
 _TEXT_ENTRIES: dict[tuple[str, str], Any] = {}
 _NUMBER_ENTRIES: dict[str, Any] = {}
 _NAME_TOKENS: dict[str, str | None] = {}
@@ -777,21 +777,27 @@ def _name_token(key: str) -> str | None:
 
 
 def _judged(key: str, item: Any, aws: bool) -> str | None:
-    """``secret_kind(key, item, aws_context=aws)``, remembered as ``secret_kind`` does."""
+    """``secret_kind(key, item, aws_context=aws)``, by the walk's memos."""
     kind_of = type(item)
+    if kind_of is str:
+        if aws and _aws_tells(item):
+            if len(key) <= _MEMO_MAX and len(item) <= _MEMO_MAX:
+                return _memo_secret_kind(key, item, True)
+            return _secret_kind(key, item, True)
+        entry = _TEXT_ENTRIES.get((key, item)) or _text_entry(key, item)
+        return None if entry is _CLEAN else entry[1]  # type: ignore[no-any-return]
     if kind_of is int or kind_of is float:
-        named = _memo_secret_name(key, True) if len(key) <= _MEMO_MAX else _secret_name(key, True)
+        entry = _NUMBER_ENTRIES.get(key) or _number_entry(key)
+        named = entry is not _CLEAN and entry[1]
         return _NUMERIC_PASSWORD if named and str(item) not in _NOT_SECRETS else None
-    if kind_of is str and len(key) <= _MEMO_MAX and len(item) <= _MEMO_MAX:
-        return _memo_secret_kind(key, item, aws if _aws_tells(item) else False)
     return secret_kind(key, item, aws_context=aws)
 
 
 Suspect = tuple[tuple[Any, ...], str, Any]
 # A container being walked: [its path, whether it is in an AWS context (an access key id beside
 # its values or beside those of a container above it; None: not looked for yet), what is left of
-# its children, whether they are a mapping's (key, value) or (path step, name, value), a
-# mapping's values, the frame of the mapping it is in while that one's context is not known].
+# its children, whether they are a mapping's (key, value) or (path step, name, value), its
+# values, the frame of the container it is in while that one's context is not known].
 _Frame = list[Any]
 
 
@@ -825,26 +831,32 @@ def _collect(where: tuple[Any, ...], value: Any, found: list[Suspect]) -> None:
         if kind:
             found.append((where, kind, value))
         return
-    stack: list[_Frame] = []
-    seen: set[int] = set()
-    if not _enter(where, name, value, False, stack, seen, found):
-        return
+    if type(value) is dict and not (len(value) == 2 and "Value" in value):
+        # _enter written out: most walks are of a mapping of names
+        seen = {id(value)}
+        stack: list[_Frame] = [[where, None, iter(value.items()), True, value.values(), None]]
+    else:
+        stack, seen = [], set()
+        if not _enter(where, name, value, False, stack, seen, found):
+            return
     text_entries, number_entries = _TEXT_ENTRIES, _NUMBER_ENTRIES
     while stack:
         frame = stack[-1]
         at, aws, children, mapping, _, _ = frame
+        context = frame if aws is None else aws  # a child looks for it only if it must
         if not mapping:
             for step, key, item in children:
                 if type(item) in _PLAIN:
-                    kind = _judged(key, item, aws)
+                    if aws is None and type(item) is str and _aws_tells(item):
+                        aws = context = _in_aws_context(frame)
+                    kind = _judged(key, item, bool(aws))
                     if kind:
                         found.append(((*at, step), kind, item))
-                elif _enter((*at, step), key, item, aws, stack, seen, found):
+                elif _enter((*at, step), key, item, context, stack, seen, found):
                     break
             else:
                 stack.pop()
             continue
-        context = frame if aws is None else aws  # a child looks for it only if it must
         # A mapping's entries, the hot loop. Most are a text or a number under a name: one
         # lookup says what the name and the value are.
         for step, item in children:
@@ -934,15 +946,28 @@ def _enter(
         else:
             entries = list(item.items())
             values = [v for _, v in entries]
-        if (
-            (kind_of is not dict or (len(item) == 2 and "Value" in item))
-            and frozenset(item) in _NAMED_VALUE
-            and isinstance(item.get(_first(item)), str)
-        ):
-            named = str(item[_first(item)])
-            tag = [(_first(item), _first(item), named), ("Value", named, item["Value"])]
+        if kind_of is dict:  # frozenset(item) in _NAMED_VALUE, by lookups
+            first = "Key" if "Key" in item else "Name"
+            named_value = len(item) == 2 and "Value" in item and first in item
+        else:
+            named_value = frozenset(item) in _NAMED_VALUE
+            first = _first(item) if named_value else ""
+        if named_value and isinstance(item.get(first), str):
+            named, value = str(item[first]), item["Value"]
+            if type(value) in _PLAIN and not (
+                _aws_tells(named) or (type(value) is str and _aws_tells(value))
+            ):
+                # Most tags: judged here, no AWS context telling on them.
+                kind = _judged(first, named, False)
+                if kind:
+                    found.append(((*at, first), kind, named))
+                kind = _judged(named, value, False)
+                if kind:
+                    found.append(((*at, "Value"), kind, value))
+                return False
             if isinstance(aws, list):
                 aws = _in_aws_context(aws)
+            tag = [(first, first, named), ("Value", named, value)]
             stack.append([at, aws or _aws_context(values), iter(tag), False, None, None])
         elif aws is True:
             stack.append([at, True, iter(entries), True, values, None])
@@ -953,13 +978,13 @@ def _enter(
         if id(item) in seen:
             return False
         seen.add(id(item))
-        if isinstance(aws, list):
-            aws = _in_aws_context(aws)
-        aws_here = aws or _aws_context(item)
         children = [
             (index, name_of or key, v) for index, name_of, v in _named_arguments(list(item))
         ]
-        stack.append([at, aws_here, iter(children), False, None, None])
+        if aws is True:
+            stack.append([at, True, iter(children), False, None, None])
+        else:
+            stack.append([at, None, iter(children), False, item, aws or None])
         return True
     if isinstance(aws, list):
         aws = _in_aws_context(aws)

@@ -377,7 +377,10 @@ def test_every_name_and_value_of_the_grid_gives_the_same_findings(name):
             [name, value],
             [f"{name}={value}"],
             {"Key": name, "Value": value},
+            [{"Name": name, "Value": value}, "AKIAZ2X3Y4W5V6U7T8S9"],
+            {"Key": "AKIAZ2X3Y4W5V6U7T8S9", "Value": value},
             {"outer": {name: value}},
+            {"outer": {name: value}, "id": "AKIAZ2X3Y4W5V6U7T8S9"},
         ):
             assert scanned(("environment",), shape) == list(
                 reference_suspects(("environment",), shape)
