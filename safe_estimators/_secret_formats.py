@@ -1031,9 +1031,11 @@ def find_suspects(path: str, value: Any) -> list[Suspect]:
 
 def find_suspects_in(options: Iterable[tuple[str, Any]]) -> list[tuple[str, list[Suspect]]]:
     """``(path, find_suspects(path, value))`` of each (path, value) under which a secret is
-    suspected, in order: a job's options at once."""
+    suspected, in order: a job's options at once (most of them None)."""
     suspected = []
     for path, value in options:
+        if value is None:
+            continue
         kind_of = type(value)
         if kind_of is str or kind_of is int or kind_of is float:  # most options
             kind = _judged(path, value, False)

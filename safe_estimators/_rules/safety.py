@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 from collections.abc import Iterator, Mapping
 
@@ -64,8 +65,9 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
 _NOT_VALUES = frozenset(
     ["accept_exposure", "check_script", "estimator", "model", "training_compiler", "extra"]
 )
-# The spec's options that may: most of a job's are None.
+# The spec's options that may (most of a job's are None), read at once.
 _VALUE_OPTIONS = tuple(a.name for a in attrs.fields(JobSpec) if a.name not in _NOT_VALUES)
+_values_of = operator.attrgetter(*_VALUE_OPTIONS)
 
 
 def no_secrets(ctx: Context) -> Iterator[Problem]:
@@ -73,10 +75,9 @@ def no_secrets(ctx: Context) -> Iterator[Problem]:
     arguments, the distribution's options, URIs, ...): credentials are refused or warned
     about (see ``secrets_in``)."""
     spec = ctx.spec
-    options = [(name, getattr(spec, name)) for name in _VALUE_OPTIONS]
+    options = list(zip(_VALUE_OPTIONS, _values_of(spec), strict=True))
     options += [(name, value) for name, value in spec.extra.items() if name not in _NOT_VALUES]
-    given = [(name, value) for name, value in options if value is not None]
-    yield from secrets_in_options(given, spec.accept_exposure)
+    yield from secrets_in_options(options, spec.accept_exposure)
 
 
 def source_dir_contents(ctx: Context) -> Iterator[Problem]:
