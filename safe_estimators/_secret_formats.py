@@ -616,8 +616,8 @@ _memo_secret_name = functools.lru_cache(maxsize=4096)(_secret_name)
 
 
 def _value_kind(text: str, aws_context: bool) -> str | None:
-    if len(text) > _MEMO_MAX:
-        return _find_value_kind(text, aws_context)
+    if len(text) > _MEMO_MAX or (len(text) < _SHORTEST and "@" not in text):
+        return _find_value_kind(text, aws_context)  # too long to keep, or too short to need it
     return _memo_value_kind(text, aws_context)
 
 
