@@ -19,13 +19,18 @@ Every pattern runs in linear time on any input: each alternative starts with a l
 guarded character class and has bounded repetition only (``{n}``, ``{m,n}``), so the work at
 one position is bounded; the whole token is then found by extending the match over token
 characters once (``_extent``). ``tests/test_secrets_corpus.py`` times them on crafted input.
+
+Nothing is compiled at import, and a pattern only for a text that may match it: a format's
+once a text holds one of its literals (names, paths, numbers and S3 URIs hold none), the URL
+pattern for a text with "://" and "@". ``tests/test_secrets_reference.py`` checks that this
+finds what one alternation of all the formats finds.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 # Before a token: not inside a longer word or token (a guard, not \b: "_" and "-" count).
@@ -41,98 +46,211 @@ def _token(pattern: str, guard: str = _WORD) -> str:
     return f"{pattern[0]}(?<![{guard}].){pattern[1:]}"
 
 
-# (what it is, its pattern): values that are credentials whatever key they sit under. Each
-# pattern matches the token's fixed prefix and its shortest documented body; ``_extent`` finds
-# the rest. Kinds in ``_RANDOM`` must also look random (upper case, lower case and a digit):
-# run names such as "sk-learn-random-forest-baseline" share their prefix.
-SECRET_FORMATS: tuple[tuple[str, str], ...] = (
-    ("an AWS access key id", _token(r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", _ALNUM)),
-    ("a Hugging Face token", _token(r"hf_[A-Za-z0-9]{30}")),
-    ("a Hugging Face token", _token(r"api_org_[A-Za-z0-9]{30}")),
-    ("a GitHub token", _token(r"gh[pousr]_[A-Za-z0-9]{36}")),
-    ("a GitHub token", _token(r"github_pat_[A-Za-z0-9_]{22}")),
-    ("a GitLab token", _token(r"gl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|soat|agent)-[A-Za-z0-9_-]{20}")),
-    ("an npm token", _token(r"npm_[A-Za-z0-9]{36}")),
-    ("a PyPI token", _token(r"pypi-AgE[A-Za-z0-9_-]{50}")),
-    ("a Slack token", _token(r"x(?:ox[abposre]|app)-[0-9A-Za-z]{1,16}-[A-Za-z0-9-]{8}")),
-    ("a Slack webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9]{4}"),
-    ("a Discord webhook", r"discord(?:app)?\.com/api/webhooks/[0-9]{8}"),
-    ("a Stripe key", _token(r"sk_(?:live|test)_[A-Za-z0-9]{16}")),
-    ("a Stripe key", _token(r"rk_(?:live|test)_[A-Za-z0-9]{16}")),
-    ("a Stripe key", _token(r"whsec_[A-Za-z0-9]{24}")),
+# (what it is, its pattern, its literals): values that are credentials whatever key they sit
+# under. Each pattern matches the token's fixed prefix and its shortest documented body;
+# ``_extent`` finds the rest. Every match holds one of its literals: a text holding none of them
+# is not searched with the pattern, and the pattern is compiled only for a text that holds one.
+# Kinds in ``_RANDOM`` must also look random (upper case, lower case and a digit): run names
+# such as "sk-learn-random-forest-baseline" share their prefix.
+SECRET_FORMATS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        "an AWS access key id",
+        _token(r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", _ALNUM),
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
+    ),
+    ("a Hugging Face token", _token(r"hf_[A-Za-z0-9]{30}"), ("hf_",)),
+    ("a Hugging Face token", _token(r"api_org_[A-Za-z0-9]{30}"), ("api_org_",)),
+    (
+        "a GitHub token",
+        _token(r"gh[pousr]_[A-Za-z0-9]{36}"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    ("a GitHub token", _token(r"github_pat_[A-Za-z0-9_]{22}"), ("github_pat_",)),
+    (
+        "a GitLab token",
+        _token(r"gl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|soat|agent)-[A-Za-z0-9_-]{20}"),
+        ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-", "glft-", "glimt-", "glsoat-",
+         "glagent-"),
+    ),
+    ("an npm token", _token(r"npm_[A-Za-z0-9]{36}"), ("npm_",)),
+    ("a PyPI token", _token(r"pypi-AgE[A-Za-z0-9_-]{50}"), ("pypi-AgE",)),
+    (
+        "a Slack token",
+        _token(r"x(?:ox[abposre]|app)-[0-9A-Za-z]{1,16}-[A-Za-z0-9-]{8}"),
+        ("xox", "xapp-"),
+    ),
+    (
+        "a Slack webhook",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9]{4}",
+        ("hooks.slack.com/",),
+    ),
+    ("a Discord webhook", r"discord(?:app)?\.com/api/webhooks/[0-9]{8}", ("/api/webhooks/",)),
+    ("a Stripe key", _token(r"sk_(?:live|test)_[A-Za-z0-9]{16}"), ("sk_live_", "sk_test_")),
+    ("a Stripe key", _token(r"rk_(?:live|test)_[A-Za-z0-9]{16}"), ("rk_live_", "rk_test_")),
+    ("a Stripe key", _token(r"whsec_[A-Za-z0-9]{24}"), ("whsec_",)),
     # OpenAI (sk-..., sk-proj-...), Anthropic (sk-ant-...) and the many APIs that copied them.
-    ("an API key (sk-...)", _token(r"sk-[A-Za-z0-9_-]{20}")),
-    ("a Google API key", _token(r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])")),
-    ("a Google OAuth secret", _token(r"GOCSPX-[A-Za-z0-9_-]{24}")),
-    ("a Google OAuth token", _token(r"ya29\.[A-Za-z0-9_-]{30}")),
-    ("a JSON Web Token", _token(r"eyJ[A-Za-z0-9_-]{8}[A-Za-z0-9_-]{0,2000}\.eyJ[A-Za-z0-9_-]{8}")),
-    ("an Azure key", r"AccountKey=[A-Za-z0-9+/%]{16}"),
-    ("an Azure key", r"SharedAccess(?:Key|Signature)=[A-Za-z0-9+/%]{16}"),
-    ("an Azure SAS signature", _token(r"sig=[A-Za-z0-9%+/]{30}", _ALNUM)),
+    ("an API key (sk-...)", _token(r"sk-[A-Za-z0-9_-]{20}"), ("sk-",)),
+    ("a Google API key", _token(r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), ("AIza",)),
+    ("a Google OAuth secret", _token(r"GOCSPX-[A-Za-z0-9_-]{24}"), ("GOCSPX-",)),
+    ("a Google OAuth token", _token(r"ya29\.[A-Za-z0-9_-]{30}"), ("ya29.",)),
+    (
+        "a JSON Web Token",
+        _token(r"eyJ[A-Za-z0-9_-]{8}[A-Za-z0-9_-]{0,2000}\.eyJ[A-Za-z0-9_-]{8}"),
+        ("eyJ",),
+    ),
+    ("an Azure key", r"AccountKey=[A-Za-z0-9+/%]{16}", ("AccountKey=",)),
+    ("an Azure key", r"SharedAccess(?:Key|Signature)=[A-Za-z0-9+/%]{16}", ("SharedAccess",)),
+    ("an Azure SAS signature", _token(r"sig=[A-Za-z0-9%+/]{30}", _ALNUM), ("sig=",)),
     # An Entra ID client secret: 3 characters, a digit, "Q~", 31 more (found from its "Q~").
-    ("an Azure client secret", r"Q(?<=[A-Za-z0-9_~.-]{3}[0-9]Q)~[A-Za-z0-9_~.-]{31}"),
-    ("a private key", r"-----BEGIN (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----"),
-    ("a Twilio API key", _token(r"SK[0-9a-fA-F]{32}(?![A-Za-z0-9])", _ALNUM)),
-    ("a SendGrid key", _token(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}")),
-    ("a Mailgun key", _token(r"key-[0-9a-f]{32}(?![A-Za-z0-9])")),
-    ("a Shopify token", _token(r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}")),
-    ("a DigitalOcean token", _token(r"do[opr]_v1_[a-f0-9]{64}")),
-    ("a Databricks token", _token(r"dapi[a-f0-9]{32}(?![A-Za-z0-9])")),
+    ("an Azure client secret", r"Q(?<=[A-Za-z0-9_~.-]{3}[0-9]Q)~[A-Za-z0-9_~.-]{31}", ("Q~",)),
+    (
+        "a private key",
+        r"-----BEGIN (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----",
+        ("-----BEGIN ",),
+    ),
+    ("a Twilio API key", _token(r"SK[0-9a-fA-F]{32}(?![A-Za-z0-9])", _ALNUM), ("SK",)),
+    ("a SendGrid key", _token(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"), ("SG.",)),
+    ("a Mailgun key", _token(r"key-[0-9a-f]{32}(?![A-Za-z0-9])"), ("key-",)),
+    (
+        "a Shopify token",
+        _token(r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+        ("shpat_", "shpss_", "shpca_", "shppa_"),
+    ),
+    ("a DigitalOcean token", _token(r"do[opr]_v1_[a-f0-9]{64}"), ("_v1_",)),
+    ("a Databricks token", _token(r"dapi[a-f0-9]{32}(?![A-Za-z0-9])"), ("dapi",)),
     # A Telegram bot token: the bot's 8 to 10 digits, ":AA", 33 more (found from its ":AA").
-    ("a Telegram bot token", r":(?<=[0-9]{8}:)AA[A-Za-z0-9_-]{33}"),
-    ("a Square token", _token(r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22}")),
-    ("a New Relic key", _token(r"NRAK-[A-Z0-9]{27}")),
-    ("a HashiCorp Vault token", _token(r"hv[sb]\.[A-Za-z0-9_-]{24}")),
-    ("a Terraform Cloud token", r"\.(?<=[A-Za-z0-9]{14}\.)atlasv1\.[A-Za-z0-9_-]{20}"),
-    ("a Grafana token", _token(r"gl(?:c|sa)_[A-Za-z0-9_=+/-]{32}")),
-    ("a Postman key", _token(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
-    ("a Replicate token", _token(r"r8_[A-Za-z0-9]{37}")),
-    ("a Groq key", _token(r"gsk_[A-Za-z0-9]{40}")),
-    ("a Linear key", _token(r"lin_api_[A-Za-z0-9]{40}")),
-    ("a Notion token", _token(r"secret_[A-Za-z0-9]{43}")),
-    ("a Notion token", _token(r"ntn_[A-Za-z0-9]{43}")),
-    ("a Supabase token", _token(r"sbp_[a-f0-9]{40}")),
-    ("a PlanetScale token", _token(r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32}")),
-    ("an Atlassian token", _token(r"ATATT3[A-Za-z0-9_=-]{50}")),
-    ("an age secret key", r"AGE-SECRET-KEY-1[A-Z0-9]{58}"),
-    ("a Mapbox secret token", _token(r"sk\.eyJ[A-Za-z0-9_-]{20}")),
-    ("a Dropbox token", _token(r"sl\.[A-Za-z0-9_-]{60}")),
+    ("a Telegram bot token", r":(?<=[0-9]{8}:)AA[A-Za-z0-9_-]{33}", (":AA",)),
+    ("a Square token", _token(r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22}"), ("sq0atp-", "sq0csp-")),
+    ("a New Relic key", _token(r"NRAK-[A-Z0-9]{27}"), ("NRAK-",)),
+    ("a HashiCorp Vault token", _token(r"hv[sb]\.[A-Za-z0-9_-]{24}"), ("hvs.", "hvb.")),
+    (
+        "a Terraform Cloud token",
+        r"\.(?<=[A-Za-z0-9]{14}\.)atlasv1\.[A-Za-z0-9_-]{20}",
+        (".atlasv1.",),
+    ),
+    ("a Grafana token", _token(r"gl(?:c|sa)_[A-Za-z0-9_=+/-]{32}"), ("glc_", "glsa_")),
+    ("a Postman key", _token(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"), ("PMAK-",)),
+    ("a Replicate token", _token(r"r8_[A-Za-z0-9]{37}"), ("r8_",)),
+    ("a Groq key", _token(r"gsk_[A-Za-z0-9]{40}"), ("gsk_",)),
+    ("a Linear key", _token(r"lin_api_[A-Za-z0-9]{40}"), ("lin_api_",)),
+    ("a Notion token", _token(r"secret_[A-Za-z0-9]{43}"), ("secret_",)),
+    ("a Notion token", _token(r"ntn_[A-Za-z0-9]{43}"), ("ntn_",)),
+    ("a Supabase token", _token(r"sbp_[a-f0-9]{40}"), ("sbp_",)),
+    ("a PlanetScale token", _token(r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32}"), ("pscale_",)),
+    ("an Atlassian token", _token(r"ATATT3[A-Za-z0-9_=-]{50}"), ("ATATT3",)),
+    ("an age secret key", r"AGE-SECRET-KEY-1[A-Z0-9]{58}", ("AGE-SECRET-KEY-1",)),
+    ("a Mapbox secret token", _token(r"sk\.eyJ[A-Za-z0-9_-]{20}"), ("sk.eyJ",)),
+    ("a Dropbox token", _token(r"sl\.[A-Za-z0-9_-]{60}"), ("sl.",)),
     (
         "a Doppler token",
         _token(r"dp\.(?:st|ct|sa|scim|audit)\.(?:[a-z0-9_-]{1,32}\.)?[A-Za-z0-9]{40}"),
+        ("dp.",),
     ),
-    ("a Pulumi token", _token(r"pul-[a-f0-9]{40}")),
-    ("a Heroku key", _token(r"HRKU-[A-Za-z0-9_-]{60}")),
-    ("an Authorization header", _token(r"Bearer {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM)),
-    ("an Authorization header", _token(r"bearer {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM)),
-    ("an Authorization header", _token(r"Basic {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM)),
-    ("an Authorization header", _token(r"basic {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM)),
+    ("a Pulumi token", _token(r"pul-[a-f0-9]{40}"), ("pul-",)),
+    ("a Heroku key", _token(r"HRKU-[A-Za-z0-9_-]{60}"), ("HRKU-",)),
+    (
+        "an Authorization header",
+        _token(r"Bearer {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM),
+        ("Bearer ",),
+    ),
+    (
+        "an Authorization header",
+        _token(r"bearer {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM),
+        ("bearer ",),
+    ),
+    ("an Authorization header", _token(r"Basic {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM), ("Basic ",)),
+    ("an Authorization header", _token(r"basic {1,4}[A-Za-z0-9._~+/-]{20}", _ALNUM), ("basic ",)),
 )
 # Found from a literal in their middle: the token starts up to this many characters earlier.
 _BEFORE = {"an Azure client secret": 4, "a Telegram bot token": 10, "a Terraform Cloud token": 14}
 _RANDOM = frozenset(("an API key (sk-...)", "an Authorization header"))
 
+
+def _lazy(pattern: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """``pattern``, compiled the first time it is needed: compiling them all at import cost 7 ms
+    of every command, and an ordinary value needs few of them or none."""
+    return functools.cache(lambda: re.compile(pattern, flags))
+
+
+@functools.cache
+def _format(index: int) -> re.Pattern[str]:
+    """The pattern of ``SECRET_FORMATS[index]``, compiled once a text holds one of its literals."""
+    return re.compile(SECRET_FORMATS[index][1])
+
+
+# The shortest text any format matches (a Slack token: "xoxb-", a character, "-" and 8 more).
+_SHORTEST = 15
+
+
+def _filed_literals() -> tuple[tuple[str | None, tuple[tuple[str, int], ...]], ...]:
+    """Every format's literals (with the format's index), filed under a character each holds, so
+    that a text is searched for a literal only if it holds that character: those with an upper
+    case letter under None (a text with one), the others under the first of " =~:/._-" they hold
+    (names, paths and numbers hold few of these), else their first character."""
+    filed: dict[str | None, list[tuple[str, int]]] = {None: []}
+    for index, (_, _, literals) in enumerate(SECRET_FORMATS):
+        for literal in literals:
+            if not literal.islower():
+                gate = None
+            else:
+                gate = next((c for c in " =~:/._-" if c in literal), literal[0])
+            filed.setdefault(gate, []).append((literal, index))
+    return tuple((gate, tuple(entries)) for gate, entries in filed.items())
+
+
+_LITERALS = _filed_literals()
+
+
+def _formats_in(text: str) -> list[int]:
+    """The indices of the formats one of whose literals ``text`` holds, in order: no other
+    format can match in it."""
+    if len(text) < _SHORTEST:
+        return []
+    found: set[int] = set()
+    for gate, literals in _LITERALS:
+        if (not text.islower()) if gate is None else gate in text:
+            for literal, index in literals:
+                if literal in text:
+                    found.add(index)
+    return sorted(found)
+
+
 # scheme://user:password@host, unless the password is a ${VARIABLE}, a {{template}}, <password>,
 # ***, xxx or the word itself (placeholders in documentation), or already masked (…).
 URL_PASSWORD = "a password in a URL"
-_URL_PASSWORD = re.compile(
+_URL_PASSWORD = _lazy(
     r":(?<=[A-Za-z0-9+.-]:)//[^\s:/@]{0,256}:"
     r"(?![$%{<*…]|x{1,64}@|(?:password|passwd|pass|pwd|secret)@)(?P<password>[^\s/@…]{1,256})@",
     re.I,
 )
-# One pass for all formats: every alternative starts with a literal character, so the engine
-# only stops where one of them could start; the format is then told by its own pattern.
-_TOKENS = re.compile("|".join(f"(?:{p})" for _, p in SECRET_FORMATS))
-_FORMATS = tuple((kind, re.compile(p)) for kind, p in SECRET_FORMATS)
 # What follows a token's prefix: the characters of every format's body.
-_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_~+/=.%-]*")
+_TOKEN_CHARS = _lazy(r"[A-Za-z0-9_~+/=.%-]*")
 _PEM_END = "-----END "
 
 # The AWS secret access key's shape: 40 characters of base64 with upper case, lower case and a
 # digit. Model ids and hashes have the same shape, so it counts only where the context says AWS:
 # the key's name, or an access key id beside it.
-AWS_SECRET_SHAPE = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_AWS_ID = re.compile(SECRET_FORMATS[0][1])
+_AWS_SECRET_SHAPE = _lazy(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_KEY_LENGTH = 40
+
+
+def _aws_tells(text: str) -> bool:
+    """An AWS context may change what ``text`` holds: it is long enough for a secret access key,
+    and has an upper case letter (which the key's shape needs, see ``_random``)."""
+    return len(text) >= _AWS_KEY_LENGTH and not text.islower()
+
+
+def _aws_context(values: Iterable[Any]) -> bool:
+    """One of ``values`` holds an AWS access key id (20 characters: "AKIA" and 16 more, ...)."""
+    # Searched at once: the pattern's guards read a NUL between two values as the end of one
+    # and the start of the other.
+    texts = "\0".join(filter(str.__instancecheck__, values))
+    return (
+        len(texts) >= 20
+        and "A" in texts
+        and any(literal in texts for literal in SECRET_FORMATS[0][2])
+        and _format(0).search(texts) is not None
+    )
 
 
 def _random(text: str) -> bool:
@@ -143,16 +261,49 @@ def _random(text: str) -> bool:
     )
 
 
-def find_tokens(text: str, aws_context: bool = False) -> Iterator[tuple[str, int, int]]:
+def find_tokens(text: str, aws_context: bool = False) -> list[tuple[str, int, int]]:
     """Every suspected credential in ``text``: (kind, start, end) of the part to hide, left to
     right and not overlapping. Linear in ``len(text)``."""
     spans: list[tuple[int, int, str]] = []
+    formats = _formats_in(text)
+    if formats:
+        _token_spans(text, formats, spans)
+    if "@" in text and "://" in text:
+        for url in _URL_PASSWORD().finditer(text):
+            start, end = url.span("password")
+            spans.append((start, end, URL_PASSWORD))
+    if aws_context and _aws_tells(text):
+        for shape in _AWS_SECRET_SHAPE().finditer(text):
+            if _random(shape.group()):
+                spans.append((shape.start(), shape.end(), "an AWS secret access key"))
+    if not spans:
+        return []
+    spans.sort()
+    tokens = []
+    last = -1
+    for start, end, kind in spans:
+        if start >= last:
+            last = end
+            tokens.append((kind, start, end))
+    return tokens
+
+
+def _token_spans(text: str, formats: list[int], spans: list[tuple[int, int, str]]) -> None:
+    """Add to ``spans`` the tokens of ``formats`` in ``text``, left to right: at each step the
+    leftmost match of any of them, the first format in ``SECRET_FORMATS`` where two start at
+    the same place (what one alternation of them all would find). Each format's next match is
+    kept until the scan passes its start, so each pattern scans the text about once."""
+    pending: dict[int, re.Match[str] | None] = {i: _format(i).search(text) for i in formats}
     pos = 0
     while True:
-        match = _TOKENS.search(text, pos)
+        match, kind = None, ""
+        for index, found in pending.items():
+            if found is not None and found.start() < pos:
+                found = pending[index] = _format(index).search(text, pos)
+            if found is not None and (match is None or found.start() < match.start()):
+                match, kind = found, SECRET_FORMATS[index][0]
         if match is None:
-            break
-        kind = next(k for k, p in _FORMATS if p.match(text, match.start()))
+            return
         start, end = match.start(), _extent(text, match)
         if kind in _BEFORE:
             start = _start_before(text, start, _BEFORE[kind])
@@ -161,19 +312,6 @@ def find_tokens(text: str, aws_context: bool = False) -> Iterator[tuple[str, int
             pos = match.start() + 1
             continue
         spans.append((start, end, kind))
-    for url in _URL_PASSWORD.finditer(text):
-        start, end = url.span("password")
-        spans.append((start, end, URL_PASSWORD))
-    if aws_context:
-        for shape in AWS_SECRET_SHAPE.finditer(text):
-            if _random(shape.group()):
-                spans.append((shape.start(), shape.end(), "an AWS secret access key"))
-    spans.sort()
-    last = -1
-    for start, end, kind in spans:
-        if start >= last:
-            last = end
-            yield kind, start, end
 
 
 def _extent(text: str, match: re.Match[str]) -> int:
@@ -185,7 +323,7 @@ def _extent(text: str, match: re.Match[str]) -> int:
             return len(text)
         close = text.find("-----", end + len(_PEM_END))
         return len(text) if close < 0 else close + 5
-    run = _TOKEN_CHARS.match(text, match.end())
+    run = _TOKEN_CHARS().match(text, match.end())
     return run.end() if run else match.end()
 
 
@@ -204,9 +342,7 @@ def mask_text(text: str) -> str:
     token formats, and the values a quoted mapping in it holds under a secret's name
     (``{'password': 'hunter2'}``, as ``repr`` writes one)."""
     if ": " in text and ("'" in text or '"' in text):
-        text = _QUOTED_ENTRY.sub(_masked_entry, text)
-    if not _TOKENS.search(text) and "://" not in text:
-        return text
+        text = _QUOTED_ENTRY().sub(_masked_entry, text)
     parts: list[str] = []
     pos = 0
     for _, start, end in find_tokens(text):
@@ -219,7 +355,7 @@ def mask_text(text: str) -> str:
 
 
 # 'name': 'value' (or with double quotes), as repr() writes a mapping's entry.
-_QUOTED_ENTRY = re.compile(r"""(['"])([A-Za-z0-9_.-]{1,128})\1: (['"])([^'"\\\n]{1,2500})\3""")
+_QUOTED_ENTRY = _lazy(r"""(['"])([A-Za-z0-9_.-]{1,128})\1: (['"])([^'"\\\n]{1,2500})\3""")
 
 
 def _masked_entry(entry: re.Match[str]) -> str:
@@ -397,24 +533,32 @@ TOKENIZER_WORDS = frozenset(
 )
 
 # Values that name a secret instead of holding it are the right way to pass one.
-SECRET_REFERENCE = re.compile(
+_SECRET_REFERENCE = _lazy(
     r"^(?:arn:aws[a-z-]*:(?:secretsmanager|ssm|kms):|\{\{resolve:|\$\{[^}]*\}$|\$[A-Z_][A-Z0-9_]*$)"
 )
+_REFERENCE_STARTS = ("arn:aws", "{{resolve:", "$")
+
+
+def _names_a_secret(text: str) -> bool:
+    """``text`` names a secret (a Secrets Manager ARN, ``${NAME}``, ...) instead of holding it."""
+    return text.startswith(_REFERENCE_STARTS) and _SECRET_REFERENCE().match(text) is not None
+
+
 _NOT_SECRETS = frozenset(("", "true", "false", "none", "null", "yes", "no", "0", "1"))
 # A value that points at a secret (a file, an S3 object) rather than holding it.
 _POINTER = ("/", "./", "~/", "s3://", "file://")
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_WORDS = _lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # NAME=value in a list of arguments or a command line (-x HF_TOKEN=..., Password=...;).
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,127})=(.*)", re.S)
+_ASSIGNMENT = _lazy(r"([A-Za-z_][A-Za-z0-9_.-]{0,127})=(.*)", re.S)
 # -x, --flag, --flag=value (not "-----BEGIN ...", not "-1").
-_FLAG = re.compile(r"--?[A-Za-z]")
+_FLAG = _lazy(r"--?[A-Za-z]")
 # What separates the arguments of a command line, a connection string or a query string.
-_SEPARATORS = re.compile(r"[\s;&?]+")
+_SEPARATORS = _lazy(r"[\s;&?]+")
 
 
 def name_words(key: str) -> list[str]:
     """``"dbPassword"``, ``"DB_PASSWORD"``, ``"db-password"`` all give ``["db", "password"]``."""
-    return [w.lower() for w in _WORDS.findall(key)]
+    return [w.lower() for w in _WORDS().findall(key)]
 
 
 def secret_name(key: object, *, numeric: bool = False) -> bool:
@@ -472,15 +616,18 @@ _memo_secret_name = functools.lru_cache(maxsize=4096)(_secret_name)
 
 
 def _value_kind(text: str, aws_context: bool) -> str | None:
-    if len(text) > _MEMO_MAX:
-        return _find_value_kind(text, aws_context)
+    if len(text) > _MEMO_MAX or (len(text) < _SHORTEST and "@" not in text):
+        return _find_value_kind(text, aws_context)  # too long to keep, or too short to need it
     return _memo_value_kind(text, aws_context)
 
 
 def _find_value_kind(text: str, aws_context: bool) -> str | None:
-    if SECRET_REFERENCE.match(text):
+    if len(text) < _SHORTEST and "@" not in text:
+        return None  # too short for a token, and no URL with a password
+    if _names_a_secret(text):
         return None
-    return next((kind for kind, _, _ in find_tokens(text, aws_context)), None)
+    tokens = find_tokens(text, aws_context)
+    return tokens[0][0] if tokens else None
 
 
 _memo_value_kind = functools.lru_cache(maxsize=4096)(_find_value_kind)
@@ -513,14 +660,15 @@ _PLAIN = (str, int, float)
 def _secret_kind(key: str, value: str | int | float, aws_context: bool) -> str | None:
     if not isinstance(value, str):
         numeric = secret_name(key, numeric=True) and str(value) not in _NOT_SECRETS
-        return "a password (by its name)" if numeric else None
-    kind = _value_kind(value, aws_context or _is_aws_secret_name(name_words(key)))
+        return _NUMERIC_PASSWORD if numeric else None
+    aws = aws_context or (_aws_tells(value) and _is_aws_secret_name(name_words(key)))
+    kind = _value_kind(value, aws)
     if kind:
         return kind
     if secret_name(key) and _holds_secret(value):
         return "a secret (by its name)"
-    if _SEPARATORS.search(value) or "=" in value:
-        return _argument_kind(_SEPARATORS.split(value))
+    if "=" in value or _SEPARATORS().search(value):
+        return _argument_kind(_SEPARATORS().split(value))
     return None
 
 
@@ -529,7 +677,7 @@ def _holds_secret(value: str) -> bool:
     return not (
         text.strip('"').lower() in _NOT_SECRETS
         or text.startswith(_POINTER)
-        or SECRET_REFERENCE.match(text)
+        or _names_a_secret(text)
     )
 
 
@@ -546,13 +694,13 @@ def _named_arguments(items: list[Any]) -> Iterator[tuple[int, str, Any]]:
     ``--lr=0.1``), ``NAME=value`` names its own; the flags themselves are not values."""
     flag = ""
     for index, item in enumerate(items):
-        if isinstance(item, str) and _FLAG.match(item):
+        if isinstance(item, str) and _FLAG().match(item):
             flag, equals, inline = item.lstrip("-").partition("=")
             if equals:
                 yield index, flag, _as(item, inline)
                 flag = ""
             continue
-        assignment = _ASSIGNMENT.fullmatch(item) if isinstance(item, str) else None
+        assignment = _ASSIGNMENT().fullmatch(item) if isinstance(item, str) else None
         # After a flag, NAME=value is still an assignment (mpirun -x HF_TOKEN=...), unless the
         # flag itself names a secret (--password a=b).
         if assignment is not None and not (flag and secret_name(flag)):
@@ -574,56 +722,276 @@ _memo_secret_kind = functools.lru_cache(maxsize=4096, typed=True)(_secret_kind)
 _NAMED_VALUE = (frozenset(("Key", "Value")), frozenset(("Name", "Value")))
 
 
+_NUMERIC_PASSWORD = "a password (by its name)"
+
+# The walk's memos, for a value under a name (a str): what a text under it is outside an AWS
+# context (the walk asks where no AWS context tells, see _aws_tells), with what the name itself
+# is (a token?); the same for a number, by its name alone (the number matters only for 0, 1
+# and the like: every seed and learning rate differs). _CLEAN for nothing, else (the name's
+# token, the text's kind or whether the name is a password's). Plain dicts, emptied when full:
+# a lookup costs half an lru_cache's, and the walk meets each value of a job twice (the spec
+# file, then the spec).
+_TEXT_ENTRIES: dict[tuple[str, str], Any] = {}
+_NUMBER_ENTRIES: dict[str, Any] = {}
+_NAME_TOKENS: dict[str, str | None] = {}
+_MEMO_ENTRIES = 4096
+_CLEAN: Any = object()
+_UNSEEN: Any = object()
+
+
+def _text_entry(key: str, text: str) -> Any:
+    """(``_name_token(key)``, ``_secret_kind(key, text, False)``), or _CLEAN."""
+    token = _name_token(key) if len(key) >= _SHORTEST or "@" in key else None
+    kind = _secret_kind(key, text, False)
+    entry = (token, kind) if token or kind else _CLEAN
+    if len(key) <= _MEMO_MAX and len(text) <= _MEMO_MAX:
+        if len(_TEXT_ENTRIES) >= _MEMO_ENTRIES:
+            _TEXT_ENTRIES.clear()
+        _TEXT_ENTRIES[key, text] = entry
+    return entry
+
+
+def _number_entry(key: str) -> Any:
+    """(``_name_token(key)``, ``secret_name(key, numeric=True)``), or _CLEAN."""
+    token = _name_token(key) if len(key) >= _SHORTEST or "@" in key else None
+    named = _secret_name(key, True)
+    entry = (token, named) if token or named else _CLEAN
+    if len(key) <= _MEMO_MAX:
+        if len(_NUMBER_ENTRIES) >= _MEMO_ENTRIES:
+            _NUMBER_ENTRIES.clear()
+        _NUMBER_ENTRIES[key] = entry
+    return entry
+
+
+def _name_token(key: str) -> str | None:
+    """``_value_kind(key, False)``: the token a mapping's key is, remembered."""
+    token = _NAME_TOKENS.get(key, _UNSEEN)
+    if token is not _UNSEEN:
+        return token  # type: ignore[no-any-return]
+    token = _find_value_kind(key, False)
+    if len(key) <= _MEMO_MAX:
+        if len(_NAME_TOKENS) >= _MEMO_ENTRIES:
+            _NAME_TOKENS.clear()
+        _NAME_TOKENS[key] = token
+    return token
+
+
 def _judged(key: str, item: Any, aws: bool) -> str | None:
-    if type(item) in _PLAIN:  # most values: no pipeline default, no children
-        short = len(key) <= _MEMO_MAX and (type(item) is not str or len(item) <= _MEMO_MAX)
-        return (_memo_secret_kind if short else _secret_kind)(key, item, aws)
+    """``secret_kind(key, item, aws_context=aws)``, by the walk's memos."""
+    kind_of = type(item)
+    if kind_of is str:
+        if aws and _aws_tells(item):
+            if len(key) <= _MEMO_MAX and len(item) <= _MEMO_MAX:
+                return _memo_secret_kind(key, item, True)
+            return _secret_kind(key, item, True)
+        entry = _TEXT_ENTRIES.get((key, item)) or _text_entry(key, item)
+        return None if entry is _CLEAN else entry[1]  # type: ignore[no-any-return]
+    if kind_of is int or kind_of is float:
+        entry = _NUMBER_ENTRIES.get(key) or _number_entry(key)
+        named = entry is not _CLEAN and entry[1]
+        return _NUMERIC_PASSWORD if named and str(item) not in _NOT_SECRETS else None
     return secret_kind(key, item, aws_context=aws)
 
 
-def _suspects(where: tuple[Any, ...], value: Any) -> Iterator[tuple[tuple[Any, ...], str, Any]]:
-    """(path as a tuple of keys, kind, the value itself) of every suspected secret."""
+Suspect = tuple[tuple[Any, ...], str, Any]
+# A container being walked: [its path, whether it is in an AWS context (an access key id beside
+# its values or beside those of a container above it; None: not looked for yet), what is left of
+# its children, whether they are a mapping's (key, value) or (path step, name, value), its
+# values, the frame of the container it is in while that one's context is not known].
+_Frame = list[Any]
+
+
+def _in_aws_context(frame: _Frame) -> bool:
+    """Whether ``frame``'s values are judged in an AWS context, looked for now (from the
+    outermost container not looked at yet: no recursion)."""
+    pending = []
+    while frame is not None and frame[1] is None:
+        pending.append(frame)
+        frame = frame[5]
+    aws: bool = False if frame is None else frame[1]
+    for inner in reversed(pending):
+        aws = inner[1] = aws or _aws_context(inner[4])
+    return aws
+
+
+def _suspects(where: tuple[Any, ...], value: Any) -> list[Suspect]:
+    """(path as a tuple of keys, kind, the value itself) of every suspected secret, in the order
+    of a depth-first walk. Iterative (a stack of containers, not recursion); a plain value is
+    judged where it is met, and its path made only when it is reported."""
+    found: list[Suspect] = []
+    _collect(where, value, found)
+    return found
+
+
+def _collect(where: tuple[Any, ...], value: Any, found: list[Suspect]) -> None:
+    """Add ``_suspects(where, value)`` to ``found``."""
     name = str(where[-1]) if where else ""
-    stack: list[tuple[tuple[Any, ...], str, Any, bool]] = [(where, name, value, False)]
-    seen: set[int] = set()
+    if type(value) in _PLAIN:
+        kind = _judged(name, value, False)
+        if kind:
+            found.append((where, kind, value))
+        return
+    if type(value) is dict and not (len(value) == 2 and "Value" in value):
+        # _enter written out: most walks are of a mapping of names
+        seen = {id(value)}
+        stack: list[_Frame] = [[where, None, iter(value.items()), True, value.values(), None]]
+    else:
+        stack, seen = [], set()
+        if not _enter(where, name, value, False, stack, seen, found):
+            return
+    text_entries, number_entries = _TEXT_ENTRIES, _NUMBER_ENTRIES
     while stack:
-        at, key, item, aws = stack.pop()
-        if type(item) in _PLAIN:
-            kind = _judged(key, item, aws)
-            if kind:
-                yield at, kind, item
+        frame = stack[-1]
+        at, aws, children, mapping, _, _ = frame
+        context = frame if aws is None else aws  # a child looks for it only if it must
+        if not mapping:
+            for step, key, item in children:
+                if type(item) in _PLAIN:
+                    if aws is None and type(item) is str and _aws_tells(item):
+                        aws = context = _in_aws_context(frame)
+                    kind = _judged(key, item, bool(aws))
+                    if kind:
+                        found.append(((*at, step), kind, item))
+                elif _enter((*at, step), key, item, context, stack, seen, found):
+                    break
+            else:
+                stack.pop()
             continue
-        default = getattr(item, "default_value", None) if hasattr(item, "to_string") else None
+        # A mapping's entries, the hot loop. Most are a text or a number under a name: one
+        # lookup says what the name and the value are.
+        for step, item in children:
+            kind_of = type(item)
+            if type(step) is str:
+                if kind_of is str:
+                    if len(item) < _AWS_KEY_LENGTH or item.islower():  # not _aws_tells(item)
+                        entry = text_entries.get((step, item)) or _text_entry(step, item)
+                        if entry is _CLEAN:
+                            continue
+                        token, kind = entry
+                        if token:
+                            found.append(((*at, (_KEY, step)), token, step))
+                        if kind:
+                            found.append(((*at, step), kind, item))
+                        continue
+                elif kind_of is int or kind_of is float:
+                    entry = number_entries.get(step) or _number_entry(step)
+                    if entry is _CLEAN:
+                        continue
+                    token, named = entry
+                    if token:
+                        found.append(((*at, (_KEY, step)), token, step))
+                    if named and str(item) not in _NOT_SECRETS:
+                        found.append(((*at, step), _NUMERIC_PASSWORD, item))
+                    continue
+            if isinstance(step, str):
+                key = step
+                # A name is a token only if it holds a format's literal (15 characters at
+                # least) or is a URL with a password (an "@").
+                if len(step) >= _SHORTEST or "@" in step:
+                    token = _name_token(step)
+                    if token:
+                        found.append(((*at, (_KEY, step)), token, step))
+            else:
+                key = str(step)
+            if type(item) in _PLAIN:
+                if aws is None and kind_of is str and _aws_tells(item):
+                    aws = context = _in_aws_context(frame)
+                kind = _judged(key, item, bool(aws))
+                if kind:
+                    found.append(((*at, step), kind, item))
+            elif item is None or kind_of is bool:
+                continue  # what secret_kind says of them
+            elif kind_of is dict and not (len(item) == 2 and "Value" in item):
+                # _enter written out for the most common container (not a tag)
+                if id(item) in seen:
+                    continue
+                seen.add(id(item))
+                if context is True:
+                    stack.append([(*at, step), True, iter(item.items()), True, None, None])
+                else:
+                    entries, values = iter(item.items()), item.values()
+                    stack.append([(*at, step), None, entries, True, values, context or None])
+                break
+            elif _enter((*at, step), key, item, context, stack, seen, found):
+                break
+        else:
+            stack.pop()
+
+
+def _enter(
+    at: tuple[Any, ...],
+    key: str,
+    item: Any,
+    aws: bool | _Frame,
+    stack: list[_Frame],
+    seen: set[int],
+    found: list[Suspect],
+) -> bool:
+    """Put a container's children on ``stack`` (True), or judge a value that is not one: a
+    pipeline parameter by its default, a str subclass, an object. ``aws``: the AWS context, or
+    the frame of the mapping whose context it is (not looked for yet)."""
+    kind_of = type(item)
+    if kind_of is not dict and kind_of is not list and hasattr(item, "to_string"):
+        default = getattr(item, "default_value", None)
         if default is not None:
             item = default
-        if isinstance(item, Mapping | list | tuple):
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-        if isinstance(item, Mapping):
-            entries = list(item.items())
-            aws_here = aws or any(isinstance(v, str) and _AWS_ID.search(v) for _, v in entries)
-            if frozenset(item) in _NAMED_VALUE and isinstance(item.get(_first(item)), str):
-                named = str(item[_first(item)])
-                stack.append(((*at, "Value"), named, item["Value"], aws_here))
-                stack.append(((*at, _first(item)), _first(item), named, aws_here))
-                continue
-            for k, v in reversed(entries):
-                child = k if isinstance(k, str) else str(k)
-                stack.append(((*at, k), child, v, aws_here))
-                if isinstance(k, str) and _value_kind(k, False):
-                    stack.append(((*at, (_KEY, k)), "", k, False))
-        elif isinstance(item, list | tuple):
-            aws_here = aws or any(isinstance(v, str) and _AWS_ID.search(v) for v in item)
-            children = [
-                ((*at, index), name_of or key, v, aws_here)
-                for index, name_of, v in _named_arguments(list(item))
-            ]
-            stack.extend(reversed(children))
+            kind_of = type(item)
+    if kind_of is dict or (kind_of is not list and isinstance(item, Mapping)):
+        if id(item) in seen:
+            return False
+        seen.add(id(item))
+        if kind_of is dict:  # nothing in the walk changes it
+            entries: Iterable[tuple[Any, Any]] = item.items()
+            values: Iterable[Any] = item.values()
         else:
-            kind = secret_kind(key, item, aws_context=aws)
-            if kind:
-                yield at, kind, item
+            entries = list(item.items())
+            values = [v for _, v in entries]
+        if kind_of is dict:  # frozenset(item) in _NAMED_VALUE, by lookups
+            first = "Key" if "Key" in item else "Name"
+            named_value = len(item) == 2 and "Value" in item and first in item
+        else:
+            named_value = frozenset(item) in _NAMED_VALUE
+            first = _first(item) if named_value else ""
+        if named_value and isinstance(item.get(first), str):
+            named, value = str(item[first]), item["Value"]
+            if type(value) in _PLAIN and not (
+                _aws_tells(named) or (type(value) is str and _aws_tells(value))
+            ):
+                # Most tags: judged here, no AWS context telling on them.
+                kind = _judged(first, named, False)
+                if kind:
+                    found.append(((*at, first), kind, named))
+                kind = _judged(named, value, False)
+                if kind:
+                    found.append(((*at, "Value"), kind, value))
+                return False
+            if isinstance(aws, list):
+                aws = _in_aws_context(aws)
+            tag = [(first, first, named), ("Value", named, value)]
+            stack.append([at, aws or _aws_context(values), iter(tag), False, None, None])
+        elif aws is True:
+            stack.append([at, True, iter(entries), True, values, None])
+        else:
+            stack.append([at, None, iter(entries), True, values, aws or None])
+        return True
+    if kind_of is list or isinstance(item, list | tuple):
+        if id(item) in seen:
+            return False
+        seen.add(id(item))
+        children = [
+            (index, name_of or key, v) for index, name_of, v in _named_arguments(list(item))
+        ]
+        if aws is True:
+            stack.append([at, True, iter(children), False, None, None])
+        else:
+            stack.append([at, None, iter(children), False, item, aws or None])
+        return True
+    if isinstance(aws, list):
+        aws = _in_aws_context(aws)
+    kind = secret_kind(key, item, aws_context=aws)
+    if kind:
+        found.append((at, kind, item))
+    return False
 
 
 def _first(item: Mapping[Any, Any]) -> str:
@@ -655,10 +1023,30 @@ def find_secrets(path: str, value: Any) -> Iterator[tuple[str, str, str]]:
         yield dotted(at), kind, redacted(raw)
 
 
-def find_suspects(path: str, value: Any) -> Iterator[tuple[tuple[Any, ...], str, Any]]:
+def find_suspects(path: str, value: Any) -> list[Suspect]:
     """``find_secrets`` with the path as a tuple of keys (the first is ``path``) and the value
     itself, for callers that decide what to do with it."""
-    yield from _suspects((path,) if path else (), value)
+    return _suspects((path,) if path else (), value)
+
+
+def find_suspects_in(options: Iterable[tuple[str, Any]]) -> list[tuple[str, list[Suspect]]]:
+    """``(path, find_suspects(path, value))`` of each (path, value) under which a secret is
+    suspected, in order: a job's options at once (most of them None)."""
+    suspected = []
+    for path, value in options:
+        if value is None:
+            continue
+        kind_of = type(value)
+        if kind_of is str or kind_of is int or kind_of is float:  # most options
+            kind = _judged(path, value, False)
+            if kind:
+                suspected.append((path, [((path,) if path else (), kind, value)]))
+            continue
+        found: list[Suspect] = []
+        _collect((path,) if path else (), value, found)
+        if found:
+            suspected.append((path, found))
+    return suspected
 
 
 class _Hidden(str):
@@ -770,10 +1158,13 @@ def accepted_paths(value: object) -> tuple[str, ...]:
 def mark_spec_file_secrets(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a spec file's options) with each suspected secret in it, value or name, as a
     ``SpecFileText``; those its ``accept_exposure`` names stay as they are."""
+    suspects = _suspects((), data)
+    if not suspects:
+        return data
     accepted = accepted_paths(data.get("accept_exposure"))
     found = {
         at: raw
-        for at, _, raw in _suspects((), data)
+        for at, _, raw in suspects
         if not is_accepted(dotted(at), accepted) and isinstance(raw, str | int | float)
     }
     # A flag with its value (--password=x) is marked whole.

@@ -15,15 +15,17 @@ value looks like is ``_secret_formats``; what it means here (README, "Secrets"):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 
 from safe_estimators._bounds import quote
 from safe_estimators._problems import Problem, warning
 from safe_estimators._secret_formats import (
     SPEC_FILE_TYPES,
     URL_PASSWORD,
+    Suspect,
     dotted,
     find_suspects,
+    find_suspects_in,
     is_accepted,
     mask_text,
     redacted,
@@ -43,7 +45,7 @@ _SHOWN_AS = {
 _LOCAL_ONLY = frozenset(["git_config"])
 
 
-def secrets_in(name: str, values: object, accepted: tuple[str, ...] = ()) -> Iterator[Problem]:
+def secrets_in(name: str, values: object, accepted: tuple[str, ...] = ()) -> list[Problem]:
     """A problem for every suspected secret under ``values`` (nested values included), except
     those ``accepted`` names; the message shows only the value's first characters and length.
 
@@ -51,13 +53,30 @@ def secrets_in(name: str, values: object, accepted: tuple[str, ...] = ()) -> Ite
     One passed in Python is a warning: the job runs, and whoever may describe it reads the
     value. A URL with a password is an error where SageMaker would fail on it (an S3 URI).
     """
-    for at, kind, raw in find_suspects(name, values):
+    found = find_suspects(name, values)
+    return _secret_problems(name, found, accepted) if found else []
+
+
+def secrets_in_options(
+    options: Iterable[tuple[str, object]], accepted: tuple[str, ...] = ()
+) -> list[Problem]:
+    """``secrets_in(name, values, accepted)`` of each (name, values) in turn, in one list."""
+    problems = []
+    for name, found in find_suspects_in(options):
+        problems += _secret_problems(name, found, accepted)
+    return problems
+
+
+def _secret_problems(name: str, found: list[Suspect], accepted: tuple[str, ...]) -> list[Problem]:
+    problems = []
+    for at, kind, raw in found:
         path = dotted(at)
         if is_accepted(path, accepted) or (
             name in _LOCAL_ONLY and type(raw) not in SPEC_FILE_TYPES
         ):
             continue
-        yield _secret_problem(path, name, kind, raw)
+        problems.append(_secret_problem(path, name, kind, raw))
+    return problems
 
 
 def _secret_problem(path: str, option: str, kind: str, raw: object) -> Problem:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 from collections.abc import Iterator, Mapping
 
@@ -25,7 +26,7 @@ from safe_estimators._facts.code_paths import remote_source_dir
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._facts.reserved import sdk_hyperparameters
 from safe_estimators._problems import Problem, join_path
-from safe_estimators._secrets import secrets_in
+from safe_estimators._secrets import secrets_in_options
 from safe_estimators._spec import JobSpec, value_of
 
 
@@ -64,6 +65,9 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
 _NOT_VALUES = frozenset(
     ["accept_exposure", "check_script", "estimator", "model", "training_compiler", "extra"]
 )
+# The spec's options that may (most of a job's are None), read at once.
+_VALUE_OPTIONS = tuple(a.name for a in attrs.fields(JobSpec) if a.name not in _NOT_VALUES)
+_values_of = operator.attrgetter(*_VALUE_OPTIONS)
 
 
 def no_secrets(ctx: Context) -> Iterator[Problem]:
@@ -71,11 +75,9 @@ def no_secrets(ctx: Context) -> Iterator[Problem]:
     arguments, the distribution's options, URIs, ...): credentials are refused or warned
     about (see ``secrets_in``)."""
     spec = ctx.spec
-    accepted = spec.accept_exposure
-    options = [(a.name, getattr(spec, a.name)) for a in attrs.fields(JobSpec)]
-    for name, value in [*options, *spec.extra.items()]:
-        if value is not None and name not in _NOT_VALUES:
-            yield from secrets_in(name, value, accepted)
+    options = list(zip(_VALUE_OPTIONS, _values_of(spec), strict=True))
+    options += [(name, value) for name, value in spec.extra.items() if name not in _NOT_VALUES]
+    yield from secrets_in_options(options, spec.accept_exposure)
 
 
 def source_dir_contents(ctx: Context) -> Iterator[Problem]:
