@@ -371,9 +371,10 @@ def is_inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> boo
     return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
 
 
-def too_wide_to_package(folder: str | os.PathLike[str]) -> str | None:
-    """Why ``folder`` must not be a source_dir (the disk root, a home folder), or None."""
-    real = real_path(folder)
+def too_wide_to_package(folder: str | os.PathLike[str], *, resolved: bool = False) -> str | None:
+    """Why ``folder`` must not be a source_dir (the disk root, a home folder), or None;
+    ``resolved``: ``folder`` is a real path already (``real_path``'s)."""
+    real = os.fspath(folder) if resolved else real_path(folder)
     if real == os.sep:
         return "is the root of the file system"
     if real == _real_home(os.path.expanduser("~")) or os.path.dirname(real) == "/home":
@@ -392,15 +393,20 @@ def _real_home(home: str) -> str:
 def project_folder(folder: str | os.PathLike[str]) -> Path:
     """The project a spec file or source_dir belongs to: the nearest folder above it holding
     ``.git`` (the repository anyone changing the spec can change anyway), else the folder."""
+    return Path(real_project_folder(folder))
+
+
+def real_project_folder(folder: str | os.PathLike[str]) -> str:
+    """``project_folder`` as a string: a real path (links resolved)."""
     start = candidate = real_path(folder)
     while candidate != os.sep:
         if os.path.exists(os.path.join(candidate, ".git")):
-            return Path(candidate)
+            return candidate
         parent = os.path.dirname(candidate)
         if parent == candidate:
             break
         candidate = parent
-    return Path(start)
+    return start
 
 
 @attrs.frozen
@@ -442,8 +448,9 @@ _MAX_WALKS = 16
 _SETTLED_SECONDS = 2.0
 
 
-def walk_tree(root: str | os.PathLike[str]) -> Tree:
-    """Every file under ``root``, iteratively, bounded in depth and entries.
+def walk_tree(root: str | os.PathLike[str], *, resolved: bool = False) -> Tree:
+    """Every file under ``root``, iteratively, bounded in depth and entries (``resolved``:
+    ``root`` is a real path already).
 
     Links are followed only while they stay inside ``root`` (each real folder once); a link
     that leaves it is reported, not followed: SageMaker's SDK packages source_dir with
@@ -453,7 +460,7 @@ def walk_tree(root: str | os.PathLike[str]) -> Tree:
     removing, renaming or relinking an entry changes its folder's time, so a remembered walk
     is reused only while every one of them is unchanged (one stat per folder, not per entry).
     """
-    real_root = real_path(root)
+    real_root = os.fspath(root) if resolved else real_path(root)
     remembered = _WALKS.get(real_root)
     if remembered is not None and _unchanged(remembered[1]):
         return remembered[0]
