@@ -116,7 +116,12 @@ class _Reader:
                 mark = event.start_mark
                 line = mark.line if mark else 0
                 if kind is scalar:
-                    self.add(self.scalar(event, line), line, event.anchor, 1)
+                    # Most scalars are plain values resolved before (see scalar): no call.
+                    known = _SCALARS.get((event.tag, event.value, event.implicit, event.style))
+                    value = known[1] if known is not None and known[0] == "value" else None
+                    if value is None:
+                        value = self.scalar(event, line)
+                    self.add(value, line, event.anchor, 1)
                 elif kind in starts:
                     self.start(event, line, starts[kind])
                 elif kind in ends:
