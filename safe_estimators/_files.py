@@ -65,6 +65,9 @@ class _DuplicateKey(ValueError):
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    unique = dict(pairs)  # built in C; only a mapping with a duplicate is gone over again
+    if len(unique) == len(pairs):
+        return unique
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
