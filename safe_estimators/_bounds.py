@@ -113,13 +113,33 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
             raise NotRegular("is not a regular file")
         if info.st_size > limit:
             raise NotRegular(f"is {info.st_size:,} bytes, more than {limit:,}")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
+        data = read_at_most(fd, info.st_size, limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
         raise NotRegular(f"is more than {limit:,} bytes")
     return data
+
+
+def read_at_most(fd: int, size: int, limit: int) -> bytes:
+    """The bytes of an open file up to its end or ``limit`` bytes, whichever comes first;
+    ``size`` is what fstat said (a file may grow or shrink while it is read).
+
+    Plain ``os.read`` calls sized by ``size``: a file object reading ``limit`` bytes allocates a
+    buffer of that size (a megabyte or two, mapped and unmapped) for a file of a few hundred
+    bytes, and that was most of the cost of reading a spec or a model's config.json.
+    """
+    chunks = []
+    total = 0
+    want = size + 1  # one byte more than fstat said: a short read at the end sees the end
+    while total < limit:
+        chunk = os.read(fd, min(want, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 16
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def printable(text: str) -> str:

@@ -16,6 +16,7 @@ from safe_estimators._bounds import (
     MAX_SPEC_BYTES,
     is_inside,
     quote,
+    read_at_most,
     real_path,
     real_project_folder,
     shape_problems,
@@ -101,26 +102,6 @@ def _read_bounded(file: str | os.PathLike[str]) -> bytes:
         raise _TooLarge(len(data))
     return data
 
-
-def read_at_most(fd: int, size: int, limit: int) -> bytes:
-    """The bytes of an open file up to its end or ``limit`` bytes, whichever comes first;
-    ``size`` is what fstat said (a file may grow or shrink while it is read).
-
-    Plain ``os.read`` calls sized by ``size``: a file object reading ``limit`` bytes allocates a
-    buffer of that size (a megabyte, mapped and unmapped) for a spec of a few hundred bytes,
-    and that was most of the cost of reading one.
-    """
-    chunks = []
-    total = 0
-    want = size + 1  # one byte more than fstat said: a short read at the end sees the end
-    while total < limit:
-        chunk = os.read(fd, min(want, limit - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-        want = 1 << 16
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class _NotASpec(Exception):

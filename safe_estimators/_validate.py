@@ -14,14 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from safe_estimators._bounds import MAX_SPEC_BYTES
-from safe_estimators._files import (
-    SUFFIXES,
-    offline_problems,
-    read_at_most,
-    read_spec,
-    read_spec_data,
-)
+from safe_estimators._bounds import MAX_SPEC_BYTES, read_at_most
+from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
 from safe_estimators._problems import ConfigError, Problem
 
 if TYPE_CHECKING:
