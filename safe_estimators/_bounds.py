@@ -113,13 +113,33 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
             raise NotRegular("is not a regular file")
         if info.st_size > limit:
             raise NotRegular(f"is {info.st_size:,} bytes, more than {limit:,}")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
+        data = read_at_most(fd, info.st_size, limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
         raise NotRegular(f"is more than {limit:,} bytes")
     return data
+
+
+def read_at_most(fd: int, size: int, limit: int) -> bytes:
+    """The bytes of an open file up to its end or ``limit`` bytes, whichever comes first;
+    ``size`` is what fstat said (a file may grow or shrink while it is read).
+
+    Plain ``os.read`` calls sized by ``size``: a file object reading ``limit`` bytes allocates a
+    buffer of that size (a megabyte or two, mapped and unmapped) for a file of a few hundred
+    bytes, and that was most of the cost of reading a spec or a model's config.json.
+    """
+    chunks = []
+    total = 0
+    want = size + 1  # one byte more than fstat said: a short read at the end sees the end
+    while total < limit:
+        chunk = os.read(fd, min(want, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 16
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def printable(text: str) -> str:
@@ -371,9 +391,10 @@ def is_inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> boo
     return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
 
 
-def too_wide_to_package(folder: str | os.PathLike[str]) -> str | None:
-    """Why ``folder`` must not be a source_dir (the disk root, a home folder), or None."""
-    real = real_path(folder)
+def too_wide_to_package(folder: str | os.PathLike[str], *, resolved: bool = False) -> str | None:
+    """Why ``folder`` must not be a source_dir (the disk root, a home folder), or None;
+    ``resolved``: ``folder`` is a real path already (``real_path``'s)."""
+    real = os.fspath(folder) if resolved else real_path(folder)
     if real == os.sep:
         return "is the root of the file system"
     if real == _real_home(os.path.expanduser("~")) or os.path.dirname(real) == "/home":
@@ -392,15 +413,20 @@ def _real_home(home: str) -> str:
 def project_folder(folder: str | os.PathLike[str]) -> Path:
     """The project a spec file or source_dir belongs to: the nearest folder above it holding
     ``.git`` (the repository anyone changing the spec can change anyway), else the folder."""
+    return Path(real_project_folder(folder))
+
+
+def real_project_folder(folder: str | os.PathLike[str]) -> str:
+    """``project_folder`` as a string: a real path (links resolved)."""
     start = candidate = real_path(folder)
     while candidate != os.sep:
         if os.path.exists(os.path.join(candidate, ".git")):
-            return Path(candidate)
+            return candidate
         parent = os.path.dirname(candidate)
         if parent == candidate:
             break
         candidate = parent
-    return Path(start)
+    return start
 
 
 @attrs.frozen
@@ -442,8 +468,9 @@ _MAX_WALKS = 16
 _SETTLED_SECONDS = 2.0
 
 
-def walk_tree(root: str | os.PathLike[str]) -> Tree:
-    """Every file under ``root``, iteratively, bounded in depth and entries.
+def walk_tree(root: str | os.PathLike[str], *, resolved: bool = False) -> Tree:
+    """Every file under ``root``, iteratively, bounded in depth and entries (``resolved``:
+    ``root`` is a real path already).
 
     Links are followed only while they stay inside ``root`` (each real folder once); a link
     that leaves it is reported, not followed: SageMaker's SDK packages source_dir with
@@ -453,7 +480,7 @@ def walk_tree(root: str | os.PathLike[str]) -> Tree:
     removing, renaming or relinking an entry changes its folder's time, so a remembered walk
     is reused only while every one of them is unchanged (one stat per folder, not per entry).
     """
-    real_root = real_path(root)
+    real_root = os.fspath(root) if resolved else real_path(root)
     remembered = _WALKS.get(real_root)
     if remembered is not None and _unchanged(remembered[1]):
         return remembered[0]

@@ -17,7 +17,7 @@ import attrs
 from packaging.version import InvalidVersion
 
 import instance_catalog
-from safe_estimators._bounds import Tree, too_wide_to_package, walk_tree
+from safe_estimators._bounds import Tree, real_path, too_wide_to_package, walk_tree
 from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._facts import tables
@@ -29,7 +29,7 @@ from safe_estimators._facts.versions import (
     parse_version,
 )
 from safe_estimators._problems import Problem, count
-from safe_estimators._spec import JobSpec, count_of, instance_type_name
+from safe_estimators._spec import JobSpec, count_of, instance_type_name, spec_variables
 
 LOCAL_TYPES = ("local", "local_gpu")
 
@@ -68,6 +68,11 @@ class Context:
         if self.group is not None:
             return int(self.group.instance_count)
         return count_of(self.spec.instance_count)  # a pipeline parameter: its default
+
+    @functools.cached_property
+    def pipeline_variables(self) -> dict[str, Any]:
+        """The spec's pipeline variables by path (``_spec.spec_variables``)."""
+        return spec_variables(self.spec)
 
     @property
     def parameterised(self) -> bool:
@@ -202,19 +207,25 @@ class Context:
         return source_dir
 
     @functools.cached_property
+    def real_source_folder(self) -> str | None:
+        """``source_folder`` with its links resolved: what the checks of its contents read."""
+        folder = self.source_folder
+        return real_path(folder) if folder is not None else None
+
+    @functools.cached_property
     def source_too_wide(self) -> str | None:
         """Why the local source_dir must not be packaged (the disk root, a home folder)."""
-        folder = self.source_folder
-        return too_wide_to_package(folder) if folder is not None else None
+        folder = self.real_source_folder
+        return too_wide_to_package(folder, resolved=True) if folder is not None else None
 
     @functools.cached_property
     def source_tree(self) -> Tree | None:
         """A local source_dir walked once per check (the upload rule and the script checks read
         it); None without a local folder, or for one too wide to walk (the upload rule refuses
         those)."""
-        if self.source_folder is None or self.source_too_wide:
+        if self.real_source_folder is None or self.source_too_wide:
             return None
-        return walk_tree(self.source_folder)
+        return walk_tree(self.real_source_folder, resolved=True)
 
     @functools.cached_property
     def script_file(self) -> str | None:
@@ -302,7 +313,7 @@ class Context:
         if self.wants_xla_distribution or any(key in distribution for key in xla_keys):
             found.append("pytorchxla")
         mpi = distribution.get("mpi")
-        if isinstance(mpi, Mapping):
+        if mpi is not None and isinstance(mpi, Mapping):
             found.append("mpi")
             if mpi.get("processes_per_host") or self.mpi_processes_derived:
                 found.append("mpi.processes_per_host")
@@ -313,7 +324,8 @@ class Context:
                 found.append("smdistributed.dataparallel")
         if distribution.get("instance_groups") is not None:
             found.append("instance_groups")
-        if isinstance(distribution.get("parameter_server"), Mapping):
+        parameter_server = distribution.get("parameter_server")
+        if parameter_server is not None and isinstance(parameter_server, Mapping):
             found.append("parameter_server")
         return tuple(found)
 

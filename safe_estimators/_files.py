@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import stat
@@ -14,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 from safe_estimators._bounds import (
     MAX_SPEC_BYTES,
     is_inside,
-    project_folder,
     quote,
+    read_at_most,
     real_path,
+    real_project_folder,
     shape_problems,
     too_wide_to_package,
 )
@@ -30,8 +32,7 @@ if TYPE_CHECKING:  # loaded where a spec is structured: reading a file does not 
 SUFFIXES = (".yaml", ".yml", ".json", ".toml")
 
 
-def _parse(path: Path, text: str) -> tuple[Any, list[Problem]]:
-    suffix = path.suffix.lower()
+def _parse(suffix: str, text: str) -> tuple[Any, list[Problem]]:
     if suffix in (".json", ".toml"):
         if suffix == ".json":
             data = json.loads(text, object_pairs_hook=_unique_keys)
@@ -48,11 +49,26 @@ def _parse(path: Path, text: str) -> tuple[Any, list[Problem]]:
     return load_yaml(text)
 
 
+def path_suffix(path: str | os.PathLike[str]) -> str:
+    """``Path(path).suffix.lower()``, from the string where that is certain: reading a folder of
+    specs asks it of every file, and pathlib parses the whole path to answer."""
+    name = os.fspath(path)
+    if isinstance(name, str) and os.sep == "/":
+        last = name.rpartition("/")[2]
+        if last and last != ".":  # then it is pathlib's last part too
+            dot = last.rfind(".")
+            return last[dot:].lower() if 0 < dot < len(last) - 1 else ""
+    return Path(path).suffix.lower()
+
+
 class _DuplicateKey(ValueError):
     pass
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    unique = dict(pairs)  # built in C; only a mapping with a duplicate is gone over again
+    if len(unique) == len(pairs):
+        return unique
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -61,7 +77,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _read_bounded(file: Path) -> bytes:
+def _read_bounded(file: str | os.PathLike[str]) -> bytes:
     """The file's bytes, refusing anything but a regular file of at most MAX_SPEC_BYTES.
 
     Opened without blocking (a FIFO would wait forever for a writer) and checked on the open
@@ -79,13 +95,13 @@ def _read_bounded(file: Path) -> bytes:
             raise _NotASpec(f"is {kind}, not a regular file.", "pass the path of a spec file.")
         if info.st_size > MAX_SPEC_BYTES:
             raise _TooLarge(info.st_size)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_SPEC_BYTES + 1)
+        data = read_at_most(fd, info.st_size, MAX_SPEC_BYTES + 1)
     finally:
         os.close(fd)
     if len(data) > MAX_SPEC_BYTES:  # grew since fstat
         raise _TooLarge(len(data))
     return data
+
 
 
 class _NotASpec(Exception):
@@ -125,19 +141,20 @@ def _syntax_problem(path: Path, exc: Exception) -> Problem:
 
 def read_spec_data(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, list[Problem]]:
     """Read a spec file into plain data. Never raises for a bad file."""
-    file = Path(path)
-    if file.suffix.lower() not in SUFFIXES:
+    suffix = path_suffix(path)
+    if suffix not in SUFFIXES:
         return None, [
             Problem(
                 "<file>",
-                f"{file.name!r} is not a spec file (expected {', '.join(SUFFIXES)}).",
+                f"{Path(path).name!r} is not a spec file (expected {', '.join(SUFFIXES)}).",
                 "rename it with the suffix of its format.",
             )
         ]
     try:
-        text = _read_bounded(file).decode("utf-8")
+        text = _read_bounded(path).decode("utf-8")
     except FileNotFoundError:
-        return None, [Problem("<file>", f"{quote(str(file))} does not exist.", "check the path.")]
+        shown = quote(str(Path(path)))
+        return None, [Problem("<file>", f"{shown} does not exist.", "check the path.")]
     except _NotASpec as exc:
         return None, [Problem("<file>", str(exc), exc.hint)]
     except UnicodeDecodeError as exc:
@@ -148,11 +165,11 @@ def read_spec_data(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None,
         reason = exc.strerror or errno.errorcode.get(exc.errno or 0, "error")
         return None, [Problem("<file>", f"cannot be read: {reason}.", "check the path.")]
     try:
-        data, problems = _parse(file, text)
+        data, problems = _parse(suffix, text)
     except RecursionError:
         return None, [Problem("<file>", "is nested too deeply to read.", "flatten it.")]
     except Exception as exc:
-        return None, [_syntax_problem(file, exc)]
+        return None, [_syntax_problem(Path(path), exc)]
     if problems:
         return None, problems
     if not isinstance(data, dict):
@@ -202,9 +219,12 @@ def read_spec(
     data, problems = read_spec_data(path)
     if data is None:
         return None, problems
-    folder = Path(path).parent
-    root = Path(project_root) if project_root is not None else project_folder(folder)
-    problems = containment_problems(folder, data, root)
+    folder = _folder(os.path.dirname(path))  # a regular file's: Path(path).parent
+    if project_root is None:
+        root = real_project_folder(folder)
+        problems = containment_problems(folder, data, root, real_root=root)
+    else:
+        problems = containment_problems(folder, data, Path(project_root))
     arguments = _unread_outside(relative_to_file(folder, data), problems)
     return mark_spec_file_secrets(arguments), problems
 
@@ -227,9 +247,16 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
     return arguments
 
 
-def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list[Problem]:
+def containment_problems(
+    folder: Path,
+    data: dict[str, Any],
+    root: str | os.PathLike[str],
+    *,
+    real_root: str | None = None,
+) -> list[Problem]:
     """Local paths of a spec file that resolve outside ``root``: plan and submit would package
-    and upload whatever they point to (the SDK follows links), so they are refused."""
+    and upload whatever they point to (the SDK follows links), so they are refused.
+    ``real_root``: ``root`` with its links resolved, where the caller has it already."""
     if data.get("git_config"):
         return []  # the paths are inside the repository that git_config clones
     # Plain strings: this runs for every file a CI job validates.
@@ -241,7 +268,7 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
             resolved[path] = real_path(path)
         return resolved[path]
 
-    real_root = real_path(root)
+    real_root = real_path(root) if real_root is None else real_root
     given = data.get("source_dir")
     # Only the schemes the SDK itself reads remotely (``_facts.code_paths``): "x://../.." is a
     # local path to the SDK, and so it is here.
@@ -275,7 +302,7 @@ def containment_problems(folder: Path, data: dict[str, Any], root: Path) -> list
                 checks.append((f"dependencies.{i}", dependency, target, real_root))
     problems = []
     wide = (
-        too_wide_to_package(os.path.join(base, source_dir))
+        too_wide_to_package(_real(os.path.join(base, source_dir)), resolved=True)
         if source_dir is not None and "\0" not in source_dir
         else None
     )
@@ -387,25 +414,38 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     out = dict(data)
     model = out.get("model")
     if isinstance(model, dict) and isinstance(model.get("config"), str) and model["config"]:
-        out["model"] = {**model, "config": str(folder / model["config"])}
+        out["model"] = {**model, "config": _under(folder, model["config"])}
     parameters = _parameters_file(out)
     if parameters is not None:
-        out = _with_parameters(out, str(folder / parameters))
+        out = _with_parameters(out, _under(folder, parameters))
     recipe = _recipe_file(out)
     if recipe is not None:
-        out["training_recipe"] = str(folder / recipe)
+        out["training_recipe"] = _under(folder, recipe)
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")
     if isinstance(source_dir, str) and not remote_source_dir(source_dir):
-        out["source_dir"] = str(folder / source_dir)
+        out["source_dir"] = _under(folder, source_dir)
     elif (
         isinstance(out.get("entry_point"), str)
         and source_dir is None
         and not s3_entry_point(out["entry_point"])  # refused as it is written
     ):
-        out["entry_point"] = str(folder / out["entry_point"])
+        out["entry_point"] = _under(folder, out["entry_point"])
     dependencies = out.get("dependencies")
     if isinstance(dependencies, list):
-        out["dependencies"] = [str(folder / d) if isinstance(d, str) else d for d in dependencies]
+        out["dependencies"] = [_under(folder, d) if isinstance(d, str) else d for d in dependencies]
     return out
+
+
+# The specs of a repository share a few folders and name the same few paths in them: both
+# conversions are pure, remembered per process (pathlib parses a path on every operation).
+@functools.lru_cache(maxsize=256)
+def _folder(name: str) -> Path:
+    return Path(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _under(folder: Path, name: str) -> str:
+    """``str(folder / name)``."""
+    return str(folder / name)

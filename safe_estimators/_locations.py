@@ -18,7 +18,6 @@ import bisect
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 # A position: the file it is in (as the spec's path was given, or beside it), line and column
@@ -28,22 +27,27 @@ Position = tuple[str, int, int]
 # Paths whose value is the name of a JSON file whose keys the problems' paths continue into.
 LINKED = ("distribution.smdistributed.modelparallel.parameters", "model.config")
 
-_STRING: re.Pattern[str] | None = None
+_JSON_TOKEN: re.Pattern[str] | None = None
 _TOML_ERROR: re.Pattern[str] | None = None
 
 
 class Locator:
     """Positions of the dotted paths of one spec file (read on the first question)."""
 
-    def __init__(self, source: str, problem_paths: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, source: str, problem_paths: frozenset[str] = frozenset(), *, parsed: bool = False
+    ) -> None:
         self.source = source
         self.problem_paths = problem_paths
+        # The file parsed when it was checked (a file that does not has a <file> problem): its
+        # JSON or TOML need not be parsed once more to find a syntax error.
+        self.parsed = parsed
         self._index: dict[str, tuple[int, int]] | None = None
         self._linked: dict[str, Locator | None] = {}
 
     def index(self) -> dict[str, tuple[int, int]]:
         if self._index is None:
-            self._index = _file_index(self.source)
+            self._index = _file_index(self.source, self.parsed)
         return self._index
 
     def position(self, path: str) -> Position | None:
@@ -78,19 +82,19 @@ class Locator:
         return self._linked[linked]
 
 
-def _file_index(source: str) -> dict[str, tuple[int, int]]:
-    from safe_estimators._files import _read_bounded
+def _file_index(source: str, parsed: bool = False) -> dict[str, tuple[int, int]]:
+    from safe_estimators._files import _read_bounded, path_suffix
 
     try:
-        text = _read_bounded(Path(source)).decode("utf-8")
+        text = _read_bounded(source).decode("utf-8")
     except Exception:  # unreadable, not a file, too large, not UTF-8: the problem says so
         return {}
-    suffix = Path(source).suffix.lower()
+    suffix = path_suffix(source)
     try:
         if suffix == ".json":
-            return _json_index(text)
+            return _json_index(text, parsed)
         if suffix == ".toml":
-            return _toml_index(text)
+            return _toml_index(text, parsed)
         if suffix in (".yaml", ".yml"):
             return _yaml_index(text)
     except Exception as exc:  # a syntax error: <file> is where the parser stopped
@@ -141,29 +145,38 @@ def _yaml_index(text: str) -> dict[str, tuple[int, int]]:
 
     index: dict[str, tuple[int, int]] = {}
     stack: list[_Frame] = []
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     events = yaml.events
-    for event in yaml.parse(text, Loader=loader):
-        mark: Any = event.start_mark
-        if isinstance(event, events.MappingEndEvent | events.SequenceEndEvent):
-            stack.pop()
-            continue
-        starts = isinstance(event, events.MappingStartEvent | events.SequenceStartEvent)
-        if not starts and not isinstance(event, events.ScalarEvent | events.AliasEvent):
-            continue
-        top = stack[-1] if stack else None
-        if top is not None and top.is_map and top.key is None:  # a key
-            key = event.value if isinstance(event, events.ScalarEvent) else "?"
-            top.key = _join(top.path, key)
-            index[top.key] = (mark.line + 1, mark.column + 1)  # a duplicate: the last one
-            if starts:  # a complex key: its contents are no path
-                stack.append(_Frame(isinstance(event, events.MappingStartEvent), "?"))
-            continue
-        path = _value_path(stack)
-        if top is not None and not top.is_map:
-            index[path] = (mark.line + 1, mark.column + 1)
-        if starts:
-            stack.append(_Frame(isinstance(event, events.MappingStartEvent), path))
+    # The loader makes exactly these classes: one type lookup per event, not four isinstance.
+    ends = (events.MappingEndEvent, events.SequenceEndEvent)
+    mapping, sequence = events.MappingStartEvent, events.SequenceStartEvent
+    scalar, alias = events.ScalarEvent, events.AliasEvent
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            kind = type(event)
+            if kind in ends:
+                stack.pop()
+                continue
+            starts = kind is mapping or kind is sequence
+            if not starts and kind is not scalar and kind is not alias:
+                continue
+            mark: Any = event.start_mark
+            top = stack[-1] if stack else None
+            if top is not None and top.is_map and top.key is None:  # a key
+                key = event.value if kind is scalar else "?"
+                top.key = _join(top.path, key)
+                index[top.key] = (mark.line + 1, mark.column + 1)  # a duplicate: the last one
+                if starts:  # a complex key: its contents are no path
+                    stack.append(_Frame(kind is mapping, "?"))
+                continue
+            path = _value_path(stack)
+            if top is not None and not top.is_map:
+                index[path] = (mark.line + 1, mark.column + 1)
+            if starts:
+                stack.append(_Frame(kind is mapping, path))
+    finally:
+        loader.dispose()
     return index
 
 
@@ -178,57 +191,49 @@ def _positions(text: str) -> Any:
     return at
 
 
-def _json_index(text: str) -> dict[str, tuple[int, int]]:
-    json.loads(text)  # a syntax error is raised here, with its position
-    global _STRING
-    _STRING = _STRING or re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+def _json_index(text: str, parsed: bool = False) -> dict[str, tuple[int, int]]:
+    if not parsed:
+        json.loads(text)  # a syntax error is raised here, with its position
+    global _JSON_TOKEN
+    # Valid JSON (it parsed) as tokens: strings, brackets and the other scalars; the white
+    # space, commas and colons between them are skipped in C, not a character at a time.
+    _JSON_TOKEN = _JSON_TOKEN or re.compile(
+        r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]|[^ \t\r\n,:{}\[\]"]+', re.DOTALL
+    )
     at = _positions(text)
     index: dict[str, tuple[int, int]] = {}
     stack: list[_Frame] = []
-    i, end = 0, len(text)
-    while i < end:
-        char = text[i]
-        if char in " \t\r\n,:":
-            i += 1
-            continue
+    for token in _JSON_TOKEN.finditer(text):
+        value = token.group()
+        char = value[0]
         if char in "}]":
             stack.pop()
-            i += 1
             continue
         top = stack[-1] if stack else None
         if top is not None and top.is_map and top.key is None:  # a key: always a string
-            found = _STRING.match(text, i)
-            assert found is not None  # the text parsed as JSON
-            top.key = _join(top.path, json.loads(found.group()))
-            index[top.key] = at(i)
-            i = found.end()
+            key = json.loads(value) if "\\" in value else value[1:-1]
+            top.key = _join(top.path, key)
+            index[top.key] = at(token.start())
             continue
         path = _value_path(stack)
         if top is not None and not top.is_map:
-            index[path] = at(i)
+            index[path] = at(token.start())
         if char in "{[":
             stack.append(_Frame(char == "{", path))
-            i += 1
-        elif char == '"':
-            found = _STRING.match(text, i)
-            assert found is not None
-            i = found.end()
-        else:  # a number, true, false or null
-            while i < end and text[i] not in " \t\r\n,]}":
-                i += 1
     return index
 
 
-def _toml_index(text: str) -> dict[str, tuple[int, int]]:
+def _toml_index(text: str, parsed: bool = False) -> dict[str, tuple[int, int]]:
     """Keys of a TOML document by dotted path: tables, arrays of tables and ``key = value``
     lines (the keys of an inline table are placed at the key that holds it)."""
-    import sys
+    if not parsed:
+        import sys
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    tomllib.loads(text)  # a syntax error is raised here, with its position
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - Python 3.10
+            import tomli as tomllib
+        tomllib.loads(text)  # a syntax error is raised here, with its position
     index: dict[str, tuple[int, int]] = {}
     arrays: dict[str, int] = {}  # an array of tables' path: the index of its last table
     table = ""
@@ -270,7 +275,7 @@ def _toml_index(text: str) -> dict[str, tuple[int, int]]:
 def _toml_keys(text: str) -> list[str]:
     """The parts of a TOML key (``a."b.c".d``), unquoted."""
     parts: list[str] = []
-    for found in re.finditer(r'\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[^.\s]+)\s*(?:\.|$)', text):
+    for found in _toml_patterns()[0].finditer(text):
         part = found.group(1)
         if part.startswith('"'):
             part = json.loads(part)
@@ -280,31 +285,59 @@ def _toml_keys(text: str) -> list[str]:
     return parts
 
 
+_TOML_PATTERNS: list[re.Pattern[str]] = []
+
+
+def _toml_patterns() -> list[re.Pattern[str]]:
+    """A key's parts; the next character that opens or closes something; a basic string;
+    the inside of a multi-line basic string up to where it may close (compiled on first use)."""
+    if not _TOML_PATTERNS:
+        _TOML_PATTERNS.extend(
+            (
+                re.compile(r'\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[^.\s]+)\s*(?:\.|$)'),
+                re.compile(r"[\"'#\[\]{}]"),
+                re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"'),
+                re.compile(r'(?:[^"\\]|\\.|"(?!""))*', re.DOTALL),
+            )
+        )
+    return _TOML_PATTERNS
+
+
 def _still_open(text: str, closing: str) -> str:
     """What still has to close after ``text``: a multi-line string's quotes, or the brackets
     of an array that goes on (as ``]]``); "" when the value ended."""
+    _, special, basic, multi_line_basic = _toml_patterns()
     depth = len(closing) if closing.startswith("]") else 0
     quote = closing if closing in ('"""', "'''") else ""
     i = 0
-    while i < len(text):
+    end = len(text)
+    while i < end:
         if quote:
-            if text.startswith(quote, i):
-                i, quote = i + 3, ""
-                continue
-            i += 2 if text[i] == "\\" and quote == '"""' else 1
+            if quote == "'''":
+                close = text.find(quote, i)
+            else:  # a backslash escapes the character after it
+                close = multi_line_basic.match(text, i).end()  # type: ignore[union-attr]
+                close = close if text.startswith(quote, close) else -1
+            if close < 0:
+                return quote
+            i, quote = close + 3, ""
             continue
+        found = special.search(text, i)  # the characters between count for nothing
+        if found is None:
+            break
+        i = found.start()
         char = text[i]
         if text.startswith(('"""', "'''"), i):
             quote, i = text[i : i + 3], i + 3
         elif char == '"':
-            found = re.match(r'"(?:[^"\\]|\\.)*"', text[i:])
-            i += found.end() if found else len(text)
+            string = basic.match(text, i)
+            i = string.end() if string else end
         elif char == "'":
             close = text.find("'", i + 1)
-            i = close + 1 if close >= 0 else len(text)
+            i = close + 1 if close >= 0 else end
         elif char == "#":
             break
         else:
-            depth += 1 if char in "[{" else -1 if char in "]}" else 0
+            depth += 1 if char in "[{" else -1
             i += 1
     return quote or "]" * max(depth, 0)

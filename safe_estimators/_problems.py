@@ -130,5 +130,8 @@ def value_at(data: object, path: str) -> object:
     """What a dotted path names in nested mappings (``value_at(d, "a.b") == d["a"]["b"]``), or
     None where one of its keys is missing."""
     for key in path.split("."):
-        data = data.get(key) if isinstance(data, Mapping) else None
+        # A dict or a missing key first: an isinstance check against the ABC costs ten times more.
+        if type(data) is not dict and (data is None or not isinstance(data, Mapping)):
+            return None
+        data = data.get(key)  # type: ignore[attr-defined]
     return data

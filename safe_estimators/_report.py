@@ -78,7 +78,9 @@ def located(source: str | None, problems: Iterable[Problem]) -> list[Entry]:
     if source is not None and problems and os.path.isfile(source):
         from safe_estimators._locations import Locator
 
-        locator = Locator(source, frozenset(p.path for p in problems))
+        paths = frozenset(p.path for p in problems)
+        # A file that did not parse as a spec has a <file> problem; without one, it parsed.
+        locator = Locator(source, paths, parsed="<file>" not in paths)
     out = []
     for problem in problems:
         position = locator.position(problem.path) if locator is not None else None

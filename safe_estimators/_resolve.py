@@ -38,7 +38,6 @@ from safe_estimators._spec import (
     instance_type_name,
     judged_by_default,
     skipped_paths,
-    spec_variables,
     structure_spec,
     value_of,
 )
@@ -333,7 +332,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     problems += check_memory(ctx)[1]
     findings = check_entry_point(ctx)
     problems += [finding_problem(f) for f in findings if f.severity == "error"]
-    return ctx, judged_by_default(problems, spec_variables(spec)), findings
+    return ctx, judged_by_default(problems, ctx.pipeline_variables), findings
 
 
 

@@ -8,6 +8,7 @@ Every failure becomes a ``Problem`` with the path where the user wrote the value
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Mapping
 from typing import Any, Literal, NewType
 
@@ -627,6 +628,8 @@ def _pipeline_variables(fields: dict[str, Any], kind: object) -> dict[str, Any]:
 
 def spec_variables(spec: JobSpec) -> dict[str, Any]:
     """The pipeline variables of a spec by path: its options and its mappings' values."""
+    if not _may_hold_variables(spec):
+        return {}
     found = {
         name: value
         for name, value in spec_arguments(spec).items()
@@ -639,6 +642,21 @@ def spec_variables(spec: JobSpec) -> dict[str, Any]:
             if is_pipeline_variable(value)
         )
     return found
+
+
+# Values of these exact types are never pipeline variables (none has an ``expr``): a spec made
+# only of them, as every spec file is, has none, known from the types alone.
+_PLAIN_TYPES = frozenset(
+    (str, int, float, bool, type(None), dict, list, tuple, TrainingCompiler, ModelShape)
+)
+_FIELD_VALUES = operator.attrgetter(*sorted(SPEC_FIELDS))
+
+
+def _may_hold_variables(spec: JobSpec) -> bool:
+    types = set(map(type, _FIELD_VALUES(spec)))
+    for values in (spec.extra.values(), spec.environment.values(), spec.hyperparameters.values()):
+        types.update(map(type, values))
+    return not types <= _PLAIN_TYPES
 
 
 def _structure_with(

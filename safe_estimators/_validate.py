@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from safe_estimators._bounds import MAX_SPEC_BYTES
+from safe_estimators._bounds import MAX_SPEC_BYTES, read_at_most
 from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
 from safe_estimators._problems import ConfigError, Problem
 
@@ -109,9 +109,10 @@ def _head(path: str | os.PathLike[str]) -> str | None:
     except (OSError, ValueError):
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
-        return os.read(fd, MAX_SPEC_BYTES).decode("utf-8", "replace")
+        return read_at_most(fd, info.st_size, MAX_SPEC_BYTES).decode("utf-8", "replace")
     except OSError:
         return None
     finally:

@@ -103,12 +103,32 @@ class _Reader:
 
     def read(self) -> tuple[Any, list[Problem]]:
         ev = self.yaml.events
-        loader = self.loader
+        # The parser makes exactly these classes (none has a subclass): one type lookup per
+        # event, not a chain of isinstance checks.
+        scalar, alias, document = ev.ScalarEvent, ev.AliasEvent, ev.DocumentStartEvent
+        starts = {ev.SequenceStartEvent: False, ev.MappingStartEvent: True}
+        ends = (ev.SequenceEndEvent, ev.MappingEndEvent)
+        check_event, get_event = self.loader.check_event, self.loader.get_event
         try:
-            while loader.check_event():
-                event = loader.get_event()
-                line = event.start_mark.line if event.start_mark else 0
-                if isinstance(event, ev.DocumentStartEvent):
+            while check_event():
+                event = get_event()
+                kind = type(event)
+                mark = event.start_mark
+                line = mark.line if mark else 0
+                if kind is scalar:
+                    # Most scalars are plain values resolved before (see scalar): no call.
+                    known = _SCALARS.get((event.tag, event.value, event.implicit, event.style))
+                    value = known[1] if known is not None and known[0] == "value" else None
+                    if value is None:
+                        value = self.scalar(event, line)
+                    self.add(value, line, event.anchor, 1)
+                elif kind in starts:
+                    self.start(event, line, starts[kind])
+                elif kind in ends:
+                    self.end()
+                elif kind is alias:
+                    self.alias(event, line)
+                elif kind is document:
                     self.documents += 1
                     if self.documents > 1:
                         self.refuse(
@@ -118,14 +138,6 @@ class _Reader:
                             "keep one job per file.",
                         )
                         raise _Refused
-                elif isinstance(event, ev.ScalarEvent):
-                    self.add(self.scalar(event, line), line, event.anchor, 1)
-                elif isinstance(event, ev.AliasEvent):
-                    self.alias(event, line)
-                elif isinstance(event, ev.SequenceStartEvent | ev.MappingStartEvent):
-                    self.start(event, line, isinstance(event, ev.MappingStartEvent))
-                elif isinstance(event, ev.SequenceEndEvent | ev.MappingEndEvent):
-                    self.end()
         except _Refused:
             return None, self.problems
         if self.problems:
@@ -148,14 +160,17 @@ class _Reader:
     def count(self, nodes: int, line: int) -> None:
         self.nodes += nodes
         if self.nodes > MAX_NODES:
-            self.refuse(
-                self.where(),
-                line,
-                f"the file holds more than {MAX_NODES:,} values (aliases count as the values "
-                "they repeat); CreateTrainingJob cannot carry that many.",
-                "remove the repetition; a spec file describes one job.",
-            )
-            raise _Refused
+            self.too_many(line)
+
+    def too_many(self, line: int) -> None:
+        self.refuse(
+            self.where(),
+            line,
+            f"the file holds more than {MAX_NODES:,} values (aliases count as the values "
+            "they repeat); CreateTrainingJob cannot carry that many.",
+            "remove the repetition; a spec file describes one job.",
+        )
+        raise _Refused
 
     def scalar(self, event: Any, line: int) -> Any:
         value = event.value
@@ -279,7 +294,9 @@ class _Reader:
         self, value: Any, line: int, anchor: str | None, size: int, *, counted: bool = False
     ) -> None:
         if not counted and size:
-            self.count(size, line)
+            self.nodes += size
+            if self.nodes > MAX_NODES:
+                self.too_many(line)
         if anchor:
             self.anchors[anchor] = (value, size)
         if not self.stack:
@@ -290,7 +307,8 @@ class _Reader:
             frame.value.append(value)
             return
         if frame.key is _NO_KEY:
-            if value is not _MERGE and isinstance(value, list | dict):
+            # Exact types: every list and mapping here was made by this reader.
+            if type(value) is list or type(value) is dict:
                 self.refuse(
                     frame.path,
                     line,

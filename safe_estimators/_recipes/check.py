@@ -15,9 +15,8 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from packaging.version import Version
-
 from safe_estimators._context import Context
+from safe_estimators._facts.versions import parse_version
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._recipes import facts
 from safe_estimators._recipes.load import Recipe
@@ -405,7 +404,7 @@ def recipe_precision(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
 
 def _below(capability: str, minimum: str) -> bool:
     try:
-        return Version(capability) < Version(minimum)
+        return parse_version(capability) < parse_version(minimum)  # cached: a few capabilities
     except ValueError:
         return False
 

@@ -134,4 +134,20 @@ RECIPE_JOB_RULES: tuple[Rule, ...] = (
 
 def run_rules(ctx: Context, rules: tuple[Rule, ...] = RULES) -> list[Problem]:
     """Run every rule and gather all their problems."""
-    return [problem for rule in rules if applies(rule, ctx.target) for problem in rule(ctx)]
+    return [problem for rule in _applicable(rules, ctx.target) for problem in rule(ctx)]
+
+
+# The rules of a table that hold for a target, found once per table and target, by the table's
+# id: hashing forty functions costs what filtering them does. Each entry keeps its table alive,
+# so no other table can take that id while it is here.
+_APPLICABLE: dict[tuple[int, str], tuple[tuple[Rule, ...], tuple[Rule, ...]]] = {}
+
+
+def _applicable(rules: tuple[Rule, ...], target: str) -> tuple[Rule, ...]:
+    found = _APPLICABLE.get((id(rules), target))
+    if found is None:
+        if len(_APPLICABLE) >= 64:
+            _APPLICABLE.clear()
+        found = (rules, tuple(rule for rule in rules if applies(rule, target)))
+        _APPLICABLE[id(rules), target] = found
+    return found[1]

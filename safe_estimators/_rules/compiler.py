@@ -136,7 +136,8 @@ def compiler_distribution(ctx: Context) -> Iterator[Problem]:
                 "remove it; multi-GPU compiler jobs get {'pytorchxla': {'enabled': True}}.",
             )
     xla = ctx.distribution.get("pytorchxla")
-    if isinstance(xla, Mapping) and xla.get("enabled") is False and ctx.wants_xla_distribution:
+    enabled = xla.get("enabled") if xla is not None and isinstance(xla, Mapping) else None
+    if enabled is False and ctx.wants_xla_distribution:
         yield Problem(
             "distribution.pytorchxla.enabled",
             f"is false, so the job would train on 1 of its {ctx.total_gpus} GPUs ({ctx.hardware}).",

@@ -61,7 +61,7 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
 def mpi_processes(ctx: Context) -> Iterator[Problem]:
     """MPI launches processes_per_host processes, one per GPU at most."""
     mpi = ctx.distribution.get("mpi")
-    if not isinstance(mpi, Mapping) or "processes_per_host" not in mpi:
+    if mpi is None or not isinstance(mpi, Mapping) or "processes_per_host" not in mpi:
         return
     processes = mpi["processes_per_host"]
     path = "distribution.mpi.processes_per_host"

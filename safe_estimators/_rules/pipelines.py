@@ -17,7 +17,7 @@ from typing import Any
 from safe_estimators._context import Context
 from safe_estimators._problems import Problem, warning
 from safe_estimators._rules.request import MEMBERS, option_value
-from safe_estimators._spec import is_pipeline_variable, spec_variables, value_of
+from safe_estimators._spec import is_pipeline_variable, value_of
 
 # What is checked only through a value known now (beyond the request members of request.MEMBERS).
 _CHECKED: dict[str, str] = {
@@ -56,7 +56,7 @@ def _skipped(path: str) -> str | None:
 def unknown_pipeline_values(ctx: Context) -> Iterator[Problem]:
     """A value known only when the pipeline runs (no default) is a warning naming the check
     skipped; the instance type has its own rule (pipeline_parameter_instance_type)."""
-    for path, variable in spec_variables(ctx.spec).items():
+    for path, variable in ctx.pipeline_variables.items():
         if path == "instance_type" or value_of(variable) is not None:
             continue
         skipped = _skipped(path)
@@ -85,6 +85,8 @@ def _unknown_hint(variable: object) -> str:
 
 
 def _holds_unknown(value: Any) -> bool:
+    if value is None:  # most jobs set none of these options
+        return False
     items = value.values() if isinstance(value, Mapping) else value
     if not isinstance(items, list | tuple | ValuesView):
         return False

@@ -18,7 +18,7 @@ from safe_estimators._facts.limits import member_shape, shape_problems
 from safe_estimators._problems import Problem, join_path, warning
 from safe_estimators._rules.compiler import sdk_class_names
 from safe_estimators._secret_formats import mask_values_in
-from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable, spec_variables
+from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable
 
 # The SDK's timestamp suffix (sagemaker.utils.sagemaker_timestamp): "-YYYY-mm-dd-HH-MM-SS-mmm".
 _JOB_NAME_SUFFIX = "-2000-01-01-00-00-00-000"
@@ -165,7 +165,7 @@ def request_members(ctx: Context) -> Iterator[Problem]:
         for sub, message in shape_problems(sent, member_shape(member.member), _unknown):
             if isinstance(sent, str) and sent != value and repr(sent) in message:
                 message = message.replace(repr(sent), f"{value!r} (with the SDK's timestamp)")
-            if name == "base_job_name" and spec_variables(spec):
+            if name == "base_job_name" and ctx.pipeline_variables:
                 yield _pipeline_job_name(message, member.hint)
                 continue
             # A tag's value under a secret's name ({"Key": "db_password", ...}) stays hidden.
