@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from safe_estimators._bounds import MAX_CACHE_BYTES, quote
+from safe_estimators._bounds import MAX_CACHE_BYTES, quote, read_at_most
 
 _DOUBTS: dict[str, None] = {}  # why an entry was not trusted, in order, each once per process
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -122,7 +122,7 @@ def read_in(folder: int, name: str, where: str | os.PathLike[str]) -> bytes | No
         if why is not None:
             doubt(Path(where, name), why + "; it was ignored")
             return None
-        data = read_bounded(fd, info.st_size, MAX_CACHE_BYTES + 1)
+        data = read_at_most(fd, info.st_size, MAX_CACHE_BYTES + 1)
     except OSError:
         doubt(Path(where, name), "could not be read; it was ignored")
         return None
@@ -132,24 +132,6 @@ def read_in(folder: int, name: str, where: str | os.PathLike[str]) -> bytes | No
         doubt(Path(where, name), f"is more than {MAX_CACHE_BYTES:,} bytes; it was ignored")
         return None
     return data
-
-
-def read_bounded(fd: int, size: int, most: int) -> bytes:
-    """The bytes of the open file ``fd`` to its end, ``most`` of them at the most. The first
-    read asks for ``size`` (what fstat gave) and one byte more, to see the end without a second
-    read when the file has not grown: a read of ``most`` itself would allocate and free a buffer
-    of megabytes for a file of a few hundred bytes, which is most of what reading it costs."""
-    chunks = []
-    want = min(size + 1, most)
-    while want > 0:
-        chunk = os.read(fd, want)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        most -= len(chunk)
-        # A short read is the end of a regular file; one byte more makes sure of it.
-        want = min(most, 1 << 16 if len(chunk) == want else 1)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _make_folder(folder: Path) -> None:

@@ -175,17 +175,19 @@ def _validate(args: argparse.Namespace) -> int:
 
         return located(path, validate_file(path, project_root=project_root))
 
+    lookups: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
     if not args.no_cache:  # an unchanged spec's verdict is read back (see _verdicts)
-        from safe_estimators._verdicts import new_run
+        from safe_estimators._verdicts import run
         from safe_estimators._verdicts import validate_cached as check
 
-        new_run()
+        lookups = run()
 
     targets, skipped = _targets(args)
-    results: list[tuple[str, list[Entry]]] = [
-        (path, located(path, [_EMPTY_FOLDER]) if empty else check(path, args.project_root))
-        for path, empty in targets
-    ]
+    with lookups:
+        results: list[tuple[str, list[Entry]]] = [
+            (path, located(path, [_EMPTY_FOLDER]) if empty else check(path, args.project_root))
+            for path, empty in targets
+        ]
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
     if args.json:
         per_file: list[dict[str, Any]] = [

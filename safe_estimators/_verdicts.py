@@ -29,14 +29,14 @@ import json
 import os
 import stat
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from safe_estimators._bounds import MAX_SPEC_BYTES
+from safe_estimators._bounds import MAX_SPEC_BYTES, read_at_most
 from safe_estimators._cache import (
     cache_folder,
     open_folder,
-    read_bounded,
     read_in,
     write_atomically,
 )
@@ -64,51 +64,79 @@ _MAX_TREE = 20_000  # entries of a code folder: past this the verdict is not cac
 
 def validate_cached(path: str, project_root: str | os.PathLike[str] | None) -> list[Entry]:
     """``validate_file(path, project_root=...)``'s problems, each where the file writes it
-    (``_report.located``), from the cache when nothing they depend on changed."""
-    key = _key(path, project_root) if (_RUN or _begin())["folder"] is not None else None
+    (``_report.located``), from the cache when nothing they depend on changed.
+
+    Inside ``run()`` the lookups share one run's state; outside it, each call is a run of its
+    own."""
+    current = getattr(_LOCAL, "run", None)
+    if current is not None:
+        return _validate_cached(current, path, project_root)
+    with run() as alone:
+        return _validate_cached(alone, path, project_root)
+
+
+def _validate_cached(
+    current: _Run, path: str, project_root: str | os.PathLike[str] | None
+) -> list[Entry]:
+    key = _key(current, path, project_root) if current.folder is not None else None
     if key is not None:
         shard, name = key[:2], f"{key}.json"
-        found = _read(shard, name, key, path)
+        found = _read(current, shard, name, key, path)
         if found is not None:
             return found
     from safe_estimators import _validate
+    from safe_estimators._cache import take_doubts
+    from safe_estimators._rules.cache import doubt_warning
 
     if key is None:
         return located(path, _validate.validate_file(path, project_root=project_root))
     arguments, problems = _validate.validate_spec(path, project_root=project_root)
+    # What the lookup doubted, for a spec whose checks did not get to say it (one that does
+    # not parse runs no rules): the warning belongs to this spec, not the next one.
+    problems += [doubt_warning(why) for why in take_doubts()]
     entries = located(path, problems)
-    dependencies = _dependencies(path, arguments, project_root)
+    dependencies = _dependencies(current, path, arguments, project_root)
     # A problem about the cache itself is this process's, not the spec's: never kept.
     if dependencies is not None and not any(p.path == "<cache>" for p in problems):
-        _write(shard, name, key, dependencies, entries)
+        _write(current, shard, name, key, dependencies, entries)
     return entries
 
 
-# What every lookup of a run (``new_run``) shares: the folder, the part of the key that is not
-# the spec's, and the shards' descriptors (see ``_shard``).
-_RUN: dict[str, Any] = {}
+class _Run:
+    """What every lookup of one command shares: the folder, the part of the key that is not the
+    spec's, the fingerprints of the files the verdicts depend on (a folder many specs share is
+    fingerprinted once), and the shard folders' descriptors (see ``_shard``)."""
+
+    __slots__ = ("cwd", "fingerprints", "folder", "shards", "shared")
+
+    def __init__(self) -> None:
+        found = cache_folder()
+        self.folder = None if found is None else str(found / "verdicts")
+        self.cwd = os.getcwd()
+        shared = [self.cwd, *(os.environ.get(name) for name in ENVIRONMENT), _installed()]
+        self.shared = hashlib.sha256(repr(shared).encode("utf-8", "surrogatepass") + b"\n")
+        self.fingerprints: dict[str, str | None] = {}
+        self.shards: dict[str, int] = {}
 
 
-def _begin() -> dict[str, Any]:
-    found = cache_folder()
-    cwd = os.getcwd()
-    shared = [cwd, *(os.environ.get(name) for name in ENVIRONMENT), _installed()]
-    _RUN.update(
-        folder=None if found is None else str(found / "verdicts"),
-        cwd=cwd,
-        shared=hashlib.sha256(repr(shared).encode("utf-8", "surrogatepass") + b"\n"),
-        shards={},
-    )
-    return _RUN
+# Each thread's run: commands run from several threads (notebooks, tests) never share
+# descriptors, which one command's end would close under another's reads.
+_LOCAL = threading.local()
 
 
-def new_run() -> None:
-    """Forget the fingerprints and the folder's checks: files may have changed since the last
-    command in this process."""
-    _FINGERPRINTS.clear()
-    for fd in _RUN.get("shards", {}).values():
-        os.close(fd)
-    _RUN.clear()
+@contextlib.contextmanager
+def run() -> Iterator[_Run]:
+    """One command's lookups: files may have changed since the last command, so fingerprints
+    and the folder's checks start afresh, and the shard folders it opened are closed when it
+    ends."""
+    current, previous = _Run(), getattr(_LOCAL, "run", None)
+    _LOCAL.run = current
+    try:
+        yield current
+    finally:
+        _LOCAL.run = previous
+        for fd in current.shards.values():
+            os.close(fd)
 
 
 def _open_files_limit() -> int:
@@ -125,7 +153,7 @@ _OPEN_FILES = _open_files_limit()
 _SHARDS_KEPT = 256 if _OPEN_FILES < 0 else max(0, min(256, (_OPEN_FILES - 128) // 2))
 
 
-def _shard(name: str) -> tuple[int | None, bool]:
+def _shard(current: _Run, name: str) -> tuple[int | None, bool]:
     """A descriptor of the trusted shard folder ``name`` (None: missing or not trusted) and
     whether the caller is to close it.
 
@@ -133,10 +161,10 @@ def _shard(name: str) -> tuple[int | None, bool]:
     descriptor stays the folder that was checked even if its name is moved, and only its owner
     (this user) or root can change its owner or mode, whom a check per entry could not stop
     either. Each entry is still checked for its own owner, mode, type and size when read."""
-    shards: dict[str, int] = _RUN["shards"]
+    shards = current.shards
     if name in shards:
         return shards[name], False
-    fd = open_folder(os.path.join(_RUN["folder"], name))
+    fd = open_folder(os.path.join(str(current.folder), name))
     if fd is None or len(shards) >= _SHARDS_KEPT:
         return fd, fd is not None  # missing (looked for again after a write), or past the limit
     shards[name] = fd
@@ -146,14 +174,14 @@ def _shard(name: str) -> tuple[int | None, bool]:
 # --- the key --------------------------------------------------------------------------------
 
 
-def _key(path: str, project_root: str | os.PathLike[str] | None) -> str | None:
+def _key(current: _Run, path: str, project_root: str | os.PathLike[str] | None) -> str | None:
     """The key of the spec at ``path``, or None (unreadable: not worth caching)."""
     data = _spec_bytes(path)
     if data is None:
         return None
-    digest = _RUN["shared"].copy()  # the working folder, the environment, the installed code
+    digest = current.shared.copy()  # the working folder, the environment, the installed code
     root = None if project_root is None else os.fspath(project_root)
-    where = (path, os.path.join(_RUN["cwd"], path), root)  # as given and absolute
+    where = (path, os.path.join(current.cwd, path), root)  # as given and absolute
     digest.update(repr(where).encode("utf-8", "surrogatepass") + b"\n")
     digest.update(data)
     return digest.hexdigest()
@@ -169,7 +197,7 @@ def _spec_bytes(path: str) -> bytes | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SPEC_BYTES:
             return None
-        data = read_bounded(fd, info.st_size, MAX_SPEC_BYTES + 1)
+        data = read_at_most(fd, info.st_size, MAX_SPEC_BYTES + 1)
     except OSError:
         return None
     finally:
@@ -222,7 +250,10 @@ def _metadata(path: str) -> str:
 
 
 def _dependencies(
-    path: str, arguments: dict[str, Any] | None, project_root: str | os.PathLike[str] | None
+    current: _Run,
+    path: str,
+    arguments: dict[str, object] | None,
+    project_root: str | os.PathLike[str] | None,
 ) -> list[list[str]] | None:
     """``[kind, name, fingerprint]`` of everything the verdict of the spec read or looked for
     (``path``: a file or folder; ``project``: the project found above the spec's folder), or
@@ -230,7 +261,7 @@ def _dependencies(
     out = []
     if project_root is None:
         folder = os.path.dirname(path) or "."
-        out.append(["project", folder, _project(folder)])
+        out.append(["project", folder, _project(current, folder)])
     named: list[str] = []
     if arguments is not None:
         given = arguments.get("source_dir")
@@ -256,40 +287,38 @@ def _dependencies(
         if isinstance(dependencies, list):
             named += [d for d in dependencies if isinstance(d, str) and "://" not in d]
     for name in named:
-        fingerprint = _fingerprint(name)
+        fingerprint = _fingerprint(current, name)
         if fingerprint is None:
             return None
         out.append(["path", name, fingerprint])
     return out
 
 
-def _project(folder: str) -> str:
-    """The project above ``folder`` (once per folder and process, like a fingerprint)."""
+def _project(current: _Run, folder: str) -> str:
+    """The project above ``folder`` (once per folder and run, like a fingerprint)."""
     key = "project:" + folder
-    if key not in _FINGERPRINTS:
+    known = current.fingerprints
+    if key not in known:
         from safe_estimators._bounds import project_folder
 
-        _FINGERPRINTS[key] = str(project_folder(folder))
-    return _FINGERPRINTS[key] or ""
+        known[key] = str(project_folder(folder))
+    return known[key] or ""
 
 
-def _now(kind: str, name: str) -> str | None:
-    return _project(name) if kind == "project" else _fingerprint(name)
+def _now(current: _Run, kind: str, name: str) -> str | None:
+    return _project(current, name) if kind == "project" else _fingerprint(current, name)
 
 
-# Per run of a command (``new_run``): a folder that many specs share is fingerprinted once.
-_FINGERPRINTS: dict[str, str | None] = {}
-
-
-def _fingerprint(path: str) -> str | None:
+def _fingerprint(current: _Run, path: str) -> str | None:
     """What the checks can see of ``path``: a file's bytes, a folder's tree, a link's target, or
-    that it is missing; None for a folder too large to fingerprint."""
-    if path not in _FINGERPRINTS:
-        _FINGERPRINTS[path] = _fingerprint_now(path)
-    return _FINGERPRINTS[path]
+    that it is missing; None for a folder too large to fingerprint. Once per path and run."""
+    known = current.fingerprints
+    if path not in known:
+        known[path] = _fingerprint_now(current, path)
+    return known[path]
 
 
-def _fingerprint_now(path: str) -> str | None:
+def _fingerprint_now(current: _Run, path: str) -> str | None:
     digest = hashlib.sha256()
     try:
         info = os.lstat(path)
@@ -297,7 +326,7 @@ def _fingerprint_now(path: str) -> str | None:
         return f"missing:{type(exc).__name__}"
     if stat.S_ISLNK(info.st_mode):
         real = os.path.realpath(path)
-        target = _fingerprint(real) if real != path else None
+        target = _fingerprint(current, real) if real != path else None
         return None if target is None else f"link:{real}:{target}"
     if stat.S_ISREG(info.st_mode):
         return f"file:{_file_print(path, info, read=True)}"
@@ -340,8 +369,10 @@ def _file_print(path: str, info: os.stat_result, read: bool) -> str:
         return f"size:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as file:
-            return hashlib.sha256(file.read(_MAX_HASHED + 1)).hexdigest()
+        try:
+            return hashlib.sha256(read_at_most(fd, info.st_size, _MAX_HASHED + 1)).hexdigest()
+        finally:
+            os.close(fd)
     except OSError as exc:
         return f"unreadable:{type(exc).__name__}"
 
@@ -349,14 +380,14 @@ def _file_print(path: str, info: os.stat_result, read: bool) -> str:
 # --- entries --------------------------------------------------------------------------------
 
 
-def _read(shard: str, name: str, key: str, source: str) -> list[Entry] | None:
+def _read(current: _Run, shard: str, name: str, key: str, source: str) -> list[Entry] | None:
     """The problems recorded in the entry ``name`` of ``shard`` for ``key``, if it is ours,
     whole, and nothing it depends on changed; None otherwise (a miss)."""
-    folder, close = _shard(shard)
+    folder, close = _shard(current, shard)
     if folder is None:
         return None
     try:
-        data = read_in(folder, name, f"{_RUN['folder']}{os.sep}{shard}")
+        data = read_in(folder, name, f"{current.folder}{os.sep}{shard}")
     finally:
         if close:
             os.close(folder)
@@ -367,7 +398,7 @@ def _read(shard: str, name: str, key: str, source: str) -> list[Entry] | None:
         if document.get("format") != FORMAT or document.get("key") != key:
             return None
         for kind, what, recorded in document["dependencies"]:
-            if _now(kind, what) != recorded:
+            if _now(current, kind, what) != recorded:
                 return None
         problems = [_entry(item, source) for item in document["problems"]]
     except Exception:  # corrupt, or not written by this version: a miss
@@ -394,7 +425,12 @@ def _entry(item: object, source: str) -> Entry | None:
 
 
 def _write(
-    shard: str, name: str, key: str, dependencies: list[list[str]], found: list[Entry]
+    current: _Run,
+    shard: str,
+    name: str,
+    key: str,
+    dependencies: list[list[str]],
+    found: list[Entry],
 ) -> None:
     if any(e.source != e.file and e.line is None for e in found):
         return  # only problems of the spec's own file, or placed in a file it names
@@ -410,7 +446,7 @@ def _write(
     data = text.encode("utf-8", "surrogatepass")
     if len(data) > MAX_ENTRY_BYTES:
         return
-    folder = Path(_RUN["folder"], shard)
+    folder = Path(str(current.folder), shard)
     _make_room(folder)
     write_atomically(folder / name, data)
 

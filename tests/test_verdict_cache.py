@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,6 @@ SPECS = Path(__file__).parent / "fixtures" / "specs"
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SAFE_ESTIMATORS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(verdicts, "_FINGERPRINTS", {})  # a fresh process's view of the files
     previous = logging.root.manager.disable
     yield
     logging.disable(previous)
@@ -46,7 +46,6 @@ def checks(monkeypatch):
 
 
 def run(capsys, *argv: object) -> tuple[int, str]:
-    verdicts._FINGERPRINTS.clear()  # each run is a new process
     code = main([str(a) for a in argv])
     return code, capsys.readouterr().out
 
@@ -165,7 +164,7 @@ def test_no_cache_writes_nothing_and_the_cache_is_bounded(capsys, tmp_path, monk
     run(capsys, "validate", "--no-cache", *EXAMPLES)
     assert entries(tmp_path) == []
     monkeypatch.setattr(verdicts, "_SHARD_ENTRIES", 2)
-    monkeypatch.setattr(verdicts, "_key", lambda path, root: "00" + str(abs(hash(path))))
+    monkeypatch.setattr(verdicts, "_key", lambda run, path, root: "00" + str(abs(hash(path))))
     run(capsys, "validate", *EXAMPLES, SPECS)
     assert 0 < len(entries(tmp_path)) <= 2
 
@@ -176,15 +175,24 @@ def test_a_run_checks_each_shard_folder_once_and_closes_it_after(
 ):
     # A process allowed few open files keeps fewer shard folders open (0: one open per entry).
     monkeypatch.setattr(verdicts, "_SHARDS_KEPT", kept)
+    runs: list[verdicts._Run] = []
+
+    class Recorded(verdicts._Run):
+        __slots__ = ()
+
+        def __init__(self) -> None:
+            super().__init__()
+            runs.append(self)
+
+    monkeypatch.setattr(verdicts, "_Run", Recorded)
     targets = [*EXAMPLES, SPECS]
     miss = run(capsys, "validate", *targets)
     checked = len(checks)
     assert run(capsys, "validate", *targets) == miss
     assert len(checks) == checked
-    held = list(verdicts._RUN["shards"].values())
+    held = list(runs[-1].shards.values())
     assert len(held) == min(kept, len({entry.parent for entry in entries(tmp_path)}))
-    verdicts.new_run()  # what the next command does first
-    for fd in held:
+    for fd in held:  # closed when the command ended
         with pytest.raises(OSError):
             os.fstat(fd)
     shard = entries(tmp_path)[0].parent
@@ -199,3 +207,43 @@ def test_a_run_checks_each_shard_folder_once_and_closes_it_after(
         miss[0],
         miss[1].splitlines(),
     )
+
+
+def test_a_doubt_met_looking_up_a_spec_that_does_not_parse_is_that_specs_warning(
+    capsys, tmp_path
+):
+    # A spec that does not parse runs no rules, so the cache_trusted rule never reports the
+    # loosened shard its lookup met: the lookup reports it for that spec.
+    broken = SPECS / "yaml-syntax-error.yaml"
+    run(capsys, "validate", broken)
+    (entry,) = entries(tmp_path)
+    os.chmod(entry.parent, 0o777)
+    try:
+        code, out = run(capsys, "validate", broken, *EXAMPLES[:2])
+    finally:
+        os.chmod(entry.parent, 0o700)
+    warned = [line for line in out.splitlines() if "<cache>: warning:" in line]
+    assert code == 1
+    assert len(warned) == 1 and warned[0].startswith(f"{broken}:")
+    assert "is writable by other users" in warned[0]
+
+
+def test_commands_in_several_threads_keep_their_own_lookups(capsys):
+    # Each command's shard folders are its own and closed when it ends: one ending must not
+    # close (and the system reuse) descriptors another is reading through.
+    targets = [str(t) for t in [*EXAMPLES, SPECS]]
+    expected = main(["validate", "--no-cache", *targets])
+    reference = capsys.readouterr().out
+    codes: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: codes.append(main(["validate", *targets])))
+        for _ in range(16)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    out = capsys.readouterr().out
+    assert codes == [expected] * 16
+    assert "<cache>" not in out
+    assert sorted(out.splitlines()) == sorted(reference.splitlines() * 16)
