@@ -69,22 +69,31 @@ class CloseMatches:
             top = 2.0 * count / shortest if shortest else 1.0
             if top < cutoff or (len(best) == n and top < best[0]):
                 break
+            floor = best[0] if len(best) == n else cutoff
+            # This count's names by their LCS bound, highest first: the n-th best ratio rises
+            # soonest, and ratio() (the costly step) is computed for fewer names.
+            bounded = []
             at = shared.find(count)
             while at >= 0:
                 length = self.lengths[at] + len(word)
-                bound = 2.0 * count / length if length else 1.0
-                floor = best[0] if len(best) == n else cutoff
-                name = self.names[at]
-                if bound >= floor and _lcs_bound(name, positions, full, length) >= floor:
-                    matcher.set_seq1(name)
-                    if matcher.real_quick_ratio() >= cutoff and matcher.ratio() >= cutoff:
-                        score = matcher.ratio()
-                        found.append((score, name))
-                        if len(best) < n:
-                            heapq.heappush(best, score)
-                        elif score > best[0]:
-                            heapq.heapreplace(best, score)
+                if (2.0 * count / length if length else 1.0) >= floor:
+                    lcs = _lcs_bound(self.names[at], positions, full, length)
+                    if lcs >= floor:
+                        bounded.append((-lcs, at))
                 at = shared.find(count, at + 1)
+            bounded.sort()
+            for lcs, at in bounded:
+                if -lcs < (best[0] if len(best) == n else cutoff):
+                    break  # the rest of this count are bounded lower still
+                name = self.names[at]
+                matcher.set_seq1(name)
+                if matcher.real_quick_ratio() >= cutoff and matcher.ratio() >= cutoff:
+                    score = matcher.ratio()
+                    found.append((score, name))
+                    if len(best) < n:
+                        heapq.heappush(best, score)
+                    elif score > best[0]:
+                        heapq.heapreplace(best, score)
         return [name for _, name in heapq.nlargest(n, found)]
 
 
