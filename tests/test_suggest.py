@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import instance_catalog
-from instance_catalog._suggest import CloseMatches
+from instance_catalog._suggest import CloseMatches, _ratio
 
 NAMES = [t.name for t in instance_catalog.instance_types()]
 INDEX = CloseMatches(NAMES)
@@ -52,3 +52,17 @@ def test_a_misspelt_instance_type_names_the_nearest_types():
         assert exc.suggestions == difflib.get_close_matches("ml.p3.2xlarg", NAMES, 3, 0.6)
         assert exc.suggestions[0] == "ml.p3.2xlarge"
     assert CloseMatches(OPTIONS)("instance_cout", 1) == ["instance_count"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.one_of(typos, st.text(alphabet="ab.x1", max_size=40), st.text(max_size=60)),
+    st.one_of(st.sampled_from(NAMES), st.text(alphabet="ab.x1", max_size=40), st.text()),
+)
+def test_the_ratio_is_difflibs_to_the_bit(word, name):
+    # Repetitive alphabets make many ties between longest matches: the earliest must win, as
+    # in difflib, or the blocks (and their sum) differ.
+    b2j: dict[str, list[int]] = {}
+    for j, char in enumerate(word):
+        b2j.setdefault(char, []).append(j)
+    assert _ratio(name, word, b2j) == difflib.SequenceMatcher(None, name, word).ratio()
