@@ -243,28 +243,16 @@ class Context:
         return path if os.path.isfile(path) else None
 
     @functools.cached_property
-    def script_fingerprint(self) -> tuple[tuple[str, int, int], ...]:
-        """Name, size and modification time of every Python file the script checks may read:
-        what their results are remembered by."""
-        script = self.script_file
-        if script is None:
-            return ()
-        found = [(script, *_size_and_mtime(script))]
-        if self.spec.source_dir is not None:
-            tree = self.source_tree  # the walk the upload rule made; None for a folder too wide
-        else:  # the script's own folder: what it imports from beside it
-            tree = walk_tree(os.path.dirname(script) or ".")
-        if tree is not None:
-            found += [(path, *_size_and_mtime(path)) for path in tree.python_files]
-        return tuple(sorted(found))
-
-    @functools.cached_property
     def script_device_use(self) -> str | None:
         """How the local script's one process uses several GPUs itself (``_script_checks``'
         ``device_use``: "device_map", "data_parallel" or "spawn"), or None (no ``script_file``)."""
-        if self.script_file is None:
+        entry_point = self.spec.entry_point
+        if self.script_file is None or not isinstance(entry_point, str):
             return None
-        return _device_use(self.spec.entry_point, self.spec.source_dir, self.script_fingerprint)
+        # The loaded program is remembered by its files' stamps (_script_checks/memo.py).
+        from safe_estimators._script_checks import device_use
+
+        return device_use(entry_point, source_dir=self.script_source_dir)
 
     @functools.cached_property
     def script_memory(self) -> Any:
@@ -272,14 +260,22 @@ class Context:
         ``script_memory_facts``: sharding, offload, checkpointing, precision, quantized
         loading, each with its line, read with the job's hyperparameters), or None (no
         ``script_file``)."""
-        if self.script_file is None:
+        entry_point = self.spec.entry_point
+        if self.script_file is None or not isinstance(entry_point, str):
             return None
-        hyperparameters = tuple(
-            sorted((str(k), str(v)) for k, v in self.spec.hyperparameters.items())
+        from safe_estimators._script_checks import script_memory_facts
+
+        hyperparameters = {str(k): str(v) for k, v in self.spec.hyperparameters.items()}
+        return script_memory_facts(
+            entry_point, hyperparameters, source_dir=self.script_source_dir
         )
-        return _memory_facts(
-            self.spec.entry_point, self.spec.source_dir, self.script_fingerprint, hyperparameters
-        )
+
+    @property
+    def script_source_dir(self) -> str | None:
+        """``source_dir`` as the script checks take it (``script_file`` is set only when it is
+        a local folder or absent)."""
+        source_dir = self.spec.source_dir
+        return source_dir if isinstance(source_dir, str) else None
 
     @functools.cached_property
     def launchers(self) -> tuple[str, ...]:
@@ -331,37 +327,6 @@ class Context:
 
 
 Rule = Callable[[Context], Iterator[Problem]]
-
-
-def _size_and_mtime(path: str) -> tuple[int, int]:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return (-1, -1)
-    return (stat.st_size, stat.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=256)
-def _device_use(
-    entry_point: str, source_dir: str | None, fingerprint: tuple[tuple[str, int, int], ...]
-) -> str | None:
-    # Remembered per content, as the script checks are (_resolve._cached_script_checks).
-    from safe_estimators._script_checks import device_use
-
-    return device_use(entry_point, source_dir=source_dir)
-
-
-@functools.lru_cache(maxsize=64)
-def _memory_facts(
-    entry_point: str,
-    source_dir: str | None,
-    fingerprint: tuple[tuple[str, int, int], ...],
-    hyperparameters: tuple[tuple[str, str], ...],
-) -> Any:
-    # Remembered per content and hyperparameters, as _device_use is.
-    from safe_estimators._script_checks import script_memory_facts
-
-    return script_memory_facts(entry_point, dict(hyperparameters), source_dir=source_dir)
 
 
 def version_at_least(version: str | None, minimum: str) -> bool:
