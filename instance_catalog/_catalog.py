@@ -30,9 +30,30 @@ def read_data(name: str = DATA_FILE) -> dict[str, Any]:
 
 
 @functools.cache
+def _rows() -> dict[str, dict[str, Any]]:
+    """Each instance type's fields as the data file has them, by name."""
+    rows: dict[str, dict[str, Any]] = read_data()["instance_types"]
+    return rows
+
+
+_BUILT: dict[str, InstanceType] = {}
+
+
+def _entry(name: str) -> InstanceType | None:
+    # Built on first lookup: a job looks up one or two of the 225 types, and building them all
+    # (their validators) was a millisecond of every one-file validate.
+    entry = _BUILT.get(name)
+    if entry is None:
+        fields = _rows().get(name)
+        if fields is None:
+            return None
+        entry = _BUILT.setdefault(name, InstanceType(name=name, **fields))  # one per name
+    return entry
+
+
+@functools.cache
 def _by_name() -> dict[str, InstanceType]:
-    rows = read_data()["instance_types"]
-    return {name: InstanceType(name=name, **fields) for name, fields in rows.items()}
+    return {name: entry for name in _rows() if (entry := _entry(name)) is not None}
 
 
 @functools.cache
@@ -63,10 +84,9 @@ def get(name: str) -> InstanceType:
             f"instance type must be a string such as 'ml.p3.8xlarge', "
             f"not {type(name).__name__} ({name!r})"
         )
-    entries = _by_name()
-    entry = entries.get(name)
+    entry = _entry(name)
     if entry is None:
-        raise UnknownInstanceType(name, _suggestions(name, entries))
+        raise UnknownInstanceType(name, _suggestions(name, _rows()))
     return entry
 
 
@@ -75,7 +95,7 @@ def gpu_count(name: str) -> int:
     return get(name).gpu_count
 
 
-def _suggestions(name: str, known: dict[str, InstanceType]) -> list[str]:
+def _suggestions(name: str, known: dict[str, Any]) -> list[str]:
     last = _LAST_SUGGESTED
     if last and last[0] == name and last[1] is known:  # a name is often looked up twice
         return list(_LAST_SUGGESTED[2])
@@ -87,7 +107,7 @@ def _suggestions(name: str, known: dict[str, InstanceType]) -> list[str]:
 _LAST_SUGGESTED: list[Any] = []
 
 
-def _suggest(name: str, known: dict[str, InstanceType]) -> list[str]:
+def _suggest(name: str, known: dict[str, Any]) -> list[str]:
     # SageMaker names are exact: "ML.P3.8XLARGE", " ml.p3.8xlarge" and "p3.8xlarge" are all
     # rejected by CreateTrainingJob, so they are errors here too, but with the fix spelled out.
     normalised = "".join(name.split()).lower()
@@ -101,7 +121,7 @@ def _suggest(name: str, known: dict[str, InstanceType]) -> list[str]:
 _INDEX: list[tuple[object, CloseMatches]] = []
 
 
-def _close_matches(known: dict[str, InstanceType]) -> CloseMatches:
+def _close_matches(known: dict[str, Any]) -> CloseMatches:
     """The did-you-mean index of the catalog's names, built on the first misspelling."""
     if not _INDEX or _INDEX[0][0] is not known:
         from instance_catalog._suggest import CloseMatches

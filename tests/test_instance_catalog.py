@@ -378,3 +378,12 @@ def test_nvidia_precision_follows_compute_capability() -> None:
         capability = tuple(int(part) for part in accelerator.compute_capability.split("."))
         assert accelerator.bf16 == (capability >= (8, 0)), accelerator.name
         assert accelerator.fp8 == (capability >= (8, 9)), accelerator.name
+
+
+def test_a_looked_up_type_is_the_catalogs_own_entry():
+    # Entries are built on first lookup; the listing and the lookup still share one object.
+    import instance_catalog
+
+    entry = instance_catalog.get("ml.p4d.24xlarge")
+    (listed,) = [t for t in instance_catalog.instance_types() if t.name == "ml.p4d.24xlarge"]
+    assert listed is entry and instance_catalog.get("ml.p4d.24xlarge") is entry
