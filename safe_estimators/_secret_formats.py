@@ -21,9 +21,9 @@ one position is bounded; the whole token is then found by extending the match ov
 characters once (``_extent``). ``tests/test_secrets_corpus.py`` times them on crafted input.
 
 Nothing is compiled at import, and a pattern only for a text that may match it: a format's
-once a text holds one of its literals (names, paths, numbers and S3 URIs hold none), the URL
-pattern for a text with "://" and "@". ``tests/test_secrets_reference.py`` checks that this
-finds what one alternation of all the formats finds.
+pattern once a text holds one of its literals (names, paths, numbers and S3 URIs hold none),
+the URL pattern once a text holds "://" and "@". ``tests/test_secrets_reference.py`` checks
+that this finds what one alternation of all the formats finds.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-# Before a token: not inside a longer word or token (a guard, not \b: "_" and "-" count).
 # The guards: a token does not start inside a longer word or token ("_" and "-" count, unlike
 # \b). Each is written after the token's first character (a two-character lookbehind), so that
 # every pattern starts with a literal and the engine skips ahead to where a token could start.
@@ -831,14 +830,10 @@ def _collect(where: tuple[Any, ...], value: Any, found: list[Suspect]) -> None:
         if kind:
             found.append((where, kind, value))
         return
-    if type(value) is dict and not (len(value) == 2 and "Value" in value):
-        # _enter written out: most walks are of a mapping of names
-        seen = {id(value)}
-        stack: list[_Frame] = [[where, None, iter(value.items()), True, value.values(), None]]
-    else:
-        stack, seen = [], set()
-        if not _enter(where, name, value, False, stack, seen, found):
-            return
+    stack: list[_Frame] = []
+    seen: set[int] = set()
+    if not _enter(where, name, value, False, stack, seen, found):
+        return
     text_entries, number_entries = _TEXT_ENTRIES, _NUMBER_ENTRIES
     while stack:
         frame = stack[-1]
@@ -901,17 +896,6 @@ def _collect(where: tuple[Any, ...], value: Any, found: list[Suspect]) -> None:
                     found.append(((*at, step), kind, item))
             elif item is None or kind_of is bool:
                 continue  # what secret_kind says of them
-            elif kind_of is dict and not (len(item) == 2 and "Value" in item):
-                # _enter written out for the most common container (not a tag)
-                if id(item) in seen:
-                    continue
-                seen.add(id(item))
-                if context is True:
-                    stack.append([(*at, step), True, iter(item.items()), True, None, None])
-                else:
-                    entries, values = iter(item.items()), item.values()
-                    stack.append([(*at, step), None, entries, True, values, context or None])
-                break
             elif _enter((*at, step), key, item, context, stack, seen, found):
                 break
         else:
