@@ -246,13 +246,13 @@ class Context:
     def script_device_use(self) -> str | None:
         """How the local script's one process uses several GPUs itself (``_script_checks``'
         ``device_use``: "device_map", "data_parallel" or "spawn"), or None (no ``script_file``)."""
-        entry_point = self.spec.entry_point
-        if self.script_file is None or not isinstance(entry_point, str):
+        if self.script_paths is None:
             return None
         # The loaded program is remembered by its files' stamps (_script_checks/memo.py).
         from safe_estimators._script_checks import device_use
 
-        return device_use(entry_point, source_dir=self.script_source_dir)
+        entry_point, source_dir = self.script_paths
+        return device_use(entry_point, source_dir=source_dir)
 
     @functools.cached_property
     def script_memory(self) -> Any:
@@ -260,22 +260,24 @@ class Context:
         ``script_memory_facts``: sharding, offload, checkpointing, precision, quantized
         loading, each with its line, read with the job's hyperparameters), or None (no
         ``script_file``)."""
-        entry_point = self.spec.entry_point
-        if self.script_file is None or not isinstance(entry_point, str):
+        if self.script_paths is None:
             return None
         from safe_estimators._script_checks import script_memory_facts
 
+        entry_point, source_dir = self.script_paths
         hyperparameters = {str(k): str(v) for k, v in self.spec.hyperparameters.items()}
-        return script_memory_facts(
-            entry_point, hyperparameters, source_dir=self.script_source_dir
-        )
+        return script_memory_facts(entry_point, hyperparameters, source_dir=source_dir)
 
-    @property
-    def script_source_dir(self) -> str | None:
-        """``source_dir`` as the script checks take it (``script_file`` is set only when it is
-        a local folder or absent)."""
-        source_dir = self.spec.source_dir
-        return source_dir if isinstance(source_dir, str) else None
+    @functools.cached_property
+    def script_paths(self) -> tuple[str, str | None] | None:
+        """``entry_point`` and ``source_dir`` as the script checks take them, when there is a
+        ``script_file`` (a local file, in a local folder or none); else None."""
+        entry_point, source_dir = self.spec.entry_point, self.spec.source_dir
+        if self.script_file is None or not isinstance(entry_point, str):
+            return None
+        if source_dir is not None and not isinstance(source_dir, str):
+            return None  # a pipeline variable: script_file is None then too
+        return entry_point, source_dir
 
     @functools.cached_property
     def launchers(self) -> tuple[str, ...]:

@@ -287,13 +287,11 @@ def _degree(options: Mapping[str, Any], name: str, default: int) -> int:
 def check_entry_point(ctx: Context) -> list[Finding]:
     """Run the training-script checks when the entry point is a local file (many specs share a
     script: ``_script_checks.memo`` remembers it parsed and what its rules found)."""
-    entry_point, source_dir = ctx.spec.entry_point, ctx.spec.source_dir
-    if ctx.script_file is None or not isinstance(entry_point, str):
+    if ctx.script_paths is None:
         return []
-    if source_dir is not None and not isinstance(source_dir, str):
-        return []  # a pipeline variable: no script_file either
     from safe_estimators._script_checks import check_script
 
+    entry_point, source_dir = ctx.script_paths
     return check_script(entry_point, script_context(ctx), source_dir=source_dir)
 
 

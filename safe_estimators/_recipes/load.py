@@ -30,7 +30,7 @@ from safe_estimators._bounds import (
     real_path,
 )
 from safe_estimators._problems import Problem, warning
-from safe_estimators._recipes.modes import _OFFLINE, RECIPES_VARIABLE, recipes_folder
+from safe_estimators._recipes.modes import RECIPES_VARIABLE, reading_offline, recipes_folder
 
 # Where a predefined name lives inside a copy of aws/sagemaker-hyperpod-recipes.
 COLLECTION_FOLDER = os.path.join("recipes_collection", "recipes")
@@ -101,7 +101,7 @@ def load_recipe(
 
 
 def _unreadable(training_recipe: str, message: str, hint: str) -> list[Problem]:
-    if _OFFLINE.get():
+    if reading_offline():
         return [Problem("training_recipe", message, hint)]
     return [
         warning(

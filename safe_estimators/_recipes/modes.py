@@ -28,6 +28,11 @@ def offline_recipes() -> Iterator[None]:
         _OFFLINE.reset(token)
 
 
+def reading_offline() -> bool:
+    """Whether this runs inside ``offline_recipes``."""
+    return _OFFLINE.get()
+
+
 # ``--recipes DIR``: a context variable, so that other threads (and os.environ) never see it.
 _FOLDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("recipes", default=None)
 
@@ -53,6 +58,7 @@ def recipes_folder() -> str | None:
 __all__ = [
     "RECIPES_VARIABLE",
     "offline_recipes",
+    "reading_offline",
     "recipes_folder",
     "recipes_from",
 ]
