@@ -103,7 +103,6 @@ def _read_bounded(file: str | os.PathLike[str]) -> bytes:
     return data
 
 
-
 class _NotASpec(Exception):
     def __init__(self, message: str, hint: str) -> None:
         super().__init__(message)

@@ -15,6 +15,7 @@ own problems say nothing about that path (a path outside the project has a probl
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import os
 import re
@@ -27,8 +28,17 @@ Position = tuple[str, int, int]
 # Paths whose value is the name of a JSON file whose keys the problems' paths continue into.
 LINKED = ("distribution.smdistributed.modelparallel.parameters", "model.config")
 
-_JSON_TOKEN: re.Pattern[str] | None = None
-_TOML_ERROR: re.Pattern[str] | None = None
+# Patterns are compiled on first use, once: most files have no problem to place.
+_compiled = functools.cache(re.compile)
+# Valid JSON (it parsed) as tokens: strings, brackets and the other scalars; the white space,
+# commas and colons between them are skipped in C, not a character at a time.
+_JSON_TOKEN = r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]|[^ \t\r\n,:{}\[\]"]+'
+# TOML: a key's parts; the next character that opens or closes something; a basic string; the
+# inside of a multi-line basic string up to where it may close.
+_TOML_KEY_PART = r'\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[^.\s]+)\s*(?:\.|$)'
+_TOML_SPECIAL = r"[\"'#\[\]{}]"
+_TOML_BASIC = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_TOML_MULTI_LINE_BASIC = r'(?:[^"\\]|\\.|"(?!""))*'
 
 
 class Locator:
@@ -108,9 +118,7 @@ def _error_index(exc: Exception) -> dict[str, tuple[int, int]]:
         return {"<file>": (mark.line + 1, mark.column + 1)}
     if isinstance(exc, json.JSONDecodeError):
         return {"<file>": (exc.lineno, exc.colno)}
-    global _TOML_ERROR
-    _TOML_ERROR = _TOML_ERROR or re.compile(r"at line (\d+), column (\d+)")
-    found = _TOML_ERROR.search(str(exc))
+    found = _compiled(r"at line (\d+), column (\d+)").search(str(exc))
     return {"<file>": (int(found.group(1)), int(found.group(2)))} if found else {}
 
 
@@ -194,16 +202,10 @@ def _positions(text: str) -> Any:
 def _json_index(text: str, parsed: bool = False) -> dict[str, tuple[int, int]]:
     if not parsed:
         json.loads(text)  # a syntax error is raised here, with its position
-    global _JSON_TOKEN
-    # Valid JSON (it parsed) as tokens: strings, brackets and the other scalars; the white
-    # space, commas and colons between them are skipped in C, not a character at a time.
-    _JSON_TOKEN = _JSON_TOKEN or re.compile(
-        r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]|[^ \t\r\n,:{}\[\]"]+', re.DOTALL
-    )
     at = _positions(text)
     index: dict[str, tuple[int, int]] = {}
     stack: list[_Frame] = []
-    for token in _JSON_TOKEN.finditer(text):
+    for token in _compiled(_JSON_TOKEN, re.DOTALL).finditer(text):
         value = token.group()
         char = value[0]
         if char in "}]":
@@ -275,7 +277,7 @@ def _toml_index(text: str, parsed: bool = False) -> dict[str, tuple[int, int]]:
 def _toml_keys(text: str) -> list[str]:
     """The parts of a TOML key (``a."b.c".d``), unquoted."""
     parts: list[str] = []
-    for found in _toml_patterns()[0].finditer(text):
+    for found in _compiled(_TOML_KEY_PART).finditer(text):
         part = found.group(1)
         if part.startswith('"'):
             part = json.loads(part)
@@ -285,28 +287,11 @@ def _toml_keys(text: str) -> list[str]:
     return parts
 
 
-_TOML_PATTERNS: list[re.Pattern[str]] = []
-
-
-def _toml_patterns() -> list[re.Pattern[str]]:
-    """A key's parts; the next character that opens or closes something; a basic string;
-    the inside of a multi-line basic string up to where it may close (compiled on first use)."""
-    if not _TOML_PATTERNS:
-        _TOML_PATTERNS.extend(
-            (
-                re.compile(r'\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[^.\s]+)\s*(?:\.|$)'),
-                re.compile(r"[\"'#\[\]{}]"),
-                re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"'),
-                re.compile(r'(?:[^"\\]|\\.|"(?!""))*', re.DOTALL),
-            )
-        )
-    return _TOML_PATTERNS
-
-
 def _still_open(text: str, closing: str) -> str:
     """What still has to close after ``text``: a multi-line string's quotes, or the brackets
     of an array that goes on (as ``]]``); "" when the value ended."""
-    _, special, basic, multi_line_basic = _toml_patterns()
+    special, basic = _compiled(_TOML_SPECIAL), _compiled(_TOML_BASIC)
+    multi_line_basic = _compiled(_TOML_MULTI_LINE_BASIC, re.DOTALL)
     depth = len(closing) if closing.startswith("]") else 0
     quote = closing if closing in ('"""', "'''") else ""
     i = 0
