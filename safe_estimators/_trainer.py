@@ -167,6 +167,7 @@ def _compute(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     for ours, theirs in (
         ("volume_kms_key", "volume_kms_key_id"),
         ("keep_alive_period_in_seconds", "keep_alive_period_in_seconds"),
+        ("training_plan", "training_plan_arn"),
         ("use_spot_instances", "enable_managed_spot_training"),
     ):
         if kwargs.get(ours) is not None:

@@ -65,6 +65,7 @@ def sagemaker_session():
 # only these modules are collected there (their tests marked both_sdks run; the rest import or
 # build estimators).
 BOTH_SDKS_MODULES = (
+    "test_capacity.py",
     "test_model_trainer.py",
     "test_plan_faithful.py",
     "test_sdk_layouts.py",

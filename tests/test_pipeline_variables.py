@@ -164,6 +164,10 @@ NEEDS = {
     "entry_point": {"source_dir": SOURCE},
     # The SDK encrypts the code upload with output_kms_key: the code must be uploaded already.
     "output_kms_key": {"source_dir": SOURCE, "entry_point": "train.py"},
+    # A training plan reserves only some types (ml.g5.2xlarge is not one): see test_capacity.py.
+    "training_plan": {"instance_type": "ml.p5.48xlarge"},
+    # The API refuses a volume key on local NVMe storage, which ml.g5.2xlarge has.
+    "volume_kms_key": {"instance_type": "ml.p3.2xlarge"},
 }
 
 

@@ -68,6 +68,7 @@ ROOTS = (
     "TrainingEnvironmentMap",
     "ResourceConfig",
     "InstanceGroup",
+    "ReservedCapacityInstanceType",
 )
 
 # Bump when the derivation of the subset or the cache file's layout changes.
@@ -237,6 +238,12 @@ def hyperparameters_limit() -> MapLimit:
 def training_instance_types() -> tuple[str, ...]:
     """The values of the ``TrainingInstanceType`` enum."""
     return tuple(_shape("TrainingInstanceType")["enum"])
+
+
+def training_plan_instance_types() -> tuple[str, ...]:
+    """The instance types training plans reserve: ``SearchTrainingPlanOfferings``'s
+    ``ReservedCapacityInstanceType`` enum (AWS's user guide names fewer; the model is newer)."""
+    return tuple(_shape("ReservedCapacityInstanceType")["enum"])
 
 
 # --- member constraints -----------------------------------------------------------------------

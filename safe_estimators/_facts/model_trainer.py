@@ -19,6 +19,7 @@ CARRIED: dict[str, str] = {
     "volume_size": "compute.volume_size_in_gb",
     "volume_kms_key": "compute.volume_kms_key_id",
     "keep_alive_period_in_seconds": "compute.keep_alive_period_in_seconds",
+    "training_plan": "compute.training_plan_arn",
     "subnets": "networking.subnets",
     "security_group_ids": "networking.security_group_ids",
     "enable_network_isolation": "networking.enable_network_isolation",

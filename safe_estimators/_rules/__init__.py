@@ -13,6 +13,7 @@ from __future__ import annotations
 from safe_estimators._context import Context, Rule
 from safe_estimators._problems import Problem
 from safe_estimators._rules.cache import cache_trusted
+from safe_estimators._rules.capacity import training_plan_instance_type, volume_key_on_local_storage
 from safe_estimators._rules.compiler import (
     compiler_debugging_tools,
     compiler_distribution,
@@ -99,6 +100,8 @@ RULES: tuple[Rule, ...] = (
     container_runs_on_gpu,
     warm_pool,
     instance_storage,
+    training_plan_instance_type,
+    volume_key_on_local_storage,
     unknown_pipeline_values,
     pipeline_source_code,
     pipeline_output_kms_key,
@@ -126,6 +129,8 @@ RECIPE_JOB_RULES: tuple[Rule, ...] = (
     source_dir_contents,
     warm_pool,
     instance_storage,
+    training_plan_instance_type,
+    volume_key_on_local_storage,
     dependency_contents,
     input_channels,
     cache_trusted,

@@ -85,7 +85,9 @@ def warm_pool_injections(ctx: Context) -> list[Injection]:
     ]
 
 
-def _instance_types(ctx: Context) -> list[tuple[str, instance_catalog.InstanceType]]:
+def instance_types_of(ctx: Context) -> list[tuple[str, instance_catalog.InstanceType]]:
+    """The job's instance types from the catalog, each with the path that names it (the
+    instance_type, or each instance group's); unknown ones are left to the rules that say so."""
     groups = ctx.spec.instance_groups
     if groups is None:
         return [("instance_type", ctx.instance)] if ctx.instance is not None else []
@@ -108,7 +110,7 @@ def instance_storage(ctx: Context) -> Iterator[Problem]:
     size = value_of(ctx.spec.extra.get("volume_size"))
     if type(size) is not int:
         return
-    for _, entry in _instance_types(ctx):
+    for _, entry in instance_types_of(ctx):
         total, disks, each = entry.nvme_total_gb, entry.nvme_disks, entry.nvme_disk_gb
         if not total or not disks or not each or size <= each:
             continue

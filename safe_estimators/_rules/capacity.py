@@ -1,0 +1,72 @@
+"""Rules about the capacity a job asks for: training plans and encrypted volumes.
+
+Sources:
+- botocore's SageMaker model: ``SearchTrainingPlanOfferings`` takes a
+  ``ReservedCapacityInstanceType``, whose enum lists the types a training plan can reserve; the
+  documentation of ``ResourceConfig.VolumeKmsKeyId`` says a volume key cannot be asked for on an
+  instance type with local storage (that storage is encrypted by the instance's hardware).
+- AWS's user guide page on running a training job on a plan through the API, CLI or SDK: the
+  job's ResourceConfig instance type has to be the plan's own.
+- DescribeInstanceTypes' ``InstanceStorageInfo`` (the catalog's ``nvme_disks``): which types
+  have local storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from safe_estimators._context import Context
+from safe_estimators._facts.limits import training_plan_instance_types
+from safe_estimators._problems import Problem
+from safe_estimators._rules.resources import instance_types_of
+from safe_estimators._spec import value_of
+
+PLAN = "training_plan"
+PLAN_DOCS = "AWS's user guide, 'Create a training job using the API, AWS CLI, SageMaker SDK'"
+
+
+def training_plan_instance_type(ctx: Context) -> Iterator[Problem]:
+    """A training plan on an instance type no plan can reserve: the job's instance type must be
+    the plan's, and plans reserve only the types of ``ReservedCapacityInstanceType``."""
+    plan = value_of(ctx.spec.extra.get(PLAN))
+    if not isinstance(plan, str) or not plan:
+        return
+    reservable = training_plan_instance_types()
+    for path, entry in instance_types_of(ctx):
+        if entry.name in reservable:
+            continue
+        yield Problem(
+            path,
+            f"is {entry.name}, and the job runs on training plan {plan!r}; a training plan "
+            f"reserves only {', '.join(sorted(reservable))} (botocore's "
+            "ReservedCapacityInstanceType), and the job's instance type must match its plan's "
+            f"({PLAN_DOCS}): CreateTrainingJob refuses this job.",
+            f"run on the instance type your plan reserved, or remove {PLAN} to run on "
+            "on-demand capacity.",
+        )
+
+
+def volume_key_on_local_storage(ctx: Context) -> Iterator[Problem]:
+    """A volume KMS key on an instance type with local (NVMe) storage, which CreateTrainingJob
+    refuses (SageMaker encrypts instance storage with the instance's hardware module). Both
+    targets send the key as given: sagemaker 2.x's estimator leaves out only a key that came
+    from the SDK's config file (``instance_supports_kms``), never one passed to it."""
+    key = value_of(ctx.spec.extra.get("volume_kms_key"))
+    if not isinstance(key, str) or not key:
+        return
+    for path, entry in instance_types_of(ctx):
+        if not entry.nvme_disks:
+            continue
+        storage = f"{entry.nvme_disks} x {entry.nvme_disk_gb} GB"
+        fix = (
+            f"remove volume_kms_key on {entry.name} (its storage is encrypted by the instance), "
+            "or pick an EBS-backed instance type to encrypt the volume with your key."
+        )
+        yield Problem(
+            "volume_kms_key",
+            f"is set, and {path} {entry.name} has local NVMe storage ({storage}), which "
+            "SageMaker encrypts with the instance's hardware module; botocore's documentation "
+            "of ResourceConfig.VolumeKmsKeyId: a VolumeKmsKeyId cannot be requested with an "
+            "instance type that has local storage, so CreateTrainingJob refuses the job.",
+            fix,
+        )
