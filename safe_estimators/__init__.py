@@ -35,6 +35,7 @@ __all__ = [
     "model_trainer",
     "plan",
     "pytorch",
+    "remote",
 ]
 
 # The module of each public name. A name's module is imported on first use, so that
@@ -63,12 +64,13 @@ _HOMES = {
     "model_trainer": "_factories",
     "plan": "_plan",
     "pytorch": "_factories",
+    "remote": "_factories",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
     from safe_estimators._build import explain
     from safe_estimators._distributions.model_parallel import ModelParallel, ParallelLayout
-    from safe_estimators._factories import build, huggingface, model_trainer, pytorch
+    from safe_estimators._factories import build, huggingface, model_trainer, pytorch, remote
     from safe_estimators._memory import MemoryEstimate, ModelShape
     from safe_estimators._plan import Plan, plan
     from safe_estimators._problems import ConfigError, Problem

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -243,6 +243,35 @@ def model_trainer(
     )
     job = resolve_arguments(_given(named, kwargs))
     return build_model_trainer(job, sagemaker_session)
+
+
+def remote(
+    _func: Callable[..., Any] | None = None,
+    *,
+    sagemaker_session: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """A checked drop-in for the SageMaker SDK's ``@remote`` decorator (``sagemaker.
+    remote_function.remote`` in sagemaker 2.x, ``sagemaker.core.remote_function.remote`` in 3.x).
+
+    Takes the decorator's own keyword arguments (``instance_type``, ``instance_count``,
+    ``use_torchrun``, ``use_mpirun``, ``nproc_per_node``, ``keep_alive_period_in_seconds``,
+    ``use_spot_instances``, ``max_wait_time_in_seconds``, ``environment_variables``,
+    ``image_uri``, ...; ``accept_exposure`` as for the factories) and checks the job when the
+    function is decorated, offline: processes per instance against its GPUs or NeuronCores
+    (``nproc_per_node`` from the catalog when a launcher is on and it is not given: recorded),
+    several instances without exactly one launcher, a warm pool beside spot, spot without a
+    long enough wait, the default image against this Python, volume keys on local storage,
+    credentials in the environment. Every problem is raised at once in one ``ConfigError``.
+
+    The SDK's decorator is applied on the first call, where the job is sent: decorating makes
+    no AWS call. ``safe_estimators.explain(func)`` tells what was injected and why.
+    """
+    from safe_estimators._build.remote import build_remote
+    from safe_estimators._resolve import resolve_remote_arguments
+
+    decorate = build_remote(resolve_remote_arguments(kwargs), sagemaker_session)
+    return decorate(_func) if _func is not None else decorate
 
 
 def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:

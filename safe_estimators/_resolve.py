@@ -26,7 +26,7 @@ from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Problem, count
 from safe_estimators._recipes import recipe_arguments, recipe_of
-from safe_estimators._resolved import Injection
+from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
 from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._rules.resources import warm_pool_injections
@@ -41,7 +41,7 @@ from safe_estimators._spec import (
     structure_spec,
     value_of,
 )
-from safe_estimators._targets import ESTIMATOR
+from safe_estimators._targets import ESTIMATOR, REMOTE_FUNCTION
 
 if TYPE_CHECKING:  # imported where used: a spec without a local script never loads the checks
     from safe_estimators._distributions.model_parallel import ParallelLayout
@@ -559,6 +559,8 @@ def check_arguments(
     findings. When some options are malformed, the rules still run over the others (problems
     about the malformed options themselves are not repeated by the rules).
     """
+    if isinstance(arguments, Mapping) and arguments.get("target") == REMOTE_FUNCTION:
+        return None, check_remote_arguments(arguments)[1], []
     arguments, problems = recipe_arguments(arguments)
     spec, found_in_spec = structure_spec(arguments)
     problems = found_in_spec + problems
@@ -588,3 +590,74 @@ def resolve_arguments(
     if ctx is None:
         raise ConfigError(problems, source=source)
     return _resolved_job(ctx, problems, findings, source)
+
+
+# --- a @remote function's job --------------------------------------------------------------------
+
+
+@attrs.frozen
+class ResolvedRemote:
+    """A checked ``@remote`` job: the decorator's keyword arguments (the user's, plus what was
+    injected) and what ``explain`` shows."""
+
+    spec: Any
+    kwargs: dict[str, Any]
+    explanation: Explanation
+
+
+def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Problem]]:
+    """Structure and check a ``@remote`` job's keyword arguments; never raises. Returns the
+    remote context (None when no spec could be built) and every problem."""
+    import os
+
+    from safe_estimators._facts.remote_function import (
+        STUDIO_IMAGE_VARIABLE,
+        local_python,
+        remote_keywords,
+    )
+    from safe_estimators._rules.remote import RemoteContext, check_remote
+    from safe_estimators._spec import structure_remote
+
+    spec, problems = structure_remote(arguments, remote_keywords())
+    if spec is None:
+        return None, problems
+    studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
+    ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
+    return ctx, problems + check_remote(ctx)
+
+
+def resolve_remote_arguments(
+    arguments: Mapping[str, Any], source: str | None = None
+) -> ResolvedRemote:
+    """A checked ``@remote`` job, or ConfigError with every error."""
+    from safe_estimators._rules.remote import remote_injections
+
+    ctx, problems = check_remote_arguments(arguments)
+    errors = [p for p in problems if p.severity == "error"]
+    if ctx is None or errors:
+        raise ConfigError(errors or problems, source=source)
+    warnings = tuple(p for p in problems if p.severity == "warning")
+    if warnings:
+        import logging
+
+        for item in warnings:
+            logging.getLogger("safe_estimators").warning("%s", item)
+    injected, injections = remote_injections(ctx)
+    kwargs = {
+        k: v
+        for k, v in arguments.items()
+        if k not in ("target", "accept_exposure") and v is not None
+    }
+    spec = ctx.spec
+    entry = ctx.instance
+    explanation = Explanation(
+        estimator="remote function",
+        instance_type=spec.instance_type,
+        instance_count=spec.instance_count,
+        gpus_per_instance=entry.gpu_count if entry is not None else None,
+        injections=tuple(injections),
+        warnings=warnings,
+        image_source=spec.image_uri,
+        neuron_cores=entry.neuron_cores if entry is not None else None,
+    )
+    return ResolvedRemote(spec, {**kwargs, **injected}, explanation)

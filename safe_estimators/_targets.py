@@ -32,3 +32,6 @@ def applies(rule: Callable[..., Any], target: str) -> bool:
     """Whether ``rule`` holds for ``target`` (a rule holds for every target unless marked)."""
     targets = getattr(rule, "targets", None)
     return targets is None or target in targets
+# A @remote function's job (the SDK's decorator, sagemaker.remote_function in 2.x,
+# sagemaker.core.remote_function in 3.x): checked by its own rules (_rules/remote.py).
+REMOTE_FUNCTION = "remote_function"

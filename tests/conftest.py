@@ -66,6 +66,7 @@ def sagemaker_session():
 # build estimators).
 BOTH_SDKS_MODULES = (
     "test_capacity.py",
+    "test_remote.py",
     "test_model_trainer.py",
     "test_plan_faithful.py",
     "test_sdk_layouts.py",

@@ -63,6 +63,6 @@ def explain(built: Any) -> Explanation:
     if not isinstance(explanation, Explanation):
         raise ValueError(
             f"{type(built).__name__} object was not built by safe_estimators; build it with "
-            "safe_estimators.huggingface(), pytorch() or model_trainer()."
+            "safe_estimators.huggingface(), pytorch(), model_trainer() or remote()."
         )
     return explanation

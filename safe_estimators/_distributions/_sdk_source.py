@@ -66,17 +66,21 @@ def sdk_constant(module: str, name: str) -> Any:
 
 
 def sdk_parameters(module: str, function: str, *, annotated: bool = True) -> dict[str, str]:
-    """The parameters of ``function`` (``Class.method``) in ``module``, each with its annotation
-    as source text, type aliases imported from the SDK's own modules written out
+    """The parameters of ``function`` (``Class.method``, or a module-level name) in ``module``,
+    each with its annotation as source text, type aliases imported from the SDK's own modules
+    written out
     (``Optional[Tags]`` becomes ``Optional[Union[List[Dict[...]], Dict[...]]]``); with
     ``annotated=False`` the names only (no alias is looked up).
 
     Raises LookupError when the installed SDK no longer defines the function.
     """
     owner, _, name = function.rpartition(".")
-    for node in _tree(module).body:
-        body = node.body if isinstance(node, ast.ClassDef) and node.name == owner else None
-        for item in body or ():
+    tree = _tree(module)
+    bodies = [tree.body] if not owner else [
+        node.body for node in tree.body if isinstance(node, ast.ClassDef) and node.name == owner
+    ]
+    for body in bodies:
+        for item in body:
             if isinstance(item, ast.FunctionDef) and item.name == name:
                 arguments = [*item.args.posonlyargs, *item.args.args, *item.args.kwonlyargs]
                 return {

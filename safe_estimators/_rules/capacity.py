@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import instance_catalog
 from safe_estimators._context import Context
 from safe_estimators._facts.limits import training_plan_instance_types
 from safe_estimators._problems import Problem
@@ -55,18 +56,19 @@ def volume_key_on_local_storage(ctx: Context) -> Iterator[Problem]:
     if not isinstance(key, str) or not key:
         return
     for path, entry in instance_types_of(ctx):
-        if not entry.nvme_disks:
-            continue
-        storage = f"{entry.nvme_disks} x {entry.nvme_disk_gb} GB"
-        fix = (
-            f"remove volume_kms_key on {entry.name} (its storage is encrypted by the instance), "
-            "or pick an EBS-backed instance type to encrypt the volume with your key."
-        )
-        yield Problem(
-            "volume_kms_key",
-            f"is set, and {path} {entry.name} has local NVMe storage ({storage}), which "
-            "SageMaker encrypts with the instance's hardware module; botocore's documentation "
-            "of ResourceConfig.VolumeKmsKeyId: a VolumeKmsKeyId cannot be requested with an "
-            "instance type that has local storage, so CreateTrainingJob refuses the job.",
-            fix,
-        )
+        if entry.nvme_disks:
+            yield volume_key_problem(path, entry)
+
+
+def volume_key_problem(path: str, entry: instance_catalog.InstanceType) -> Problem:
+    """The error of a volume key on ``entry``, a type with local NVMe storage (at ``path``)."""
+    return Problem(
+        "volume_kms_key",
+        f"is set, and {path} {entry.name} has local NVMe storage ({entry.nvme_disks} x "
+        f"{entry.nvme_disk_gb} GB), which SageMaker encrypts with the instance's hardware "
+        "module; botocore's documentation of ResourceConfig.VolumeKmsKeyId: a VolumeKmsKeyId "
+        "cannot be requested with an instance type that has local storage, so "
+        "CreateTrainingJob refuses the job.",
+        f"remove volume_kms_key on {entry.name} (its storage is encrypted by the instance), "
+        "or pick an EBS-backed instance type to encrypt the volume with your key.",
+    )

@@ -26,15 +26,23 @@ def instance_type_known(ctx: Context) -> Iterator[Problem]:
         return
     if ctx.spec.instance_groups is not None:
         return  # each group's type is checked where it is written (instance_groups rules)
+    problem = unknown_type_problem("instance_type", name)
+    if problem is not None:
+        yield problem
+
+
+def unknown_type_problem(path: str, name: str) -> Problem | None:
+    """The problem of an instance type the catalog does not know, with the closest names."""
     try:
         instance_catalog.get(name)
     except instance_catalog.UnknownInstanceType as exc:
         close = ", ".join(exc.suggestions[:3])
-        yield Problem(
-            "instance_type",
+        return Problem(
+            path,
             f"{name!r} is not a SageMaker training instance type.",
             f"did you mean {close}?" if close else "see `safe-estimators catalog` for the types.",
         )
+    return None
 
 
 def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:

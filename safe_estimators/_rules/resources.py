@@ -43,13 +43,7 @@ def warm_pool(ctx: Context) -> Iterator[Problem]:
     if seconds is None:
         return
     if value_of(ctx.spec.use_spot_instances) is True:
-        yield warning(
-            KEEP_ALIVE,
-            f"is {seconds} s with use_spot_instances=True; warm pools cannot be used with "
-            f"managed spot training ({WARM_POOL_DOCS}, Considerations): no pool is retained, "
-            "or CreateTrainingJob refuses the job.",
-            f"drop {KEEP_ALIVE}, or train on on-demand instances (use_spot_instances=False).",
-        )
+        yield warm_pool_with_spot(seconds)
     if ctx.spec.instance_groups is not None:
         yield warning(
             KEEP_ALIVE,
@@ -66,6 +60,17 @@ def warm_pool(ctx: Context) -> Iterator[Problem]:
             f"use at most {DOCUMENTED_KEEP_ALIVE_MAX} s unless your account is known to accept "
             "more.",
         )
+
+
+def warm_pool_with_spot(seconds: int) -> Problem:
+    """The warning on a warm pool of ``seconds`` beside managed spot training."""
+    return warning(
+        KEEP_ALIVE,
+        f"is {seconds} s with use_spot_instances=True; warm pools cannot be used with "
+        f"managed spot training ({WARM_POOL_DOCS}, Considerations): no pool is retained, "
+        "or CreateTrainingJob refuses the job.",
+        f"drop {KEEP_ALIVE}, or train on on-demand instances (use_spot_instances=False).",
+    )
 
 
 def warm_pool_injections(ctx: Context) -> list[Injection]:

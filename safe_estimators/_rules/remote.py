@@ -1,0 +1,267 @@
+"""The rules of a ``@remote`` function's job: the same mistakes as an estimator job (idle GPUs,
+more processes than GPUs, a warm pool beside spot, a launcher on a CPU type), made from a
+decorator that hides the job.
+
+Sources: the SDK's ``remote_function/client.py`` (the decorator; its wrapper refuses several
+instances without exactly one of ``spark_config``, ``use_torchrun`` and ``use_mpirun``) and
+``remote_function/job.py`` (``_JobSettings``: ``spark_config`` refuses ``image_uri`` and
+``job_conda_env``; ``_get_default_image``: without ``image_uri`` the image follows the local Python,
+and only the versions it lists have one; ``compile``: ``--user_nproc_per_node`` is passed to the
+job only when given; the job's ``bootstrap_runtime_environment.py`` otherwise sets
+``SM_NPROC_PER_NODE`` to the GPUs it finds, else the NeuronCores, else the vCPUs), in both SDK
+generations (``sagemaker.remote_function`` in 2.x, ``sagemaker.core.remote_function`` in 3.x).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+import instance_catalog
+from safe_estimators._context import Rule
+from safe_estimators._facts.remote_function import (
+    default_image_python_versions,
+)
+from safe_estimators._problems import Problem, warning
+from safe_estimators._resolved import Injection
+from safe_estimators._rules.capacity import volume_key_problem
+from safe_estimators._rules.instance import unknown_type_problem
+from safe_estimators._rules.resources import warm_pool_with_spot
+from safe_estimators._secrets import secrets_in_options
+from safe_estimators._spec import RemoteFunctionSpec
+
+
+@attrs.frozen
+class RemoteContext:
+    """What the remote rules look at: the spec, its catalog entry, and the two facts of the
+    machine that defines the function (its Python, and whether Studio names an image)."""
+
+    spec: RemoteFunctionSpec
+    instance: instance_catalog.InstanceType | None
+    local_python: str
+    studio_image: bool
+
+    @property
+    def launcher(self) -> str | None:
+        """The flag that starts several processes per instance, as the user wrote it."""
+        if self.spec.use_torchrun:
+            return "use_torchrun"
+        return "use_mpirun" if self.spec.use_mpirun else None
+
+    @property
+    def devices(self) -> tuple[int, str] | None:
+        """The accelerators one instance has, as the job's bootstrap counts them."""
+        entry = self.instance
+        if entry is None:
+            return None
+        if entry.gpu_count:
+            return entry.gpu_count, "GPUs"
+        if entry.neuron_cores:
+            return entry.neuron_cores, "NeuronCores"
+        return None
+
+
+def remote_instance_type(ctx: RemoteContext) -> Iterator[Problem]:
+    """The instance type must be a SageMaker training type."""
+    if ctx.instance is None:
+        problem = unknown_type_problem("instance_type", ctx.spec.instance_type)
+        if problem is not None:
+            yield problem
+
+
+def remote_processes(ctx: RemoteContext) -> Iterator[Problem]:
+    """``nproc_per_node`` against the accelerators of one instance: more processes than GPUs is
+    an error (two ranks on one GPU: NCCL refuses, and ``cuda:<local_rank>`` does not exist), fewer
+    leaves GPUs idle (a warning); without a launcher it has no effect."""
+    spec, devices = ctx.spec, ctx.devices
+    if spec.nproc_per_node is not None and ctx.launcher is None:
+        yield warning(
+            "nproc_per_node",
+            f"is {spec.nproc_per_node}, but neither use_torchrun nor use_mpirun is set: the job "
+            "runs the function in one process and nothing reads it.",
+            "set use_torchrun=True (or use_mpirun=True) to start that many processes, or "
+            "remove nproc_per_node.",
+        )
+        return
+    if ctx.launcher is None or spec.nproc_per_node is None or devices is None:
+        return
+    count, kind = devices
+    name = ctx.instance.name if ctx.instance is not None else spec.instance_type
+    if spec.nproc_per_node > count:
+        yield Problem(
+            "nproc_per_node",
+            f"is {spec.nproc_per_node} with {ctx.launcher}, but {name} has {count} {kind}: "
+            f"{spec.nproc_per_node - count} processes per instance would share or lack an "
+            "accelerator, which NCCL refuses and cuda:<local rank> cannot name.",
+            f"set nproc_per_node={count} (or leave it out: the job counts the {kind}), or use "
+            f"an instance type with {spec.nproc_per_node} {kind}.",
+        )
+    elif spec.nproc_per_node < count:
+        yield warning(
+            "nproc_per_node",
+            f"is {spec.nproc_per_node} with {ctx.launcher}, and {name} has {count} {kind}: "
+            f"{count - spec.nproc_per_node} sit idle while the job is billed for all.",
+            f"set nproc_per_node={count} (or leave it out), or use a smaller instance type.",
+        )
+
+
+def remote_launcher_on_cpu(ctx: RemoteContext) -> Iterator[Problem]:
+    """A launcher on a type without accelerators starts one process per vCPU (the bootstrap's
+    fallback): a distributed GPU function finds no GPU. It runs for a CPU (gloo) function."""
+    entry = ctx.instance
+    if ctx.launcher is None or entry is None or ctx.devices is not None:
+        return
+    yield warning(
+        ctx.launcher,
+        f"is set on {entry.name}, which has no GPU or NeuronCore: the job starts "
+        f"{ctx.spec.nproc_per_node or entry.vcpus} processes per instance "
+        f"({'nproc_per_node' if ctx.spec.nproc_per_node else 'one per vCPU'}), and a function "
+        "that trains on cuda or with NCCL fails there.",
+        "use an accelerated instance type (ml.g5.12xlarge, ml.p4d.24xlarge, ...), or keep this "
+        "type for a CPU (gloo) function.",
+    )
+
+
+def remote_several_instances(ctx: RemoteContext) -> Iterator[Problem]:
+    """Several instances need exactly one of spark_config, use_torchrun and use_mpirun: the
+    decorated function raises ValueError when called otherwise."""
+    spec = ctx.spec
+    if spec.instance_count <= 1:
+        return
+    chosen = [
+        name
+        for name, on in (
+            ("spark_config", spec.spark_config is not None),
+            ("use_torchrun", spec.use_torchrun),
+            ("use_mpirun", spec.use_mpirun),
+        )
+        if on
+    ]
+    if len(chosen) != 1:
+        what = " and ".join(chosen) if chosen else "none of them"
+        yield Problem(
+            "instance_count",
+            f"is {spec.instance_count}, and the SDK's @remote runs several instances only with "
+            f"exactly one of spark_config, use_torchrun and use_mpirun ({what} given): calling "
+            "the function raises ValueError before any job starts.",
+            "set use_torchrun=True (or use_mpirun=True) alone, or instance_count=1.",
+        )
+
+
+def remote_spark(ctx: RemoteContext) -> Iterator[Problem]:
+    """spark_config picks its own image and environment (the SDK refuses both beside it)."""
+    spec = ctx.spec
+    if spec.spark_config is None:
+        return
+    for name in ("image_uri", "job_conda_env"):
+        if getattr(spec, name) is not None:
+            yield Problem(
+                name,
+                "is set with spark_config; the SDK's @remote raises ValueError when the "
+                "function is decorated: a Spark job runs in the SageMaker Spark image.",
+                f"remove {name}, or remove spark_config.",
+            )
+
+
+def remote_default_image(ctx: RemoteContext) -> Iterator[Problem]:
+    """Without image_uri (and outside Studio) the SDK picks a base Python image for the local
+    Python, and has one only for the versions it lists: any other raises when the job starts."""
+    spec = ctx.spec
+    if spec.image_uri is not None or spec.spark_config is not None or ctx.studio_image:
+        return
+    versions = default_image_python_versions()
+    if ctx.local_python in versions:
+        return
+    shown = ", ".join(f"{v[0]}.{v[1:]}" for v in versions)
+    local = f"{ctx.local_python[0]}.{ctx.local_python[1:]}"
+    yield Problem(
+        "image_uri",
+        f"is not set, and this Python is {local}: the SDK's default image exists only for "
+        f"Python {shown}, so calling the function raises ValueError (the image must run the "
+        "function with the Python that pickled it).",
+        f"pass image_uri= an image with Python {local} (a SageMaker PyTorch training image, or "
+        "your own), or define the function under Python " + shown.split(", ")[0] + ".",
+    )
+
+
+def remote_warm_pool(ctx: RemoteContext) -> Iterator[Problem]:
+    """A warm pool beside spot instances (AWS: warm pools cannot be used with spot)."""
+    seconds = ctx.spec.keep_alive_period_in_seconds
+    if seconds > 0 and ctx.spec.use_spot_instances:
+        yield warm_pool_with_spot(seconds)
+
+
+def remote_spot(ctx: RemoteContext) -> Iterator[Problem]:
+    """Managed spot needs MaxWaitTimeInSeconds >= MaxRuntimeInSeconds (CreateTrainingJob)."""
+    spec = ctx.spec
+    if not spec.use_spot_instances:
+        return
+    run = spec.max_runtime_in_seconds
+    if spec.max_wait_time_in_seconds is None:
+        yield Problem(
+            "max_wait_time_in_seconds",
+            "is required with use_spot_instances=True: the SDK sends no MaxWaitTimeInSeconds, "
+            "and CreateTrainingJob refuses a managed spot job without it.",
+            f"set max_wait_time_in_seconds to at least max_runtime_in_seconds ({run} s).",
+        )
+    elif spec.max_wait_time_in_seconds < run:
+        yield Problem(
+            "max_wait_time_in_seconds",
+            f"is {spec.max_wait_time_in_seconds} s, less than max_runtime_in_seconds ({run} s); "
+            "CreateTrainingJob refuses the job.",
+            f"set max_wait_time_in_seconds >= {run}, or lower max_runtime_in_seconds.",
+        )
+
+
+def remote_volume_key(ctx: RemoteContext) -> Iterator[Problem]:
+    """A volume key on local NVMe storage, which CreateTrainingJob refuses."""
+    if ctx.spec.volume_kms_key and ctx.instance is not None and ctx.instance.nvme_disks:
+        yield volume_key_problem("instance_type", ctx.instance)
+
+
+def remote_secrets(ctx: RemoteContext) -> Iterator[Problem]:
+    """Credentials in the environment, tags or other values the job request carries."""
+    spec = ctx.spec
+    options: list[tuple[str, Any]] = [("environment_variables", spec.environment_variables)]
+    options += [(k, v) for k, v in spec.extra.items() if k != "custom_file_filter"]
+    yield from secrets_in_options(options, tuple(spec.accept_exposure))
+
+
+REMOTE_FUNCTION_RULES: tuple[Rule, ...] = (  # type: ignore[assignment]
+    remote_instance_type,
+    remote_processes,
+    remote_launcher_on_cpu,
+    remote_several_instances,
+    remote_spark,
+    remote_default_image,
+    remote_warm_pool,
+    remote_spot,
+    remote_volume_key,
+    remote_secrets,
+)
+
+
+def check_remote(ctx: RemoteContext) -> list[Problem]:
+    """Every remote rule's problems, in the table's order."""
+    return [problem for rule in REMOTE_FUNCTION_RULES for problem in rule(ctx)]  # type: ignore[arg-type]
+
+
+def remote_injections(ctx: RemoteContext) -> tuple[dict[str, Any], list[Injection]]:
+    """What is set beyond the user's options: ``nproc_per_node`` from the catalog for a
+    launcher on an accelerated type, so that the request says what the bootstrap would count."""
+    devices = ctx.devices
+    if ctx.launcher is None or ctx.spec.nproc_per_node is not None or devices is None:
+        return {}, []
+    count, kind = devices
+    name = ctx.instance.name if ctx.instance is not None else ctx.spec.instance_type
+    return {"nproc_per_node": count}, [
+        Injection(
+            "nproc_per_node",
+            count,
+            f"{name} has {count} {kind}: one process each under {ctx.launcher}. The job's "
+            "bootstrap would count them at run time; set here, the request shows it "
+            "(--user_nproc_per_node).",
+        )
+    ]
