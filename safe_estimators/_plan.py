@@ -18,7 +18,7 @@ from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
 from safe_estimators._secret_formats import mask_text, masked
 from safe_estimators._spec import JobSpec
-from safe_estimators._targets import MODEL_TRAINER
+from safe_estimators._targets import MODEL_TRAINER, REMOTE_FUNCTION
 from safe_estimators._validate import offline
 
 
@@ -238,6 +238,8 @@ def _plan(
     if any(p.severity == "error" for p in prior):
         resolve_arguments(arguments, source, prior)  # raises with every problem, these first
     region = job_region()
+    if arguments.get("target") == REMOTE_FUNCTION:
+        return _plan_remote(arguments, source, prior, region)
     if (arguments.get("target") or default_target()) == MODEL_TRAINER:
         return _plan_model_trainer(arguments, source, prior, region)
     local = arguments.get("instance_type") in ("local", "local_gpu")
@@ -419,3 +421,35 @@ def _plan_model_trainer(
     if problems:
         raise ConfigError(problems, source=source)
     return Plan(request, explain(trainer), tuple(placeholders), source, files)
+
+
+def _plan_remote(
+    arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
+) -> Plan:
+    """The plan of a ``@remote`` job: the request the SDK's own decorator makes, offline."""
+    from safe_estimators._build.remote import plan_remote
+    from safe_estimators._build.shared import PLACEHOLDER_BUCKET
+    from safe_estimators._resolve import resolve_remote_arguments
+
+    placeholders = role_and_region_placeholders(arguments, None, region)
+    if not arguments.get("s3_root_uri"):
+        placeholders.append(
+            f"bucket = {PLACEHOLDER_BUCKET} (the SDK's default bucket, where @remote uploads the "
+            "function and its runtime scripts; no account is asked)"
+        )
+    if prior:
+        raise ConfigError(list(prior), source=source)
+    job = resolve_remote_arguments(arguments, source)
+    request = plan_remote(job, region)
+    problems = request_problems(request, _remote_operation())
+    if problems:
+        raise ConfigError(problems, source=source)
+    return Plan(request, job.explanation, tuple(placeholders), source)
+
+
+def _remote_operation() -> Any:
+    """botocore's CreateTrainingJob operation model (no client, no credentials)."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return model.operation_model("CreateTrainingJob")

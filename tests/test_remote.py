@@ -268,3 +268,30 @@ def test_a_spec_file_is_validated_with_the_same_rules(tmp_path):
     assert done.returncode == 1, done.stderr
     assert "job.yaml:4:1: nproc_per_node: is 8 with use_torchrun" in done.stdout
     assert "keep_alive_period_in_seconds: warning:" in done.stdout
+
+
+def test_a_spec_file_plans_offline_through_the_sdks_decorator(tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text(
+        "target: remote_function\ninstance_type: ml.p4d.24xlarge\ninstance_count: 2\n"
+        f"use_torchrun: true\nimage_uri: {IMAGE}\nrole: {ROLE}\n"
+    )
+    plan = safe_estimators.plan(spec)
+    request = plan.request
+    assert request["ResourceConfig"]["InstanceType"] == "ml.p4d.24xlarge"
+    assert request["ResourceConfig"]["InstanceCount"] == 2
+    assert request["RoleArn"] == ROLE
+    arguments = request["AlgorithmSpecification"]["ContainerArguments"]
+    assert arguments[-4:] == ["--distribution", "torchrun", "--user_nproc_per_node", "8"]
+    assert [i.path for i in plan.explanation.injections] == ["nproc_per_node"]
+    assert any("bucket" in p for p in plan.placeholders)
+
+
+def test_a_refused_spec_file_is_not_planned(tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text(
+        "target: remote_function\ninstance_type: ml.g5.12xlarge\nuse_torchrun: true\n"
+        f"nproc_per_node: 8\nimage_uri: {IMAGE}\n"
+    )
+    with pytest.raises(ConfigError, match=r"ml\.g5\.12xlarge has 4 GPUs"):
+        safe_estimators.plan(spec)

@@ -16,16 +16,50 @@ from typing import Any
 
 from safe_estimators._build.estimator import EXPLANATION_ATTRIBUTE
 from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedRemote
 from safe_estimators._targets import REMOTE_FUNCTION
 
-def sdk_remote() -> Callable[..., Any]:
-    """The installed generation's ``remote`` decorator."""
-    if sdk_generation() >= 3:
-        from sagemaker.core.remote_function import remote
-    else:
+def sdk_remote(region: str | None = None) -> Callable[..., Any]:
+    """The installed generation's ``remote`` decorator.
+
+    sagemaker 3.x's module makes a boto3 client when it is first imported (a class attribute
+    of ``sagemaker.ai_registry``'s AIRHub, which it imports), and boto3 refuses a client
+    without a region. No call is made then; ``region`` (a plan's) stands in for an unset one
+    while it imports, and with no region at all the failure is our error naming the setting.
+    """
+    if sdk_generation() < 3:
         from sagemaker.remote_function import remote
-    return remote  # type: ignore[no-any-return]
+
+        return remote  # type: ignore[no-any-return]
+    import os
+
+    from botocore.exceptions import NoRegionError
+
+    with _IMPORT_LOCK:
+        unset = region is not None and not os.environ.get("AWS_DEFAULT_REGION")
+        if unset:
+            os.environ["AWS_DEFAULT_REGION"] = str(region)
+        try:
+            from sagemaker.core.remote_function import remote as decorator
+        except NoRegionError:
+            raise ConfigError(
+                [
+                    Problem(
+                        "region",
+                        "is not set: sagemaker 3's remote_function makes a boto3 client when "
+                        "it is imported, and boto3 needs a region for it.",
+                        "set AWS_REGION or AWS_DEFAULT_REGION (or a region in ~/.aws/config).",
+                    )
+                ]
+            ) from None
+        finally:
+            if unset:
+                del os.environ["AWS_DEFAULT_REGION"]
+    return decorator  # type: ignore[no-any-return]
+
+
+_IMPORT_LOCK = threading.Lock()
 
 
 def build_remote(job: ResolvedRemote, sagemaker_session: Any = None) -> Callable[[Any], Any]:
@@ -53,3 +87,69 @@ def build_remote(job: ResolvedRemote, sagemaker_session: Any = None) -> Callable
 
     setattr(decorate, EXPLANATION_ATTRIBUTE, job.explanation)
     return decorate
+
+
+def offline_remote_session(region: str | None) -> Any:
+    """A real session of the decorator's generation (sagemaker 2.x's ``sagemaker.Session``,
+    3.x's ``sagemaker.core`` Session) whose calls never leave the machine: the default bucket is
+    given (no STS or S3 call), S3 uploads are answered locally, CreateTrainingJob's parameters
+    are captured where boto3 would send them, any other call is refused, telemetry is off."""
+    import boto3
+
+    from safe_estimators._build.model_trainer import _capture, _sdk_config
+    from safe_estimators._build.shared import (
+        PLACEHOLDER_BUCKET,
+        PLACEHOLDER_REGION,
+        _botocore_session,
+        _offline_send,
+    )
+
+    if sdk_generation() >= 3:
+        from sagemaker.core.helper.session_helper import Session
+    else:
+        from sagemaker.session import Session
+
+    class _OfflineSession(Session):  # type: ignore[misc]
+        def default_bucket(self) -> str:
+            return getattr(self, "_default_bucket_name_override", None) or PLACEHOLDER_BUCKET
+
+    boto_session = boto3.Session(
+        botocore_session=_botocore_session(),
+        region_name=region or PLACEHOLDER_REGION,
+        aws_access_key_id="PLAN",
+        aws_secret_access_key="PLAN",  # never sent: every call is answered locally
+    )
+    boto_session.events.register("before-send", _offline_send)
+    boto_session.events.register("provide-client-params.sagemaker.CreateTrainingJob", _capture)
+    return _OfflineSession(boto_session=boto_session, sagemaker_config=_sdk_config(True))
+
+
+def plan_remote(job: ResolvedRemote, region: str | None) -> dict[str, Any]:
+    """The CreateTrainingJob request the SDK's decorator makes for ``job``, offline: the real
+    decorator runs a stand-in function (a spec file names none) on an offline session."""
+    from safe_estimators._build.model_trainer import _Captured
+    from safe_estimators._build.shared import OfflineCallRefused
+
+    def remote_function() -> None:
+        """A stand-in for the decorated function: the request does not depend on its body."""
+
+    session = offline_remote_session(region)
+    kwargs = {**job.kwargs, "sagemaker_session": session}
+    try:
+        sdk_remote(session.boto_region_name)(**kwargs)(remote_function)()
+    except _Captured as captured:
+        return captured.request
+    except OfflineCallRefused as exc:
+        raise ConfigError(
+            [
+                Problem(
+                    "role" if "iam" in str(exc) else "<sagemaker>",
+                    f"the SDK's @remote would call AWS to plan this job ({exc}).",
+                    "give the role's ARN (arn:aws:iam::<account>:role/<name>) and s3_root_uri to "
+                    "plan offline.",
+                )
+            ]
+        ) from exc
+    raise ConfigError(
+        [Problem("<sagemaker>", "the SDK's @remote sent no CreateTrainingJob request.", "")]
+    )
