@@ -42,6 +42,7 @@ from safe_estimators._problems import (
     closest,
     did_you_mean,
     join_path,
+    problem_source,
     value_at,
     warning,
 )
@@ -492,6 +493,7 @@ def problems_from_exception(exc: BaseException, path: str) -> list[Problem]:
     return [Problem(path or "<spec>", f"{text}.", getattr(exc, "hint", ""))]
 
 
+@problem_source("spec-options")
 def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, list[Problem]]:
     """Load a JobSpec from a mapping of keyword arguments. Never raises for bad input.
 

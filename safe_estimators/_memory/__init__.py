@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from safe_estimators._memory.shape import ModelShape
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, problem_source
 
 if TYPE_CHECKING:
     from safe_estimators._memory.accounting import MemoryEstimate, estimate
@@ -110,6 +110,7 @@ def _spreads(ctx: Any) -> bool:
     return bool(ctx.script_device_use == "device_map")
 
 
+@problem_source("memory-fit")
 def check_memory(ctx: Any) -> tuple[MemoryEstimate | None, list[Problem]]:
     """The estimate of a job and the rule's problems (none without ``model``)."""
     job, result, problems = job_of(ctx)
