@@ -138,7 +138,12 @@ def _syntax_problem(path: Path, exc: Exception) -> Problem:
     )
 
 
-@problem_source("spec-file")
+@problem_source(
+    "spec-file",
+    "A spec file must be a readable, regular UTF-8 file of YAML, JSON or TOML that holds a "
+    "mapping of options, within the size and nesting the reader allows, with no key given "
+    "twice. A syntax error is placed where the parser stopped.",
+)
 def read_spec_data(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, list[Problem]]:
     """Read a spec file into plain data. Never raises for a bad file."""
     suffix = path_suffix(path)
@@ -248,7 +253,13 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
     return arguments
 
 
-@problem_source("project-containment")
+@problem_source(
+    "project-containment",
+    "entry_point, source_dir, dependencies, model.config and the other local paths of a spec "
+    "must stay inside the project (the spec's git repository, else its folder, or "
+    "--project-root): plan and submit package and upload what they point to, and the SDK "
+    "follows links. A path outside is refused and never read.",
+)
 def containment_problems(
     folder: Path,
     data: dict[str, Any],
@@ -346,7 +357,11 @@ def nul_problem(path: str, written: str) -> Problem:
     )
 
 
-@problem_source("offline-only")
+@problem_source(
+    "offline-only",
+    "validate, lint and plan never use the network: code in a git repository (git_config) "
+    "would have to be cloned to be checked or planned. submit clones it, as the SDK does.",
+)
 def offline_problems(arguments: Mapping[str, Any]) -> list[Problem]:
     """What an offline command (validate, lint, plan) cannot do without the network."""
     git_config = arguments.get("git_config")
@@ -369,7 +384,12 @@ def offline_problems(arguments: Mapping[str, Any]) -> list[Problem]:
 SDK_CONFIG_VARIABLES = ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "SAGEMAKER_USER_CONFIG_OVERRIDE")
 
 
-@problem_source("sdk-config-in-s3")
+@problem_source(
+    "sdk-config-in-s3",
+    "The SageMaker SDK reads its config from $SAGEMAKER_ADMIN_CONFIG_OVERRIDE and "
+    "$SAGEMAKER_USER_CONFIG_OVERRIDE (sagemaker.config.config); an s3:// one would be "
+    "downloaded with boto3, which the offline plan never does.",
+)
 def sdk_config_problems(environ: Mapping[str, str]) -> list[Problem]:
     """An SDK config override in S3: the offline plan would have to download it."""
     return tagged(sdk_config_problems, [

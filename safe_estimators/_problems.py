@@ -65,13 +65,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 SOURCES: dict[str, Callable[..., Any]] = {}
 
 
-def problem_source(rule: str) -> Callable[[_F], _F]:
+def problem_source(rule: str, doc: str = "") -> Callable[[_F], _F]:
     """Mark a function that finds problems outside the rule tables (reading the file, the
-    spec's options) as the rule ``rule``: its docstring is the rule's documentation, and its
-    callers tag what it returns with ``tagged(function, problems)``."""
+    spec's options) as the rule ``rule``: ``doc`` (else its docstring) is the rule's
+    documentation, and its callers tag what it returns with ``tagged(function, problems)``."""
 
     def mark(function: _F) -> _F:
         function.__rule_id__ = rule  # type: ignore[attr-defined]
+        function.__rule_doc__ = doc  # type: ignore[attr-defined]
         SOURCES[rule] = function
         return function
 

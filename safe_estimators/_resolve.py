@@ -91,7 +91,13 @@ def _lookup(instance_type: str) -> instance_catalog.InstanceType | None:
         return None  # the instance_type rule reports it with suggestions
 
 
-@problem_source("model-parallel-options")
+@problem_source(
+    "model-parallel-options",
+    "Model parallel options (model_parallel=, or distribution['smdistributed']['modelparallel']"
+    " with its parameters dict or JSON file) must be written once, be options the library "
+    "knows with values of their types, and sit beside an MPI or torch_distributed block the "
+    "SDK reads.",
+)
 def _model_parallel(spec: JobSpec) -> tuple[Any, dict[str, Any], list[Problem]]:
     """The typed model-parallel options from either place the user may have written them."""
     if spec.model_parallel is None and not _names_model_parallel(spec.distribution):
@@ -135,6 +141,9 @@ def _names_model_parallel(distribution: object) -> bool:
 
 @problem_source("model-parallel")
 def _model_parallel_rules(ctx: Context) -> list[Problem]:
+    """Model parallelism needs one homogeneous cluster (not instance_groups); on a known
+    instance type the rules of the library the container ships run (their ids are smp-v1-* and
+    smp-v2-*)."""
     if ctx.model_parallel is None:
         return []
     problems: list[Problem] = []

@@ -50,7 +50,7 @@ class RuleDoc:
     def summary(self) -> str:
         """The first sentence of the documentation."""
         first = self.text.split("\n\n", 1)[0].replace("\n", " ")
-        end = re.search(r"(?<=[a-z0-9)`'\"])[.:;](\s|$)", first)
+        end = re.search(r"(?<=[a-z0-9)`'\"])\.(\s|$)", first)
         return first[: end.start() + 1] if end else first
 
 
@@ -58,11 +58,31 @@ def _doc_of(function: Callable[..., Any]) -> str:
     return textwrap.dedent(inspect.getdoc(function) or "").strip()
 
 
-def _sources(*texts: str) -> tuple[str, ...]:
+def _sources(module: str, *texts: str) -> tuple[str, ...]:
+    """What a rule's documentation cites: the addresses in it and in its module's docstring,
+    and the fact tables its module reads (``_facts``, a strategy's ``facts``), each with the first line of its own
+    docstring (which says where its facts come from)."""
     found: list[str] = []
     for text in texts:
         found += [u.rstrip(".,;") for u in _URL.findall(text) if u.rstrip(".,;") not in found]
+    for facts in _facts_read_by(module):
+        first = (inspect.getdoc(importlib.import_module(facts)) or "").split("\n", 1)[0]
+        found.append(f"{facts}: {first}" if first else facts)
     return tuple(found)
+
+
+@functools.cache
+def _facts_read_by(module: str) -> tuple[str, ...]:
+    source = inspect.getsource(importlib.import_module(module))
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            last = node.module.rsplit(".", 1)[-1]
+            if node.module.startswith("safe_estimators.") and "facts" in last and last != "_facts":
+                names.append(node.module)
+            elif node.module == "safe_estimators._facts":
+                names += [f"safe_estimators._facts.{alias.name}" for alias in node.names]
+    return tuple(dict.fromkeys(names))
 
 
 def _modules() -> list[Any]:
@@ -92,12 +112,12 @@ def _spec_rules(modules: list[Any]) -> dict[str, RuleDoc]:
         rule = rule_id(function)
         target = inspect.unwrap(function)
         module_doc = inspect.getdoc(inspect.getmodule(target)) or ""
-        text = _doc_of(target)
+        text = getattr(function, "__rule_doc__", "") or _doc_of(target)
         book.setdefault(
             rule,
             RuleDoc(
                 rule, "spec", text, f"{target.__module__}:{target.__qualname__}",
-                _sources(text, module_doc),
+                _sources(target.__module__, text, module_doc),
             ),
         )  # fmt: skip
     return book
@@ -127,7 +147,7 @@ def _script_rules() -> dict[str, RuleDoc]:
                 book.setdefault(
                     rule,
                     RuleDoc(rule, "script", text, f"{module}:{function.name}",
-                            _sources(text, module_doc)),
+                            _sources(module, text, module_doc)),
                 )  # fmt: skip
     return book
 

@@ -111,7 +111,7 @@ def test_plan_refuses_a_broken_file_the_same_way(capsys, name, expected):
     document = json.loads(out)
     assert document["ok"] is False
     where = [
-        f"{p['file']}:{p['line']}:{p['column']}" if p["line"] else p["source"]
+        f"{p['file']}:{p['line']}:{p['column']}" if "line" in p else p["source"]
         for p in document["problems"]
     ]
     lines = [

@@ -291,10 +291,10 @@ def test_codeclimate_is_a_gitlab_code_quality_report(capsys, tmp_path):
     for issue in issues:  # the fields GitLab requires
         assert {"description", "check_name", "fingerprint", "severity", "location"} <= set(issue)
         assert issue["location"]["path"] and issue["location"]["lines"]["begin"] >= 1
-    by_path = {i["check_name"]: i for i in issues}
-    assert by_path["instance_type"]["location"]["lines"]["begin"] == 3
-    assert by_path["instance_type"]["severity"] == "major"
-    assert by_path["distribution"]["severity"] == "minor"
+    by_rule = {i["check_name"]: i for i in issues}  # the rule ids lint and SARIF use
+    assert by_rule["instance-type-known"]["location"]["lines"]["begin"] == 3
+    assert by_rule["instance-type-known"]["severity"] == "major"
+    assert by_rule["compiler-distribution"]["severity"] == "minor"
     assert len({i["fingerprint"] for i in issues}) == len(issues)
 
 

@@ -64,7 +64,12 @@ def is_url(value: str) -> bool:
     return "://" in value
 
 
-@problem_source("recipe-file")
+@problem_source(
+    "recipe-file",
+    "training_recipe must name a recipe that can be read offline (a local YAML file, or a "
+    "predefined recipe in a local copy of the recipes collection) and that merges and "
+    "resolves with recipe_overrides as the SDK merges them (OmegaConf).",
+)
 def load_recipe(
     training_recipe: object, overrides: object
 ) -> tuple[Recipe | None, list[Problem]]:
