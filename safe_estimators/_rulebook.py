@@ -60,8 +60,8 @@ def _doc_of(function: Callable[..., Any]) -> str:
 
 def _sources(module: str, *texts: str) -> tuple[str, ...]:
     """What a rule's documentation cites: the addresses in it and in its module's docstring,
-    and the fact tables its module reads (``_facts``, a strategy's ``facts``), each with the first line of its own
-    docstring (which says where its facts come from)."""
+    and the fact tables its module reads (``_facts``, a strategy's ``facts``), each with the
+    first line of its own docstring (which says where its facts come from)."""
     found: list[str] = []
     for text in texts:
         found += [u.rstrip(".,;") for u in _URL.findall(text) if u.rstrip(".,;") not in found]
