@@ -6,12 +6,16 @@ record), and two of its modules call ``logging.basicConfig(level=INFO)`` when im
 configures the user's root logger. In a notebook all of it lands under the cell that called
 ``plan()`` or ``pytorch()``.
 
+Importing it also imports sagemaker_core, which installs rich tracebacks: ``sys.excepthook``
+and, in IPython or Jupyter, the shell's traceback display, which then shows an error as a box
+of frames whatever the exception asks (``ConfigError._render_traceback_``).
+
 ``sdk_quiet()`` wraps our calls: while it lasts the ``sagemaker`` loggers drop records below
 WARNING and the deprecation nudge is off (``SAGEMAKER_SUPPRESS_V2_WARNING``, the SDK's own
-switch); afterwards each is put back as it was, and a root logger the SDK configured meanwhile
-gets back its level and handlers. Nothing of the user's is touched: their loggers, handlers and
-records go on as before. Nested and concurrent calls share one quiet period, entered by the
-first and undone by the last.
+switch); afterwards each is put back as it was, a root logger the SDK configured meanwhile gets
+back its level and handlers, and the traceback hooks replaced meanwhile are put back. Nothing
+of the user's is touched: their loggers, handlers and records go on as before. Nested and
+concurrent calls share one quiet period, entered by the first and undone by the last.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +32,10 @@ from typing import Any
 # covers its modules (sagemaker.image_uris, ...); "sagemaker.config" sets its own level.
 _SDK_LOGGERS = ("sagemaker", "sagemaker.config")
 _V2_WARNING = "SAGEMAKER_SUPPRESS_V2_WARNING"
+
+# What rich's traceback.install replaces on an IPython shell (instance attributes).
+_SHELL_HOOKS = ("showtraceback", "_showtraceback", "showsyntaxerror")
+_UNSET = object()
 
 _lock = threading.Lock()
 _depth = 0
@@ -44,6 +53,9 @@ def sdk_quiet() -> Iterator[None]:
             _saved["levels"] = {name: logging.getLogger(name).level for name in _SDK_LOGGERS}
             _saved["root"] = (logging.root.level, list(logging.root.handlers))
             _saved["variable"] = os.environ.get(_V2_WARNING)
+            _saved["excepthook"] = sys.excepthook
+            shell = _shell()
+            _saved["shell"] = (shell, {n: _hook(shell, n) for n in _SHELL_HOOKS})
             os.environ[_V2_WARNING] = "1"
             for name in _SDK_LOGGERS:
                 # Set even where the effective level is WARNING now: importing the SDK sets
@@ -74,3 +86,25 @@ def _restore() -> None:
         os.environ.pop(_V2_WARNING, None)
     else:
         os.environ[_V2_WARNING] = _saved["variable"]
+    if sys.excepthook is not _saved["excepthook"]:
+        sys.excepthook = _saved["excepthook"]  # sagemaker_core's rich traceback
+    shell, hooks = _saved["shell"]
+    for name, hook in hooks.items() if shell is not None else ():
+        if _hook(shell, name) is hook:
+            continue
+        if hook is _UNSET:
+            delattr(shell, name)  # the class's own method shows through again
+        else:
+            setattr(shell, name, hook)
+
+
+def _hook(shell: Any, name: str) -> Any:
+    """A hook set on the shell object itself (not its class's method), or _UNSET."""
+    return getattr(shell, "__dict__", {}).get(name, _UNSET)
+
+
+def _shell() -> Any:
+    """The running IPython shell, or None (IPython is not imported to ask)."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    return get() if get is not None else None
