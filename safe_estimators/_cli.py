@@ -961,12 +961,15 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = _parser(arguments)
     try:
         try:
-            args = parser.parse_args(arguments)
+            args, extra = parser.parse_known_args(arguments)
         except _UsageError as exc:
             if exc.parser is not None and exc.parser is not parser:
                 raise  # a command's own options: its usage
             parser = _parser()  # its message names every command (invalid choice: ...)
-            args = parser.parse_args(arguments)
+            args, extra = parser.parse_known_args(arguments)
+        if extra:  # argparse finds them after the command has parsed: the command's usage
+            command = parser.commands.get(args.command, parser)
+            raise _UsageError(f"unrecognized arguments: {' '.join(extra)}", command)
     except _UsageError as exc:
         return _usage(exc.parser or parser, str(exc), output)
     except SystemExit as exc:  # --help
