@@ -78,7 +78,8 @@ def _facts_read_by(module: str) -> tuple[str, ...]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module:
             last = node.module.rsplit(".", 1)[-1]
-            if node.module.startswith("safe_estimators.") and "facts" in last and last != "_facts":
+            ours = node.module.startswith("safe_estimators.") and last != "_facts"
+            if ours and ("._facts." in node.module or "facts" in last):
                 names.append(node.module)
             elif node.module == "safe_estimators._facts":
                 names += [f"safe_estimators._facts.{alias.name}" for alias in node.names]
