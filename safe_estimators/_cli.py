@@ -1,8 +1,10 @@
-"""The ``safe-estimators`` command: validate, plan, submit, lint, catalog and schema.
+"""The ``safe-estimators`` command: validate, plan, submit, lint, catalog, schema, port, rule.
 
 Every command prints text, or with ``--json`` one JSON document on stdout, errors included:
-``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity", "file", "line",
-"column"}]}``. ``--format github|sarif|codeclimate`` reports the problems for CI (see _report).
+``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity", "rule", "file",
+"line", "column"}]}`` (``line`` and ``column`` where known; ``rule``: the id ``safe-estimators
+rule`` documents). ``--format github|sarif|codeclimate`` reports the problems for CI (see
+_report).
 """
 
 # ruff: noqa: E402  (the SIGINT handler below is installed before the other imports run)

@@ -63,6 +63,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 # The functions marked with ``problem_source``, by rule id (filled as their modules load).
 SOURCES: dict[str, Callable[..., Any]] = {}
+# The rule functions that found a problem in this process, by id: a report documents the rules
+# it names from these without importing every rule module to find them (see _rulebook).
+FOUND_BY: dict[str, Callable[..., Any]] = {}
 
 
 def problem_source(rule: str, doc: str = "") -> Callable[[_F], _F]:
@@ -101,6 +104,8 @@ def tagged(rule: Callable[..., Any] | str, problems: Iterable[Problem]) -> list[
     if not found or all(p.rule is not None for p in found):
         return found  # most rules find nothing: no id to make
     name = rule if isinstance(rule, str) else rule_id(rule)
+    if not isinstance(rule, str):
+        FOUND_BY[name] = rule
     return [p if p.rule is not None else _with_rule(p, name) for p in found]
 
 

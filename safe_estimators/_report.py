@@ -279,13 +279,9 @@ def _placement_note(entry: Entry) -> str:
 def sarif_rule(rule: str) -> dict[str, Any]:
     """``tool.driver.rules[]`` for a rule id: its summary, its documentation and where to read
     it (``docs/rules.md#<id>``), from the rule's own docstring (see _rulebook)."""
-    from safe_estimators._rulebook import rule_text, rulebook
+    from safe_estimators._rulebook import doc_of, rule_text
 
-    doc = rulebook().get(rule)
-    if doc is None:  # an id no rule defines: a bug of ours, reported as such
-        from safe_estimators._rulebook import UNCLASSIFIED
-
-        doc = rulebook()[UNCLASSIFIED]
+    doc = doc_of(rule)  # an id no rule defines: UNCLASSIFIED's entry, a bug of ours
     text = rule_text(doc)
     return {
         "id": rule,
