@@ -1,8 +1,10 @@
-"""The ``safe-estimators`` command: validate, plan, submit, lint, catalog and schema.
+"""The ``safe-estimators`` command: validate, plan, submit, lint, catalog, schema, port, rule.
 
 Every command prints text, or with ``--json`` one JSON document on stdout, errors included:
-``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity", "file", "line",
-"column"}]}``. ``--format github|sarif|codeclimate`` reports the problems for CI (see _report).
+``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity", "rule", "file",
+"line", "column"}]}`` (``line`` and ``column`` where known; ``rule``: the id ``safe-estimators
+rule`` documents). ``--format github|sarif|codeclimate`` reports the problems for CI (see
+_report).
 """
 
 # ruff: noqa: E402  (the SIGINT handler below is installed before the other imports run)
@@ -37,7 +39,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from safe_estimators._bounds import MAX_PROBLEMS, printable
-from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._problems import ConfigError, Problem, problem_source, tagged
 from safe_estimators._report import FORMATS, Entry, Reporter, located
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -162,11 +164,15 @@ def _targets(args: argparse.Namespace) -> tuple[list[tuple[str, bool]], list[str
     return out, skipped
 
 
-_EMPTY_FOLDER = Problem(
-    "<folder>",
-    "holds no spec files (.yaml, .yml, .json, .toml).",
-    "give the folder of your job specs, or the files themselves.",
-)
+@problem_source("empty-folder")
+def _empty_folder() -> list[Problem]:
+    """A folder given to validate or lint must hold job specs: one with none checks nothing,
+    which in CI would pass while checking nothing."""
+    return tagged(_empty_folder, [Problem(
+        "<folder>",
+        "holds no spec files (.yaml, .yml, .json, .toml).",
+        "give the folder of your job specs, or the files themselves.",
+    )])  # fmt: skip
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -185,7 +191,7 @@ def _validate(args: argparse.Namespace) -> int:
     targets, skipped = _targets(args)
     with lookups:
         results: list[tuple[str, list[Entry]]] = [
-            (path, located(path, [_EMPTY_FOLDER]) if empty else check(path, args.project_root))
+            (path, located(path, _empty_folder()) if empty else check(path, args.project_root))
             for path, empty in targets
         ]
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
@@ -229,7 +235,8 @@ def _plan(args: argparse.Namespace) -> int:
     failed = False
     for path in args.files:
         try:
-            result = plan(path, project_root=args.project_root)
+            targets = {"target": args.target} if args.target else {}
+            result = plan(path, project_root=args.project_root, **targets)
             document = {"ok": True, "problems": _warnings_json(result), **result.to_dict()}
             if args.json:
                 _strict_json(document, path)
@@ -261,13 +268,16 @@ def _plan(args: argparse.Namespace) -> int:
     return EXIT_INVALID if failed else EXIT_OK
 
 
+@problem_source("request-json")
 def _strict_json(document: Any, source: str) -> None:
+    """The planned request must be JSON (no NaN, no cycle): the checks should have refused a
+    spec whose request is not, so one that gets here is reported as our bug."""
     try:
         json.dumps(document, default=str, allow_nan=False)
     except ValueError as exc:  # NaN or a cycle that got past the checks: still not JSON
         raise ConfigError(
-            [Problem("<plan>", f"the request cannot be written as JSON: {exc}.",
-                     "report this spec: safe_estimators should have refused it.")],
+            tagged(_strict_json, [Problem("<plan>", f"the request cannot be written as JSON: "
+                   f"{exc}.", "report this spec: safe_estimators should have refused it.")]),
             source=source,
         ) from exc  # fmt: skip
 
@@ -302,7 +312,11 @@ _CREDENTIALS_HINT = (
 )
 
 
+@problem_source("aws-account")
 def _aws_problem(exc: Exception) -> Problem | None:
+    """submit calls AWS: a call refused for the account's reasons (credentials, permissions,
+    quotas, a request SageMaker refuses) is the user's to fix, said with the fix, not a
+    traceback."""
     code = type(exc).__name__
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
@@ -324,7 +338,7 @@ def _aws_problem(exc: Exception) -> Problem | None:
         hint = "fix the value the message names; `safe-estimators plan` shows the request."
     else:
         hint = _CREDENTIALS_HINT
-    return Problem("<aws>", f"{what} {exc}", hint)
+    return tagged(_aws_problem, [Problem("<aws>", f"{what} {exc}", hint)])[0]
 
 
 def _submit(args: argparse.Namespace) -> int:
@@ -335,16 +349,8 @@ def _submit(args: argparse.Namespace) -> int:
     path = args.files[0]
     region = job_region()
     if region is None:
-        raise ConfigError(
-            [
-                Problem(
-                    "<aws>",
-                    f"no AWS region: none is set in {REGION_SOURCES}.",
-                    "export AWS_REGION=us-east-1 (your region), or run `aws configure`.",
-                )
-            ],
-            source=path,
-        )
+        raise ConfigError(_submit_settings(f"no AWS region: none is set in {REGION_SOURCES}."),
+                          source=path)  # fmt: skip
     try:
         name = _start_job(path, region, args.wait, args.project_root)
     except ConfigError:
@@ -359,6 +365,25 @@ def _submit(args: argparse.Namespace) -> int:
     elif args.report.human:
         print(name)
     return EXIT_OK
+
+
+@problem_source("submit-settings")
+def _submit_settings(no_region: str | None) -> list[Problem]:
+    """What submit needs beyond a valid spec: an AWS region to submit in, and an execution
+    role (in the spec, or in the SageMaker SDK config as SageMaker.TrainingJob.RoleArn), which
+    CreateTrainingJob requires. ``no_region``: the region is missing (else the role is)."""
+    if no_region is not None:
+        problem = Problem(
+            "<aws>", no_region, "export AWS_REGION=us-east-1 (your region), or run `aws configure`."
+        )
+    else:
+        problem = Problem(
+            "role",
+            "is required to submit: neither the spec nor the SageMaker SDK config "
+            "(SageMaker.TrainingJob.RoleArn) names an execution role.",
+            "add role: arn:aws:iam::<account>:role/<SageMaker execution role>.",
+        )
+    return tagged(_submit_settings, [problem])
 
 
 def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> str:
@@ -382,17 +407,7 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
 
     session = submitting_session(region, check)
     if not job.kwargs.get("role") and not configured_role(session):
-        raise ConfigError(
-            [
-                Problem(
-                    "role",
-                    "is required to submit: neither the spec nor the SageMaker SDK config "
-                    "(SageMaker.TrainingJob.RoleArn) names an execution role.",
-                    "add role: arn:aws:iam::<account>:role/<SageMaker execution role>.",
-                )
-            ],
-            source=source,
-        )
+        raise ConfigError(_submit_settings(None), source=source)
     estimator = build_estimator(job, session)
     inputs = job.spec.inputs
     estimator.fit(inputs=dict(inputs) if isinstance(inputs, dict) else inputs, wait=wait, logs=wait)
@@ -404,51 +419,39 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
 
 
 def _lint(args: argparse.Namespace) -> int:
-    import attrs
-
-    from safe_estimators._secret_formats import mask_text
+    """A spec's problems as validate finds them (one verdict) and its script's findings, each
+    where it is written; a bare script's findings."""
     from safe_estimators._validate import lint_target
 
     targets, skipped = _targets(args)
-    root = args.project_root
-    results = [
-        (path, [_folder_finding(path)] if empty else lint_target(path, project_root=root))
-        for path, empty in targets
-    ]
-    failed = any(f.severity == "error" for _, findings in results for f in findings)
-    entries = {target: [_finding_entry(target, f) for f in found] for target, found in results}
+    results: list[tuple[str, list[Entry]]] = []
+    for path, empty in targets:
+        if empty:
+            results.append((path, located(path, _empty_folder())))
+            continue
+        problems, findings = lint_target(path, project_root=args.project_root)
+        entries = located(path, problems) + [_finding_entry(path, f) for f in findings]
+        results.append((path, entries))
+    failed = any(e.severity == "error" for _, entries in results for e in entries)
     if args.json:
-        problems = [
-entry.as_json() for found in entries.values() for entry in found]
-        _emit_json({"ok": not failed, "problems": problems})
+        problems_json = [e.as_json() for _, found in results for e in found[:MAX_PROBLEMS]]
+        omitted = sum(max(0, len(found) - MAX_PROBLEMS) for _, found in results)
+        _emit_json({"ok": not failed, "problems": problems_json,
+                    **({"omitted": omitted} if omitted else {})})  # fmt: skip
         return EXIT_INVALID if failed else EXIT_OK
     report: Reporter = args.report
-    for target, findings in results:
-        if report.format != "text":
-            report.add(entries[target])
-        else:
-            for finding, entry in zip(findings[:MAX_PROBLEMS], entries[target], strict=False):
-                print(printable(mask_text(str(attrs.evolve(finding, file=entry.file)))))
-            if len(findings) > MAX_PROBLEMS:
-                more = len(findings) - MAX_PROBLEMS
-                print(f"{printable(target)}: ... and {more:,} more findings")
-        if not findings and report.human:
+    for target, entries in results:
+        report.add(entries)
+        if not entries and report.human:
             print(f"{printable(target)}: no findings")
     for path in skipped if report.human else ():
         print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if failed else EXIT_OK
 
 
-def _folder_finding(folder: str) -> Any:
-    from safe_estimators._script_checks import Finding
-
-    empty = _EMPTY_FOLDER
-    return Finding(folder, 0, "error", "invalid-spec", empty.message, empty.hint)
-
-
 def _finding_entry(target: str, finding: Any) -> Entry:
     """A script finding where it is written: its file is relative to the spec's source_dir,
-    or as the command line gave it."""
+    or as the command line gave it; a finding about the whole file (line 0) has no line."""
     file = finding.file
     if not os.path.isfile(file) and file != target:
         from safe_estimators._files import read_spec_data
@@ -462,22 +465,31 @@ def _finding_entry(target: str, finding: Any) -> Entry:
 
     return Entry(
         target,
-        f"{finding.file}:{finding.line}",
+        finding.file,
         mask_text(finding.message),  # a script's line may hold a token
         mask_text(finding.hint),
         finding.severity,
         rule=finding.rule,
         file=file,
         line=finding.line or None,
+        column=None,
+        script=True,
     )
 
 
 # --- catalog and schema ---------------------------------------------------------------------
 
+@problem_source("fits")
 def _fits(path: str, as_json: bool, report: Reporter) -> int:
+    """``catalog --fits``: the spec needs a ``model:`` (the estimate is of that model) and a
+    single instance type to vary; a model that fits on no instance type of the catalog, on up
+    to 64 instances, fails."""
     from safe_estimators._memory.catalog import placements_of_file
 
-    found = placements_of_file(path)
+    try:
+        found = placements_of_file(path)
+    except ConfigError as error:  # its problems are the spec's: they name its file
+        raise ConfigError(tagged(_fits, error.problems), source=error.source or path) from None
     if as_json:
         rows = [
             {"instance_type": p.instance.name, "instance_count": p.instance_count,
@@ -496,7 +508,7 @@ def _fits(path: str, as_json: bool, report: Reporter) -> int:
                 "fits on no instance type of the catalog (up to 64 instances).",
                 "make the model smaller, or shard it over more devices.",
             )
-            report.problems(path, [nowhere])
+            report.problems(path, tagged(_fits, [nowhere]))
         return EXIT_INVALID
     if not report.human:
         return EXIT_OK
@@ -507,7 +519,7 @@ def _fits(path: str, as_json: bool, report: Reporter) -> int:
             p.instance.name,
             str(p.instance_count),
             f"{p.instance_count * p.device.accelerator_count} x {p.device.accelerator_name}",
-            f"{p.device.accelerator_memory_mib} MiB",
+            gigabytes(p.device.accelerator_memory_mib or 0),
             f"{p.estimate.total / 1e9:.1f} GB",
             f"{p.estimate.fraction:.0%}" + (" (tight)" if p.estimate.tight else ""),
             p.estimate.layout,
@@ -516,6 +528,12 @@ def _fits(path: str, as_json: bool, report: Reporter) -> int:
     ]
     _print_table(table)
     return EXIT_OK
+
+
+def gigabytes(mebibytes: int) -> str:
+    """Memory as every output gives it: GB of 10^9 bytes, one decimal (the catalog records
+    MiB, as EC2's DescribeInstanceTypes does: 81920 MiB is 85.9 GB)."""
+    return f"{mebibytes * 2**20 / 1e9:.1f} GB"
 
 
 def _print_table(table: Sequence[Sequence[str]]) -> None:
@@ -579,7 +597,7 @@ def _catalog(args: argparse.Namespace) -> int:
             str(t.gpu_count),
             t.accelerator_name or "-",
             str(t.accelerator_count),
-            f"{t.accelerator_memory_mib // 1024} GiB" if t.accelerator_memory_mib else "-",
+            gigabytes(t.accelerator_memory_mib) if t.accelerator_memory_mib else "-",
             str(t.vcpus),
             "yes" if t.efa_supported else "no",
             str(t.neuron_cores) if t.neuron_cores is not None else "-",
@@ -595,6 +613,38 @@ def _yes_no(value: bool | None) -> str:
     return "-" if value is None else "yes" if value else "no"
 
 
+def _rule(args: argparse.Namespace) -> int:
+    from safe_estimators._report import help_uri
+    from safe_estimators._rulebook import rule_text, rulebook
+
+    book = rulebook()
+    if args.all == (args.name is not None):
+        raise _UsageError("give a rule's NAME, or --all")
+    if args.name is not None and args.name not in book:
+        from safe_estimators._problems import did_you_mean
+
+        close = did_you_mean(args.name, book)
+        raise _UsageError(
+            f"argument NAME: no rule is called {printable(args.name)!r}"
+            f"{f'; {close}' if close else ''} (safe-estimators rule --all lists them)"
+        )
+    chosen = list(book.values()) if args.all else [book[args.name]]
+    args.report.printed = True  # the documentation is what was asked for, in every format
+    if args.json:
+        _emit_json([
+            {"id": r.id, "kind": r.kind, "summary": r.summary, "documentation": r.text,
+             "defined": r.defined, "sources": list(r.sources), "help_uri": help_uri(r.id)}
+            for r in chosen
+        ])  # fmt: skip
+    elif args.all:
+        width = max(len(r.id) for r in chosen)
+        for r in chosen:
+            print(f"{r.id.ljust(width)}  {r.kind:6}  {r.summary}")
+    else:
+        print(rule_text(chosen[0]), end="")
+    return EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from safe_estimators._schema import spec_schema
 
@@ -607,7 +657,12 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 class _UsageError(Exception):
-    """A command line that cannot be run as written (exit 2)."""
+    """A command line that cannot be run as written (exit 2); ``parser``: the (sub)command
+    whose usage to print, where the parser knows it."""
+
+    def __init__(self, message: str, parser: argparse.ArgumentParser | None = None) -> None:
+        super().__init__(message)
+        self.parser = parser
 
 
 def _columns() -> int:
@@ -642,16 +697,34 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top level's, by name
 
     def error(self, message: str) -> Any:  # argparse's default prints and exits
-        raise _UsageError(message)
+        raise _UsageError(message, self)
 
 
 def _count(text: str) -> int:
-    value = int(text)
+    """A count of 0 or more (argparse words a ValueError with this function's name)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from safe_estimators._report import version
+
+        print(f"safe-estimators {version()}")
+        parser.exit()
 
 
 def _global_flags(parser: argparse.ArgumentParser, default: Any) -> None:
@@ -707,6 +780,13 @@ def _validate_options(validate: argparse.ArgumentParser) -> None:
 
 def _plan_options(plan: argparse.ArgumentParser) -> None:
     plan.add_argument("files", nargs="+", metavar="FILE")
+    plan.add_argument(
+        "--target",
+        choices=("estimator", "model_trainer"),
+        help="plan the job as this target, in place of the spec's target: (default: the "
+        "spec's, else the installed SageMaker SDK's: estimator with sagemaker 2, "
+        "model_trainer with sagemaker 3)",
+    )
     plan.set_defaults(run=_plan)
 
 
@@ -723,7 +803,13 @@ def _lint_options(lint: argparse.ArgumentParser) -> None:
 
 
 def _catalog_options(catalog: argparse.ArgumentParser) -> None:
-    catalog.add_argument("--min-gpus", type=_count, default=0, metavar="N")
+    catalog.add_argument(
+        "--min-gpus",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="only the instance types with at least N GPUs (default 0: every type)",
+    )
     catalog.add_argument("--accelerator", metavar="NAME", help="e.g. A100, V100, Trainium")
     catalog.add_argument(
         "--fits",
@@ -736,6 +822,13 @@ def _catalog_options(catalog: argparse.ArgumentParser) -> None:
 
 def _schema_options(schema: argparse.ArgumentParser) -> None:
     schema.set_defaults(run=_schema)
+
+
+def _rule_options(rule: argparse.ArgumentParser) -> None:
+    rule.add_argument("name", nargs="?", metavar="NAME", help="a rule id, as lint and SARIF "
+                      "report it (spot-training, xla-missing-mp-fn)")  # fmt: skip
+    rule.add_argument("--all", action="store_true", help="list every rule with its summary")
+    rule.set_defaults(run=_rule)
 
 
 def _port_options(port: argparse.ArgumentParser) -> None:
@@ -752,10 +845,11 @@ _COMMANDS = {
     "catalog": ("list training instance types", _catalog_options),
     "schema": ("print the JSON Schema of spec files", _schema_options),
     "port": ("print the Python code of a bare ModelTrainer for the job, offline", _port_options),
+    "rule": ("explain a rule: what it checks, why, and its sources", _rule_options),
 }
 
 
-def _parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
+def _parser(arguments: Sequence[str] | None = None) -> _Parser:
     """The command line's parser; with ``arguments``, only the commands named among them, or
     every command's help line when none is (``--help``): building every command's options was
     a few milliseconds of each run. A word that only looks like a command (a file called
@@ -767,6 +861,7 @@ def _parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
     )
     _global_flags(parser, False)
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     flags = _Parser(add_help=False)
     _global_flags(flags, argparse.SUPPRESS)  # after the command, without resetting before
     commands = parser.add_subparsers(
@@ -778,14 +873,9 @@ def _parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
             if arguments is None or not named:  # --help lists every command
                 commands.add_parser(name, help=help_text)
             continue
-        fill(
-            commands.add_parser(
-                name,
-                help=help_text,
-                parents=[flags],
-                epilog=EXIT_CODES,
-            )
-        )
+        command = commands.add_parser(name, help=help_text, parents=[flags], epilog=EXIT_CODES)
+        fill(command)
+        parser.commands[name] = command
     return parser
 
 
@@ -873,12 +963,17 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = _parser(arguments)
     try:
         try:
-            args = parser.parse_args(arguments)
-        except _UsageError:
+            args, extra = parser.parse_known_args(arguments)
+        except _UsageError as exc:
+            if exc.parser is not None and exc.parser is not parser:
+                raise  # a command's own options: its usage
             parser = _parser()  # its message names every command (invalid choice: ...)
-            args = parser.parse_args(arguments)
+            args, extra = parser.parse_known_args(arguments)
+        if extra:  # argparse finds them after the command has parsed: the command's usage
+            command = parser.commands.get(args.command, parser)
+            raise _UsageError(f"unrecognized arguments: {' '.join(extra)}", command)
     except _UsageError as exc:
-        return _usage(parser, str(exc), output)
+        return _usage(exc.parser or parser, str(exc), output)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     if args.json:
@@ -888,8 +983,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS), _recipes_from(args.recipes):
             result: Any = args.run(args)
-    except _UsageError as exc:
-        return _usage(parser, str(exc), args.format)
+    except _UsageError as exc:  # the command's usage, not the top level's
+        command = parser.commands.get(args.command, parser)
+        return _usage(exc.parser or command, str(exc), args.format)
     except ConfigError as error:
         source = error.source or next(iter(getattr(args, "files", [])), None) or "spec"
         if args.json:

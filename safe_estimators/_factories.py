@@ -13,6 +13,7 @@ from safe_estimators._build import build as build_target
 from safe_estimators._build import build_estimator, build_model_trainer
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._problems import ConfigError, warning
+from safe_estimators._quiet import sdk_quiet
 from safe_estimators._resolve import ResolvedJob, resolve_arguments
 from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import JobSpec, TrainingCompiler
@@ -124,7 +125,8 @@ def huggingface(
         check_script=check_script,
     )
     job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
-    return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
+    with sdk_quiet():  # the SDK's banners and INFO lines are not the caller's output
+        return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
 def pytorch(
@@ -182,7 +184,8 @@ def pytorch(
         recipe_overrides=recipe_overrides,
     )
     job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
-    return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
+    with sdk_quiet():
+        return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
 def model_trainer(
@@ -242,7 +245,8 @@ def model_trainer(
         check_script=check_script,
     )
     job = resolve_arguments(_given(named, kwargs))
-    return build_model_trainer(job, sagemaker_session)
+    with sdk_quiet():
+        return build_model_trainer(job, sagemaker_session)
 
 
 def remote(
@@ -285,4 +289,6 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
 
     session = overrides.pop("sagemaker_session", None)
     arguments, source, prior = job_arguments(spec, overrides)
-    return build_target(resolve_arguments(arguments, source, prior), session)
+    job = resolve_arguments(arguments, source, prior)
+    with sdk_quiet():
+        return build_target(job, session)

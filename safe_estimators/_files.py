@@ -23,7 +23,7 @@ from safe_estimators._bounds import (
     too_wide_to_package,
 )
 from safe_estimators._facts.code_paths import remote_source_dir, s3_entry_point
-from safe_estimators._problems import ConfigError, Problem, value_at
+from safe_estimators._problems import ConfigError, Problem, problem_source, tagged, value_at
 from safe_estimators._secret_formats import mark_spec_file_secrets
 
 if TYPE_CHECKING:  # loaded where a spec is structured: reading a file does not need cattrs
@@ -138,6 +138,12 @@ def _syntax_problem(path: Path, exc: Exception) -> Problem:
     )
 
 
+@problem_source(
+    "spec-file",
+    "A spec file must be a readable, regular UTF-8 file of YAML, JSON or TOML that holds a "
+    "mapping of options, within the size and nesting the reader allows, with no key given "
+    "twice. A syntax error is placed where the parser stopped.",
+)
 def read_spec_data(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, list[Problem]]:
     """Read a spec file into plain data. Never raises for a bad file."""
     suffix = path_suffix(path)
@@ -217,13 +223,14 @@ def read_spec(
     of the file itself: unreadable, malformed, or paths that leave the project. Never raises."""
     data, problems = read_spec_data(path)
     if data is None:
-        return None, problems
+        return None, tagged(read_spec_data, problems)
     folder = _folder(os.path.dirname(path))  # a regular file's: Path(path).parent
     if project_root is None:
         root = real_project_folder(folder)
         problems = containment_problems(folder, data, root, real_root=root)
     else:
         problems = containment_problems(folder, data, Path(project_root))
+    problems = tagged(containment_problems, problems)
     arguments = _unread_outside(relative_to_file(folder, data), problems)
     return mark_spec_file_secrets(arguments), problems
 
@@ -246,6 +253,13 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
     return arguments
 
 
+@problem_source(
+    "project-containment",
+    "entry_point, source_dir, dependencies, model.config and the other local paths of a spec "
+    "must stay inside the project (the spec's git repository, else its folder, or "
+    "--project-root): plan and submit package and upload what they point to, and the SDK "
+    "follows links. A path outside is refused and never read.",
+)
 def containment_problems(
     folder: Path,
     data: dict[str, Any],
@@ -343,13 +357,18 @@ def nul_problem(path: str, written: str) -> Problem:
     )
 
 
+@problem_source(
+    "offline-only",
+    "validate, lint and plan never use the network: code in a git repository (git_config) "
+    "would have to be cloned to be checked or planned. submit clones it, as the SDK does.",
+)
 def offline_problems(arguments: Mapping[str, Any]) -> list[Problem]:
     """What an offline command (validate, lint, plan) cannot do without the network."""
     git_config = arguments.get("git_config")
     if not git_config:
         return []
     repo = git_config.get("repo") if isinstance(git_config, Mapping) else None
-    return [
+    return tagged(offline_problems, [
         Problem(
             "git_config",
             f"the code is in a git repository ({quote(repo)}): checking or planning it would "
@@ -357,7 +376,7 @@ def offline_problems(arguments: Mapping[str, Any]) -> list[Problem]:
             "check out the repository and point entry_point/source_dir at the local copy for "
             "validate/lint/plan; `safe-estimators submit` (and fit()) clone it as the SDK does.",
         )
-    ]
+    ])
 
 
 # The SageMaker SDK reads its config files from these (sagemaker.config.config); an s3:// value
@@ -365,9 +384,15 @@ def offline_problems(arguments: Mapping[str, Any]) -> list[Problem]:
 SDK_CONFIG_VARIABLES = ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "SAGEMAKER_USER_CONFIG_OVERRIDE")
 
 
+@problem_source(
+    "sdk-config-in-s3",
+    "The SageMaker SDK reads its config from $SAGEMAKER_ADMIN_CONFIG_OVERRIDE and "
+    "$SAGEMAKER_USER_CONFIG_OVERRIDE (sagemaker.config.config); an s3:// one would be "
+    "downloaded with boto3, which the offline plan never does.",
+)
 def sdk_config_problems(environ: Mapping[str, str]) -> list[Problem]:
     """An SDK config override in S3: the offline plan would have to download it."""
-    return [
+    return tagged(sdk_config_problems, [
         Problem(
             f"${name}",
             f"is {quote(environ[name])}: the SageMaker SDK would download that config from S3, "
@@ -377,7 +402,7 @@ def sdk_config_problems(environ: Mapping[str, str]) -> list[Problem]:
         )
         for name in SDK_CONFIG_VARIABLES
         if environ.get(name, "").lower().startswith("s3://")
-    ]
+    ])
 
 
 # The SDK reads model parallel parameters given as a string from that JSON file

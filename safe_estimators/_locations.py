@@ -62,19 +62,25 @@ class Locator:
 
     def position(self, path: str) -> Position | None:
         """Where ``path`` (or its longest written prefix) is written, or None."""
+        found = self.placed(path)
+        return found[0] if found is not None else None
+
+    def placed(self, path: str) -> tuple[Position, str] | None:
+        """Where ``path`` (or its longest written prefix) is written, and that prefix (the
+        dotted path written there: ``path`` itself, or a parent of a missing key), or None."""
         for linked in LINKED:
             if path.startswith(linked + ".") and linked not in self.problem_paths:
                 found = self._linked_file(linked)
                 if found is not None:
-                    inner = found.position(path[len(linked) + 1 :])
+                    inner = found.placed(path[len(linked) + 1 :])
                     if inner is not None:
-                        return inner
+                        return inner[0], f"{linked}.{inner[1]}"
         index = self.index()
         key = path
         while key:
             if key in index:
                 line, column = index[key]
-                return self.source, line, column
+                return (self.source, line, column), key
             key = key.rpartition(".")[0]
         return None
 

@@ -211,7 +211,9 @@ def plan(
     ``load_spec``). Raises ConfigError with every problem when the job is not valid; the
     problems are ``validate``'s, in its order, then any the planned request itself has.
     """
-    with offline():
+    from safe_estimators._quiet import sdk_quiet
+
+    with offline(), sdk_quiet():  # no SDK banners or INFO lines under the caller's cell
         return _plan(spec_or_path, overrides, project_root)
 
 

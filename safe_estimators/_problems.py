@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Literal
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 
@@ -32,12 +33,20 @@ class Problem:
     ``environment.GPU_NUM_DEVICES``); ``message`` states what is wrong with the numbers involved;
     ``hint`` says how to fix it. A suspected credential in any of them is cut to its first
     characters when the problem is made, so no output can print one.
+
+    ``rule`` is the id of the rule that found it (``spot-training``), set where the rule is run
+    (``tagged``): the id SARIF, ``lint`` and ``safe-estimators rule`` use. ``at`` is where
+    the problem is written when that is in a file the spec names, not in the spec (a syntax
+    error in a model's config.json): the file, line and column (1-based). Two problems that say
+    the same about the same path are equal whichever rule found them, wherever.
     """
 
     path: str = attrs.field(converter=_masked)
     message: str = attrs.field(converter=_masked)
     hint: str = attrs.field(default="", converter=_masked)
     severity: Severity = "error"
+    rule: str | None = attrs.field(default=None, eq=False)
+    at: tuple[str, int, int] | None = attrs.field(default=None, eq=False)
 
     def __str__(self) -> str:
         text = f"{self.path}: {self.message}"
@@ -48,6 +57,64 @@ class Problem:
 
 def warning(path: str, message: str, hint: str = "") -> Problem:
     return Problem(path, message, hint, "warning")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# The functions marked with ``problem_source``, by rule id (filled as their modules load).
+SOURCES: dict[str, Callable[..., Any]] = {}
+# The rule functions that found a problem in this process, by id: a report documents the rules
+# it names from these without importing every rule module to find them (see _rulebook).
+FOUND_BY: dict[str, Callable[..., Any]] = {}
+
+
+def problem_source(rule: str, doc: str = "") -> Callable[[_F], _F]:
+    """Mark a function that finds problems outside the rule tables (reading the file, the
+    spec's options) as the rule ``rule``: ``doc`` (else its docstring) is the rule's
+    documentation, and its callers tag what it returns with ``tagged(function, problems)``."""
+
+    def mark(function: _F) -> _F:
+        function.__rule_id__ = rule  # type: ignore[attr-defined]
+        function.__rule_doc__ = doc  # type: ignore[attr-defined]
+        SOURCES[rule] = function
+        return function
+
+    return mark
+
+
+def rule_id(rule: Callable[..., Any]) -> str:
+    """A rule's id, from the function that is the rule: ``spot_training`` is
+    ``spot-training``; a module that holds one family of rules names its prefix in
+    ``RULE_PREFIX`` (``_rule_ddp`` in the SMP v1 rules is ``smp-v1-ddp``); a problem source
+    names its own (``problem_source``)."""
+    import sys
+
+    marked = getattr(rule, "__rule_id__", None)
+    if isinstance(marked, str):
+        return marked
+    name = rule.__name__.lstrip("_").removeprefix("rule_").replace("_", "-")
+    prefix = getattr(sys.modules.get(rule.__module__), "RULE_PREFIX", "")
+    return f"{prefix}-{name}" if prefix and not name.startswith(prefix) else name
+
+
+def tagged(rule: Callable[..., Any] | str, problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` with the id of ``rule`` (a rule function, or an id) where they have none
+    yet: a rule that calls another keeps the inner one's id."""
+    found = list(problems)
+    if not found or all(p.rule is not None for p in found):
+        return found  # most rules find nothing: no id to make
+    name = rule if isinstance(rule, str) else rule_id(rule)
+    if not isinstance(rule, str):
+        FOUND_BY[name] = rule
+    return [p if p.rule is not None else _with_rule(p, name) for p in found]
+
+
+def _with_rule(problem: Problem, rule: str) -> Problem:
+    # A copy with the field set, not attrs.evolve: evolve would mask the texts again (they were
+    # masked when the problem was made), a cost paid per problem of a spec with thousands.
+    copied = copy.copy(problem)
+    object.__setattr__(copied, "rule", rule)
+    return copied
 
 
 class ConfigError(ValueError):
@@ -68,6 +135,12 @@ class ConfigError(ValueError):
         if more > 0:
             lines.append(f"  ... and {more:,} more (the first {MAX_PROBLEMS} are shown)")
         super().__init__("\n".join(lines))
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython and Jupyter show for this error: its problem list, not a traceback
+        (IPython calls this hook before any traceback formatter, rich's included)."""
+        head, *rest = str(self).splitlines()
+        return [f"{type(self).__name__}: {head}", *rest]
 
     @property
     def paths(self) -> list[str]:

@@ -45,8 +45,11 @@ _MAX_PATH = 200
 
 @attrs.frozen
 class Entry:
-    """One problem as reported: what the command was given, the problem, and where it is
-    written (``file``, ``line``, ``column``; None where that is not known)."""
+    """One problem as reported: what the command was given, the problem, the id of the rule
+    that found it, and where it is written (``file``, ``line``, ``column``; None where that is
+    not known). ``written``: the dotted path written at that line when it is a parent of
+    ``path`` (a missing key is placed at the key that would hold it). ``script``: a finding in a
+    training script, whose ``path`` is the script's file, not a dotted spec path."""
 
     source: str | None
     path: str
@@ -57,22 +60,29 @@ class Entry:
     file: str | None = None
     line: int | None = None
     column: int | None = None
+    written: str | None = None
+    script: bool = False
 
     def as_json(self) -> dict[str, Any]:
-        document = {
+        """The problem in the CLI's JSON: ``line`` and ``column`` only where they are known."""
+        document: dict[str, Any] = {
             "source": self.source,
             "path": self.path,
             "message": self.message,
             "hint": self.hint,
             "severity": self.severity,
+            "rule": rule_of(self),
+            "file": self.file,
         }
-        if self.rule is not None:
-            document["rule"] = self.rule
-        return {**document, "file": self.file, "line": self.line, "column": self.column}
+        if self.line is not None:
+            document["line"] = self.line
+            document["column"] = self.column or 1
+        return document
 
 
 def located(source: str | None, problems: Iterable[Problem]) -> list[Entry]:
-    """The problems of ``source`` (a spec file), each placed where the file writes its path."""
+    """The problems of ``source`` (a spec file), each placed where the file writes its path,
+    or where its rule placed it in a file the spec names (``Problem.at``)."""
     problems = list(problems)
     locator = None
     if source is not None and problems and os.path.isfile(source):
@@ -83,8 +93,12 @@ def located(source: str | None, problems: Iterable[Problem]) -> list[Entry]:
         locator = Locator(source, paths, parsed="<file>" not in paths)
     out = []
     for problem in problems:
-        position = locator.position(problem.path) if locator is not None else None
-        file, line, column = position if position else (source, None, None)
+        file, line, column, written = source, None, None, None
+        if problem.at is not None:
+            file, line, column = problem.at
+        elif locator is not None and (placed := locator.placed(problem.path)) is not None:
+            (file, line, column), key = placed
+            written = key if key != problem.path else None
         out.append(
             Entry(
                 source,
@@ -92,19 +106,37 @@ def located(source: str | None, problems: Iterable[Problem]) -> list[Entry]:
                 problem.message,
                 problem.hint,
                 problem.severity,
+                rule=problem.rule,
                 file=file,
                 line=line,
                 column=column,
+                written=written,
             )
         )
     return out
+
+
+def rule_of(entry: Entry) -> str:
+    """The id of the rule that found ``entry`` (``safe-estimators rule ID`` documents it)."""
+    if entry.rule:
+        return entry.rule
+    from safe_estimators._rulebook import UNCLASSIFIED
+
+    return UNCLASSIFIED
 
 
 # --- text -----------------------------------------------------------------------------------
 
 
 def text_line(entry: Entry) -> str:
-    """``file:line:col: path: [warning: ]message (hint)``, escaped and bounded."""
+    """``file:line:col: path: [warning: ]message (hint)``, escaped and bounded; a script
+    finding as lint prints it, ``file:line: severity: message Fix: hint``. A position that is
+    not known is left out (never ``:0``)."""
+    if entry.script:
+        where = f"{entry.file}:{entry.line}" if entry.line is not None else str(entry.file)
+        fix = f" Fix: {entry.hint}" if entry.hint else ""
+        line = printable(f"{where}: {entry.severity}: {entry.message}{fix}")
+        return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
     label = "warning: " if entry.severity == "warning" else ""
     hint = f" ({entry.hint})" if entry.hint else ""
     path = entry.path if len(entry.path) <= _MAX_PATH else entry.path[: _MAX_PATH - 1] + "…"
@@ -148,7 +180,7 @@ def github_line(entry: Entry) -> str:
         properties.append(f"line={entry.line}")
         if entry.column is not None:
             properties.append(f"col={entry.column}")
-    title = entry.rule or entry.path
+    title = rule_of(entry) if entry.script else entry.path
     properties.append(f"title={escape_property(printable(_bounded(title, _MAX_PATH)))}")
     message = printable(_bounded(_message(entry), _MAX_LINE))
     level = _GITHUB_LEVEL.get(entry.severity, "error")
@@ -168,21 +200,22 @@ def sarif_log(entries: Sequence[Entry], *, failure: str | None = None) -> dict[s
     rules: dict[str, int] = {}
     results = []
     for entry in entries:
-        rule = _rule_id(entry)
+        rule = rule_of(entry)
         rules.setdefault(rule, len(rules))
         result: dict[str, Any] = {
             "ruleId": rule,
             "ruleIndex": rules[rule],
             "level": _SARIF_LEVEL.get(entry.severity, "error"),
-            "message": {"text": printable(_message(entry))},
+            "message": {"text": printable(_message(entry) + _placement_note(entry))},
         }
         location: dict[str, Any] = {}
-        if entry.file:
-            physical: dict[str, Any] = {"artifactLocation": _artifact(entry.file)}
-            if entry.line is not None:
-                physical["region"] = {"startLine": entry.line, "startColumn": entry.column or 1}
-            location["physicalLocation"] = physical
-        if entry.path and not entry.path.startswith("<"):
+        file = entry.file or entry.source
+        if file:
+            location["physicalLocation"] = {
+                "artifactLocation": _artifact(file),
+                "region": _sarif_region(entry),
+            }
+        if entry.path and not entry.path.startswith("<") and not entry.script:
             location["logicalLocations"] = [{"fullyQualifiedName": printable(entry.path)}]
         if location:
             result["locations"] = [location]
@@ -195,10 +228,8 @@ def sarif_log(entries: Sequence[Entry], *, failure: str | None = None) -> dict[s
         ]
     driver = {
         "name": "safe-estimators",
-        "version": _version(),
-        "rules": [
-            {"id": rule, "shortDescription": {"text": _rule_description(rule)}} for rule in rules
-        ],
+        "version": version(),
+        "rules": [sarif_rule(rule) for rule in rules],
     }
     run = {
         "tool": {"driver": driver},
@@ -218,20 +249,74 @@ def _artifact(file: str) -> dict[str, Any]:
     return {"uri": url_quote(shown.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
 
 
-def _rule_id(entry: Entry) -> str:
-    """A script check's id; for a spec problem, the option it is about (``instance_type``,
-    ``distribution``, ``file`` for the file itself)."""
-    if entry.rule:
-        return entry.rule
-    head = entry.path.split(".", 1)[0].strip("<>$") or "file"
-    return printable(head[:_MAX_PATH])
+# --- sarif: regions and rules ---------------------------------------------------------------
+# Kept apart from the output's escaping and bounds above: where a result points, and what its
+# rule says.
 
 
-def _rule_description(rule: str) -> str:
-    return f"safe-estimators: a problem with {rule}"
+def _sarif_region(entry: Entry) -> dict[str, int]:
+    """Where a result points: its line and column, or line 1 of the file when the problem is
+    written nowhere in it (a missing key with no parent; a finding about the whole script).
+    GitHub code scanning refuses a result without ``region.startLine``."""
+    if entry.line is None:
+        return {"startLine": 1, "startColumn": 1}
+    return {"startLine": entry.line, "startColumn": entry.column or 1}
 
 
-def _version() -> str:
+def _placement_note(entry: Entry) -> str:
+    """What a region that is not the problem's own place means, said in the message."""
+    if entry.line is None:
+        what = "the whole script" if entry.script else f"{entry.path}, which is not in the file"
+        return f" (This is about {what}: it is shown at line 1.)"
+    if entry.written is not None:
+        return (
+            f" ({entry.path} is not written in the file: it is shown at {entry.written}, "
+            "where it belongs.)"
+        )
+    return ""
+
+
+def sarif_rule(rule: str) -> dict[str, Any]:
+    """``tool.driver.rules[]`` for a rule id: its summary, its documentation and where to read
+    it (``docs/rules.md#<id>``), from the rule's own docstring (see _rulebook)."""
+    from safe_estimators._rulebook import doc_of, rule_text
+
+    doc = doc_of(rule)  # an id no rule defines: UNCLASSIFIED's entry, a bug of ours
+    text = rule_text(doc)
+    return {
+        "id": rule,
+        "name": "".join(part.capitalize() for part in rule.split("-")),
+        "shortDescription": {"text": doc.summary},
+        "fullDescription": {"text": doc.text or doc.summary},
+        "help": {"text": text, "markdown": text},
+        "helpUri": help_uri(rule),
+        "properties": {"tags": [doc.kind]},
+    }
+
+
+def help_uri(rule: str) -> str:
+    """Where a rule is documented: ``docs/rules.md#<id>`` in this project's repository (the
+    package's ``Documentation`` URL), or in the checkout the package runs from."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    from safe_estimators._rulebook import DOCUMENT
+
+    try:
+        urls = metadata("safe-estimators").get_all("Project-URL") or []
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        urls = []
+    for url in urls:
+        label, _, address = url.partition(",")
+        if label.strip().lower() == "documentation" and address.strip():
+            return f"{address.strip().rstrip('/')}/{DOCUMENT}#{rule}"
+    from pathlib import Path
+
+    checkout = Path(__file__).resolve().parent.parent / DOCUMENT
+    return f"{checkout.as_uri()}#{rule}"
+
+
+def version() -> str:
+    """The installed safe-estimators version."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -251,8 +336,8 @@ def codeclimate_issues(entries: Sequence[Entry]) -> list[dict[str, Any]]:
         issues.append(
             {
                 "type": "issue",
-                "check_name": _rule_id(entry),
-                "description": printable(_message(entry)),
+                "check_name": rule_of(entry),
+                "description": printable(_message(entry) + _placement_note(entry)),
                 "categories": ["Bug Risk"],
                 "severity": _CODECLIMATE_SEVERITY.get(entry.severity, "major"),
                 "fingerprint": _fingerprint(entry),
@@ -275,7 +360,7 @@ def write_document(out: TextIO, document: Any) -> None:
 
 def _message(entry: Entry) -> str:
     """The message with its fix, for formats that show one text."""
-    text = f"{entry.path}: {entry.message}" if entry.rule is None else entry.message
+    text = entry.message if entry.script else f"{entry.path}: {entry.message}"
     return f"{text} Fix: {entry.hint}" if entry.hint else text
 
 

@@ -6,6 +6,7 @@ step hands to the SDK unchanged.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_lau
 from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._memory import check_memory, job_of
-from safe_estimators._problems import ConfigError, Problem, count
+from safe_estimators._problems import ConfigError, Problem, count, problem_source, tagged
 from safe_estimators._recipes import recipe_arguments, recipe_of
 from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
@@ -90,6 +91,13 @@ def _lookup(instance_type: str) -> instance_catalog.InstanceType | None:
         return None  # the instance_type rule reports it with suggestions
 
 
+@problem_source(
+    "model-parallel-options",
+    "Model parallel options (model_parallel=, or distribution['smdistributed']['modelparallel']"
+    " with its parameters dict or JSON file) must be written once, be options the library "
+    "knows with values of their types, and sit beside an MPI or torch_distributed block the "
+    "SDK reads.",
+)
 def _model_parallel(spec: JobSpec) -> tuple[Any, dict[str, Any], list[Problem]]:
     """The typed model-parallel options from either place the user may have written them."""
     if spec.model_parallel is None and not _names_model_parallel(spec.distribution):
@@ -131,7 +139,11 @@ def _names_model_parallel(distribution: object) -> bool:
     return isinstance(smd, Mapping) and "modelparallel" in smd
 
 
+@problem_source("model-parallel")
 def _model_parallel_rules(ctx: Context) -> list[Problem]:
+    """Model parallelism needs one homogeneous cluster (not instance_groups); on a known
+    instance type the rules of the library the container ships run (their ids are smp-v1-* and
+    smp-v2-*)."""
     if ctx.model_parallel is None:
         return []
     problems: list[Problem] = []
@@ -295,14 +307,28 @@ def check_entry_point(ctx: Context) -> list[Finding]:
     return check_script(entry_point, script_context(ctx), source_dir=source_dir)
 
 
-def finding_problem(finding: Finding) -> Problem:
-    """A script finding as a problem at ``entry_point`` (file and line in the message)."""
+def finding_problem(finding: Finding, source_dir: str | None = None) -> Problem:
+    """A script finding as a problem at ``entry_point`` (file and line in the message), placed
+    at its line in the script (``source_dir``: the folder its file is relative to)."""
+    where = f"{finding.file}:{finding.line}" if finding.line else finding.file
+    at = None
+    if finding.line > 0:
+        script = os.path.join(source_dir or "", finding.file)
+        at = (script, finding.line, 1) if os.path.isfile(script) else None
     return Problem(
         "entry_point",
-        f"{finding.file}:{finding.line}: {finding.message}",
+        f"{where}: {finding.message}",
         finding.hint,
         finding.severity,
+        finding.rule,
+        at,
     )
+
+
+def script_folder(ctx: Context | None) -> str | None:
+    """The folder the script findings' files are relative to (``source_dir``), or None."""
+    paths = ctx.script_paths if ctx is not None else None
+    return paths[1] if paths is not None else None
 
 
 def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
@@ -314,22 +340,25 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     if recipe_of(spec) is not None:
         ctx, problems, findings = _check_recipe_job(spec)
         if ctx.target == ESTIMATOR and sdk_generation() >= 3:
-            return ctx, [estimator_needs_sdk2()], []
+            return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
         if ctx.target != ESTIMATOR:
-            problems.append(recipe_needs_estimator())
+            problems += tagged(recipe_needs_estimator, [recipe_needs_estimator()])
         return ctx, problems, findings
     model_parallel, rest, problems = _model_parallel(spec)
+    problems = tagged(_model_parallel, problems)
     group = launch_group(spec.instance_groups, rest)
     name = group.instance_type if group else instance_type_name(spec.instance_type)
     ctx = Context(spec, _lookup(name), rest, model_parallel, group)
     if ctx.target == ESTIMATOR and sdk_generation() >= 3:
-        return ctx, [estimator_needs_sdk2()], []  # the estimator's rules read its source
+        # the estimator's rules read its source
+        return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
     problems += run_rules(ctx)
     problems += run_rules(ctx, LAUNCHER_RULES)
-    problems += _model_parallel_rules(ctx)
-    problems += check_memory(ctx)[1]
+    problems += tagged(_model_parallel_rules, _model_parallel_rules(ctx))
+    problems += tagged(check_memory, check_memory(ctx)[1])
     findings = check_entry_point(ctx)
-    problems += [finding_problem(f) for f in findings if f.severity == "error"]
+    folder = script_folder(ctx)
+    problems += [finding_problem(f, folder) for f in findings if f.severity == "error"]
     return ctx, judged_by_default(problems, ctx.pipeline_variables), findings
 
 
@@ -340,9 +369,9 @@ def _check_recipe_job(spec: JobSpec) -> tuple[Context, list[Problem], list[Findi
     from safe_estimators._recipes import check_recipe, dropped_arguments, load_recipe
 
     ctx = Context(spec, _lookup(instance_type_name(spec.instance_type)), {})
-    problems = run_rules(ctx, RECIPE_JOB_RULES) + dropped_arguments(spec)
+    problems = run_rules(ctx, RECIPE_JOB_RULES) + tagged(dropped_arguments, dropped_arguments(spec))
     recipe, found = load_recipe(recipe_of(spec), spec.extra.get("recipe_overrides"))
-    problems += found
+    problems += tagged(load_recipe, found)
     if recipe is not None:
         problems += check_recipe(ctx, recipe)
     return ctx, problems, []
@@ -563,7 +592,7 @@ def check_arguments(
         return None, check_remote_arguments(arguments)[1], []
     arguments, problems = recipe_arguments(arguments)
     spec, found_in_spec = structure_spec(arguments)
-    problems = found_in_spec + problems
+    problems = tagged(structure_spec, found_in_spec) + tagged(recipe_arguments, problems)
     if spec is None:
         return None, problems, []
     ctx, found, findings = check(spec)

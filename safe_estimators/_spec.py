@@ -42,6 +42,7 @@ from safe_estimators._problems import (
     closest,
     did_you_mean,
     join_path,
+    problem_source,
     value_at,
     warning,
 )
@@ -492,6 +493,13 @@ def problems_from_exception(exc: BaseException, path: str) -> list[Problem]:
     return [Problem(path or "<spec>", f"{text}.", getattr(exc, "hint", ""))]
 
 
+@problem_source(
+    "spec-options",
+    "Every option of a spec must be one the chosen estimator (or ModelTrainer) takes, with a "
+    "value of the type the SDK expects: an unknown option would be dropped silently by the "
+    "estimator's **kwargs, and a wrong type fails late or is sent as written. A required "
+    "option (estimator, entry_point, instance_type, ...) must be given.",
+)
 def structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, list[Problem]]:
     """Load a JobSpec from a mapping of keyword arguments. Never raises for bad input.
 

@@ -131,7 +131,7 @@ def validate_spec(
 ) -> tuple[dict[str, Any] | None, list[Problem]]:
     """``validate_file``'s problems, and the keyword arguments the spec stands for (paths
     resolved; None when the file cannot be read as a spec): what the verdict cache records."""
-    from safe_estimators._resolve import check_arguments, finding_problem
+    from safe_estimators._resolve import check_arguments, finding_problem, script_folder
 
     with offline():
         arguments, problems = read_spec(path, project_root=project_root)
@@ -141,44 +141,43 @@ def validate_spec(
         checked = arguments
         if problems:  # a path outside the project, or in git: its files are not to be read
             checked = {**arguments, "check_script": False}
-        _, found, findings = check_arguments(checked)
-    warnings = [finding_problem(f) for f in findings if f.severity == "warning"]
+        ctx, found, findings = check_arguments(checked)
+    folder = script_folder(ctx)
+    warnings = [finding_problem(f, folder) for f in findings if f.severity == "warning"]
     return arguments, problems + found + warnings
 
 
 def lint_target(
     path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
-) -> list[Finding]:
-    """Script findings for a spec file (with its job's context) or a bare script."""
+) -> tuple[list[Problem], list[Finding]]:
+    """What ``lint`` reports for a spec file: the spec's own problems, as ``validate`` finds
+    them but without those of its script (so lint and validate reach one verdict), and its
+    script's findings; for a bare script, its findings alone."""
     with offline():
         return _lint_target(path, project_root)
 
 
 def _lint_target(
     path: str | os.PathLike[str], project_root: str | os.PathLike[str] | None
-) -> list[Finding]:
-    from safe_estimators._resolve import check_arguments, script_context
-    from safe_estimators._script_checks import Finding, ScriptContext, check_script
+) -> tuple[list[Problem], list[Finding]]:
+    from safe_estimators._resolve import check_arguments, finding_problem
+    from safe_estimators._script_checks import ScriptContext, check_script
 
     if Path(path).suffix.lower() not in SUFFIXES:
-        return check_script(path, ScriptContext())
+        return [], check_script(path, ScriptContext())
     arguments, problems = read_spec(path, project_root=project_root)
-    ctx = None
-    if arguments is not None:
-        problems += offline_problems(arguments)
-    if arguments is not None and not problems:
-        ctx, problems, _ = check_arguments(arguments)
-    if ctx is None:
-        # The hint goes in the finding's own field: str(p) would print "Fix: ..." a second time.
-        return [
-            Finding(str(path), 0, "error", "invalid-spec", f"{p.path}: {p.message}", p.hint)
-            for p in problems
-        ]
-    spec = ctx.spec
-    if not isinstance(spec.entry_point, str) or not isinstance(spec.source_dir, str | None):
-        return []  # pipeline variables: only Python callers pass them
-    # Run even where the spec says check_script: false: linting is what was asked for.
-    return check_script(spec.entry_point, script_context(ctx), source_dir=spec.source_dir)
+    if arguments is None:
+        return problems, []
+    problems += offline_problems(arguments)
+    checked = arguments
+    if problems:  # a path outside the project, or in git: its files are not to be read
+        checked = {**arguments, "check_script": False}
+    ctx, found, findings = check_arguments(checked)
+    if ctx is not None and not problems and checked.get("check_script") is False:
+        # Linting is what was asked for: the script of a spec with check_script: false too.
+        findings = check_arguments({**checked, "check_script": True})[2]
+    from_script = {finding_problem(f) for f in findings}
+    return problems + [p for p in found if p not in from_script], findings
 
 
 @contextlib.contextmanager

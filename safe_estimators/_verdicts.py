@@ -42,7 +42,7 @@ from safe_estimators._cache import (
 )
 from safe_estimators._report import Entry, located
 
-FORMAT = 1
+FORMAT = 2  # 2: each problem records its rule id and the parent key it is placed at
 MAX_ENTRY_BYTES = 1_000_000
 MAX_ENTRIES = 20_480
 _SHARD_ENTRIES = MAX_ENTRIES // 256
@@ -409,11 +409,13 @@ def _read(current: _Run, shard: str, name: str, key: str, source: str) -> list[E
 
 
 def _entry(item: object, source: str) -> Entry | None:
-    """A recorded problem, or None when it is not one: path, message, hint, severity, and the
-    file, line and column it is written at."""
-    if not (isinstance(item, list) and len(item) == 7):
+    """A recorded problem, or None when it is not one: path, message, hint, severity, the file,
+    line and column it is written at, its rule id and the parent key it is placed at."""
+    if not (isinstance(item, list) and len(item) == 9):
         return None
-    path, message, hint, severity, file, line, column = item
+    path, message, hint, severity, file, line, column, rule, written = item
+    if not (isinstance(rule, str | None) and isinstance(written, str | None)):
+        return None
     # Spelt out, not all() over generators: this runs for every problem of every hit.
     texts = isinstance(path, str) and isinstance(message, str) and isinstance(hint, str)
     if not (texts and isinstance(file, str) and severity in ("error", "warning")):
@@ -421,7 +423,10 @@ def _entry(item: object, source: str) -> Entry | None:
     unplaced = line is None and column is None
     if not unplaced and not (type(line) is int and type(column) is int and line > 0 < column):
         return None
-    return Entry(source, path, message, hint, severity, file=file, line=line, column=column)
+    return Entry(
+        source, path, message, hint, severity,
+        rule=rule, file=file, line=line, column=column, written=written,
+    )  # fmt: skip
 
 
 def _write(
@@ -439,7 +444,8 @@ def _write(
         "key": key,
         "dependencies": dependencies,
         "problems": [
-            [e.path, e.message, e.hint, e.severity, e.file, e.line, e.column] for e in found
+            [e.path, e.message, e.hint, e.severity, e.file, e.line, e.column, e.rule, e.written]
+            for e in found
         ],
     }
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))

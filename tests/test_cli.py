@@ -111,7 +111,7 @@ def test_plan_refuses_a_broken_file_the_same_way(capsys, name, expected):
     document = json.loads(out)
     assert document["ok"] is False
     where = [
-        f"{p['file']}:{p['line']}:{p['column']}" if p["line"] else p["source"]
+        f"{p['file']}:{p['line']}:{p['column']}" if "line" in p else p["source"]
         for p in document["problems"]
     ]
     lines = [
@@ -272,7 +272,7 @@ SUMMARIES = {
     ],
     "memory-fit": [
         "pytorch on 1 x ml.p4d.24xlarge, 8 GPUs each",
-        "memory: 17.2 GB per accelerator (40% of 42.9 GB (40960 MiB) per A100 of ml.p4d.24xlarge)",
+        "memory: 17.2 GB per accelerator (40% of 42.9 GB per A100 of ml.p4d.24xlarge)",
         "memory note: parameters 6,738,415,616 counted from the architecture",
     ],
     "hyperpod-recipe": [

@@ -63,8 +63,9 @@ def test_validate_json_lists_every_problem(capsys):
     assert [f["ok"] for f in document["files"]] == [False, True]
     problem = document["problems"][0]
     assert set(problem) == {
-        "source", "path", "message", "hint", "severity", "file", "line", "column"
+        "source", "path", "message", "hint", "severity", "rule", "file", "line", "column"
     }  # fmt: skip
+    assert problem["rule"] == "spec-options"  # the id SARIF and `safe-estimators rule` use
 
 
 def test_usage_errors_are_json_too(capsys):

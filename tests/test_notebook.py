@@ -9,12 +9,18 @@ that turns telemetry off, and no AWS credentials, profile or endpoint.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from safe_estimators import ConfigError, Problem
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 NOTEBOOK = EXAMPLES / "notebook.ipynb"
@@ -96,3 +102,84 @@ def test_notebook_shows_one_error_with_every_problem(executed):
         "output_path",
     ):
         assert f"  - {path}: " in text
+
+
+# --- what a notebook user sees of our calls (no kernel: a fresh interpreter each) -----------
+
+# A user's own logging: the root logger at INFO, as many notebooks configure it, and a logger
+# of theirs. Our calls must not print the SDK's INFO lines or banners through it (nor by the
+# SDK's own handlers), and must leave it as it was.
+USER_LOGGING = """\
+import json, logging, os, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="USER %(name)s: %(message)s")
+handlers = list(logging.root.handlers)
+mine = logging.getLogger("my_notebook")
+mine.info("before")
+import safe_estimators
+safe_estimators.plan("compiler-single-gpu/job.yaml")
+safe_estimators.plan("model-parallel-fp16/job.yaml")
+mine.info("after")
+print(json.dumps({
+    "root": [logging.root.level, logging.root.handlers == handlers],
+    "variable": os.environ.get("SAGEMAKER_SUPPRESS_V2_WARNING"),
+    "excepthook": sys.excepthook is sys.__excepthook__,
+}))
+"""
+
+
+def _fresh_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = kernel_environment(tmp_path)
+    env.pop("SAGEMAKER_SUPPRESS_V2_WARNING", None)  # the SDK's banner is on, as by default
+    env["PYTHONPATH"] = str(EXAMPLES.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=EXAMPLES, env=env, capture_output=True, text=True,
+        check=False, timeout=600,
+    )  # fmt: skip
+
+
+def test_our_calls_print_no_sdk_info_lines_or_banners_and_leave_logging_as_it_was(tmp_path):
+    done = _fresh_python(USER_LOGGING, tmp_path)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout + done.stderr
+    *lines, state = done.stdout.splitlines()
+    assert lines == ["USER my_notebook: before", "USER my_notebook: after"], printed
+    assert "sagemaker.config INFO" not in printed
+    assert "deprecation" not in printed.lower() and "SageMakerV2" not in printed
+    assert json.loads(state) == {
+        "root": [logging.INFO, True], "variable": None, "excepthook": True
+    }  # fmt: skip
+
+
+def test_a_config_error_renders_as_its_problem_list_in_ipython():
+    error = ConfigError(
+        [Problem("max_wait", "is required with use_spot_instances=True.", "set it.")],
+        source="job.yaml",
+    )
+    assert error._render_traceback_() == [
+        "ConfigError: 1 problem in job.yaml:",
+        "  - max_wait: is required with use_spot_instances=True. Fix: set it.",
+    ]
+
+
+# After plan() has imported the SDK (and with it sagemaker_core's rich tracebacks), a refused
+# job in an IPython shell still shows as the list of its problems.
+IPYTHON = """\
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_cell("import safe_estimators\\nsafe_estimators.plan('compiler-single-gpu/job.yaml')")
+print("=====")
+shell.run_cell(
+    "safe_estimators.pytorch(entry_point='compiler-single-gpu/train.py', "
+    "instance_type='ml.p3.2xlarg', framework_version='2.1.0', py_version='py310', "
+    "use_spot_instances=True)"
+)
+"""
+
+
+def test_a_config_error_shows_as_its_problems_in_ipython_after_the_sdk_is_loaded(tmp_path):
+    done = _fresh_python(IPYTHON, tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout.split("=====\n", 1)[1]
+    assert shown.startswith("ConfigError: 3 problems in the training job configuration:\n")
+    assert "  - max_wait: is required with use_spot_instances=True" in shown
+    assert "Traceback" not in shown and "╭" not in shown  # no rich box of frames

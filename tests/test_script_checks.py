@@ -226,7 +226,7 @@ def test_gpu_num_devices_is_not_compared_when_the_gpu_count_is_unknown() -> None
 def test_finding_str_reads_like_a_compiler_message() -> None:
     finding = Finding("train.py", 12, "error", "x", "Something is wrong.", "do this.")
     assert str(finding) == "train.py:12: error: Something is wrong. Fix: do this."
-    assert str(Finding("t.py", 0, "warning", "x", "M.", "")) == "t.py:0: warning: M."
+    assert str(Finding("t.py", 0, "warning", "x", "M.", "")) == "t.py: warning: M."
 
 
 def test_compiler_rules_stay_quiet_without_the_compiler() -> None:

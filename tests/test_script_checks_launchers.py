@@ -134,11 +134,11 @@ def test_lint_on_the_torchrun_spot_job_reports_the_five_mistakes_with_their_line
     lines = [line.removeprefix(f"{tmp_path}/") for line in out.splitlines()]
     assert len(lines) == 5
     assert lines[0].startswith(
-        "train.py:0: error: the job's launcher (torchrun) starts 16 processes "
+        "train.py: error: the job's launcher (torchrun) starts 16 processes "
         "(2 x ml.p4d.24xlarge, 8 GPUs each)"
     )
     assert "process group" in lines[0]
-    assert lines[1].startswith("train.py:0: warning: this is a spot job")
+    assert lines[1].startswith("train.py: warning: this is a spot job")
     assert lines[2].startswith("train.py:37: warning: `torch.device('cuda:0')`")
     assert lines[3].startswith("train.py:52: warning: `DataLoader(...)` at line 52 has no ")
     assert lines[4].startswith("train.py:64: warning: `torch.save(...)` at line 64 writes the "
@@ -154,7 +154,7 @@ def test_the_missing_process_group_refuses_the_job(tmp_path: Path) -> None:
                 py_version="py311", distribution=TORCHRUN)
     [problem] = raised.value.problems
     assert problem.path == "entry_point"
-    assert problem.message.startswith("train.py:0: the job's launcher (torchrun) starts 16")
+    assert problem.message.startswith("train.py: the job's launcher (torchrun) starts 16")
 
 
 @pytest.mark.parametrize("spot", [True, False], ids=["spot", "on-demand"])

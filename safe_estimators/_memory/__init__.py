@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from safe_estimators._memory.shape import ModelShape
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, problem_source
 
 if TYPE_CHECKING:
     from safe_estimators._memory.accounting import MemoryEstimate, estimate
@@ -110,6 +110,13 @@ def _spreads(ctx: Any) -> bool:
     return bool(ctx.script_device_use == "device_map")
 
 
+@problem_source(
+    "memory-fit",
+    "With a model: section, the estimated memory of one accelerator (model states as ZeRO "
+    "counts them, activations as Korthikanti et al., with the parallel layout the job "
+    "configures) must fit the accelerator's memory: an error when it cannot, a warning when "
+    "it is tight or when the section gives too little to estimate.",
+)
 def check_memory(ctx: Any) -> tuple[MemoryEstimate | None, list[Problem]]:
     """The estimate of a job and the rule's problems (none without ``model``)."""
     job, result, problems = job_of(ctx)

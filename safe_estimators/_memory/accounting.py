@@ -93,12 +93,12 @@ class MemoryEstimate:
         )
 
     def device(self) -> str:
-        """``42.9 GB (40960 MiB) per A100 of ml.p4d.24xlarge``."""
+        """``42.9 GB per A100 of ml.p4d.24xlarge`` (GB of 10^9 bytes, as every output)."""
         if self.device_memory is None:
             return "an unknown device memory"
         what = f" per {self.accelerator}" if self.accelerator else " per accelerator"
         where = f" of {self.instance_type}" if self.instance_type else ""
-        return f"{gb(self.device_memory)} ({self.device_memory // MIB} MiB){what}{where}"
+        return f"{gb(self.device_memory)}{what}{where}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready document: every byte count, the totals, ``fits`` and the notes."""

@@ -170,6 +170,7 @@ def read_config(path: str) -> tuple[dict[str, Any], list[Problem]]:
                 where,
                 f"{shown} is not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
                 "point it at the model's config.json as Hugging Face saves it.",
+                at=(path, exc.lineno, exc.colno),
             )
         ]
     except (OSError, UnicodeDecodeError) as exc:

@@ -254,7 +254,7 @@ def _bigger_accelerator(job: Job) -> Iterator[tuple[str, Job]]:
         layout = relaid(job.layout, candidate.accelerator_count, job.instance_count)
         if valid(layout):
             change = (
-                f"use {candidate.name}: {candidate.accelerator_memory_mib} MiB per "
+                f"use {candidate.name}: {gb((candidate.accelerator_memory_mib or 0) * MIB)} per "
                 f"{candidate.accelerator_name}, {candidate.accelerator_count} per instance"
             )
             yield change, attrs.evolve(job, instance=candidate, layout=layout)

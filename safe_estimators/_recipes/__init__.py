@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._lazy import names_from
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, problem_source
 
 if TYPE_CHECKING:
     from safe_estimators._recipes.check import (
@@ -57,6 +57,11 @@ __all__ = [
 ]
 
 
+@problem_source(
+    "recipe-instance-count",
+    "A recipe job without instance_count takes it from the recipe (trainer.num_nodes, "
+    "run.replicas for Nova), as the SDK does; the SDK fails when neither is set.",
+)
 def recipe_arguments(arguments: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[Problem]]:
     """The arguments with the instance count the SDK takes from the recipe when none is given.
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from safe_estimators._context import Context
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, count, warning
+from safe_estimators._problems import Problem, count, problem_source, tagged, warning
 from safe_estimators._recipes import facts
 from safe_estimators._recipes.load import Recipe
 from safe_estimators._resolved import Injection
@@ -426,6 +426,7 @@ RECIPE_RULES: tuple[RecipeRule, ...] = (
 )
 
 
+@problem_source("recipe-ignored-arguments")
 def dropped_arguments(spec: JobSpec) -> list[Problem]:
     """Arguments the SDK ignores beside a recipe, each with the recipe key to set instead."""
     found = []
@@ -479,10 +480,10 @@ def check_recipe(ctx: Context, recipe: Recipe) -> list[Problem]:
     once the rest holds."""
     from safe_estimators._recipes.memory import recipe_memory
 
-    found = [problem for rule in RECIPE_RULES for problem in rule(ctx, recipe)]
+    found = [problem for rule in RECIPE_RULES for problem in tagged(rule, rule(ctx, recipe))]
     if any(p.severity == "error" for p in found):
         return found
-    return found + list(recipe_memory(ctx, recipe))
+    return found + tagged(recipe_memory, recipe_memory(ctx, recipe))
 
 
 def recipe_instance_count(recipe: Recipe) -> tuple[object, str]:

@@ -29,7 +29,7 @@ from safe_estimators._bounds import (
     quote,
     real_path,
 )
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem, problem_source, warning
 from safe_estimators._recipes.modes import RECIPES_VARIABLE, reading_offline, recipes_folder
 
 # Where a predefined name lives inside a copy of aws/sagemaker-hyperpod-recipes.
@@ -64,6 +64,12 @@ def is_url(value: str) -> bool:
     return "://" in value
 
 
+@problem_source(
+    "recipe-file",
+    "training_recipe must name a recipe that can be read offline (a local YAML file, or a "
+    "predefined recipe in a local copy of the recipes collection) and that merges and "
+    "resolves with recipe_overrides as the SDK merges them (OmegaConf).",
+)
 def load_recipe(
     training_recipe: object, overrides: object
 ) -> tuple[Recipe | None, list[Problem]]:

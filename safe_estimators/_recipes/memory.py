@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from safe_estimators._context import Context
 from safe_estimators._memory.shape import ModelShape
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem, problem_source, warning
 from safe_estimators._recipes.load import Recipe
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ def recipe_estimate(ctx: Context, recipe: Recipe) -> tuple[Any, MemoryEstimate |
     return (job, result) if job is not None and result is not None else (None, None)
 
 
+@problem_source("recipe-memory")
 def recipe_memory(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     """The estimate's verdict on one GPU, as warnings at ``recipe.model``."""
     from safe_estimators._memory.rule import memory_problems

@@ -11,7 +11,7 @@ strategy in ``_distributions/``.
 from __future__ import annotations
 
 from safe_estimators._context import Context, Rule
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, tagged
 from safe_estimators._rules.cache import cache_trusted
 from safe_estimators._rules.capacity import training_plan_instance_type, volume_key_on_local_storage
 from safe_estimators._rules.compiler import (
@@ -138,8 +138,9 @@ RECIPE_JOB_RULES: tuple[Rule, ...] = (
 
 
 def run_rules(ctx: Context, rules: tuple[Rule, ...] = RULES) -> list[Problem]:
-    """Run every rule and gather all their problems."""
-    return [problem for rule in _applicable(rules, ctx.target) for problem in rule(ctx)]
+    """Run every rule and gather all their problems, each with its rule's id."""
+    applicable = _applicable(rules, ctx.target)
+    return [problem for rule in applicable for problem in tagged(rule, rule(ctx))]
 
 
 # The rules of a table that hold for a target, found once per table and target, by the table's

@@ -169,6 +169,14 @@ def _tree_problems(path: str, folder: str, tree: Tree) -> Iterator[Problem]:
         )
 
 
+# The name patterns of the request's maps in words (botocore's SageMaker model has them as Java
+# regular expressions: a user should not have to read one).
+_NAME_PATTERNS = {
+    ".*": "any characters but a line break",
+    "[a-zA-Z_][a-zA-Z0-9_]*": "letters, digits and underscores, not starting with a digit",
+}
+
+
 def _map_limits(
     name: str, entries: Mapping[str, str], limit: MapLimit, added: frozenset[str]
 ) -> Iterator[Problem]:
@@ -192,11 +200,13 @@ def _map_limits(
         if len(key) > limit.key_max:
             yield Problem(path, f"name is {len(key)} characters; the limit is {limit.key_max}.")
         elif not limit.key_pattern.fullmatch(key):
+            allowed = _NAME_PATTERNS.get(limit.key_pattern.pattern)
             yield Problem(
                 path,
-                f"{key!r} is not a valid name (CreateTrainingJob requires "
-                f"{limit.key_pattern.pattern}).",
-                "use letters, digits and underscores, not starting with a digit.",
+                f"{key!r} is not a valid name: CreateTrainingJob takes "
+                + (allowed or f"names matching {limit.key_pattern.pattern}")
+                + f" ({limit.shape} in botocore's SageMaker model).",
+                f"use {allowed}." if allowed else "rename it.",
             )
         if len(value) > limit.value_max:
             yield Problem(

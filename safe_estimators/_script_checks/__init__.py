@@ -414,6 +414,8 @@ _RULES: tuple[_Rule, ...] = (
 
 
 def _run_rule(rule: _Rule, program: _Program, context: ScriptContext) -> list[Finding]:
+    """A script check that fails on a file is reported as a warning and the other checks still
+    run: a bug in one heuristic never blocks a job."""
     findings: list[Finding] = []
     try:
         findings.extend(rule(program, context))

@@ -39,6 +39,8 @@ class _Budget:
         return True
 
     def finding(self, shown: str) -> Finding:
+        """The checks read a bounded number of files and bytes per entry point: local modules
+        past the budget are not checked (a warning)."""
         return Finding(
             shown, 0, "warning", "script-budget",
             f"the checks read at most {_MAX_FILES} files and {_MAX_TOTAL_BYTES:,} bytes of "
@@ -87,6 +89,9 @@ def _load(
     budget: _Budget | None = None,
     reads: _Reads | None = None,
 ) -> _Module | Finding:
+    """A local module is read only where it is inside source_dir or the entry point's folder: a
+    link that leaves them (to ~/.netrc, /etc/passwd) is never read, and is reported, as
+    SageMaker would upload what it points to."""
     if reads is not None:
         reads.add(path)
         reads.add(path.parent)
@@ -125,6 +130,8 @@ def _load(
 
 
 def _unreadable(shown: str, required: bool, reason: str) -> Finding:
+    """A file the checks cannot read (missing, not a regular file, no permission) is not
+    checked: an error for the entry point, which the job runs, a warning for a local module."""
     return Finding(
         shown, 0, "error" if required else "warning", "unreadable",
         f"cannot read {'the entry point' if required else 'this local module'} ({reason}); "
@@ -134,6 +141,7 @@ def _unreadable(shown: str, required: bool, reason: str) -> Finding:
 
 
 def _too_large(shown: str, size: int) -> Finding:
+    """A file larger than the checks read is not checked (a warning)."""
     return Finding(
         shown, 0, "warning", "script-too-large",
         f"the file is {size:,} bytes, over the {_MAX_BYTES:,} the checks read; it was not "

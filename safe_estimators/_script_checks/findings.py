@@ -99,7 +99,10 @@ class Finding:
     hint: str
 
     def __str__(self) -> str:
-        text = f"{self.file}:{self.line}: {self.severity}: {self.message}"
+        """``file:line: severity: message Fix: hint``; a finding about the whole file (line 0)
+        names the file alone."""
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        text = f"{where}: {self.severity}: {self.message}"
         if self.hint:
             text += f" Fix: {self.hint}"
         return text

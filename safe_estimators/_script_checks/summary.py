@@ -360,6 +360,8 @@ def _clip(text: str, limit: int = 60) -> str:
 
 
 def _parse(source: str | bytes, file: str, path: Path | None) -> _Module | Finding:
+    """Python must parse the entry point and the local modules it imports, in their declared
+    encoding: a syntax error fails the job when SageMaker starts the script."""
     undecodable = _undecodable(source, file) if isinstance(source, bytes) else None
     if undecodable is not None:
         return undecodable
@@ -414,6 +416,7 @@ def _undecodable(source: bytes, file: str) -> Finding | None:
 
 
 def _too_complex(file: str) -> Finding:
+    """A file nested too deeply for the analysis is not checked (a warning)."""
     return Finding(
         file, 0, "warning", "script-too-complex",
         "the file is nested too deeply to analyse; it was not checked.",

@@ -6,6 +6,7 @@ module only words them for problems.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
@@ -27,7 +28,7 @@ def needs_gpus(rule: Callable[[_J], list[Problem]]) -> Callable[[_J], list[Probl
     def guarded(job: _J) -> list[Problem]:
         return rule(job) if job.gpus > 0 else []
 
-    guarded.__name__ = rule.__name__
+    functools.update_wrapper(guarded, rule)  # its name, module and docstring: its rule id
     return guarded
 
 

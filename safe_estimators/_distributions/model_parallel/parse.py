@@ -264,13 +264,15 @@ def _parameters_file(path: str, where: str) -> tuple[object, list[Problem]]:
         ]
     try:
         loaded = json.loads(data)
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError) as exc:
         return None, [
             Problem(
                 where,
-                f"{quote(path)} is not JSON; the SageMaker SDK refuses it ('Cannot parse ... as "
-                "a json file').",
+                f"{quote(path)} is not JSON"
+                f"{f' ({exc.msg})' if isinstance(exc, json.JSONDecodeError) else ''}; the "
+                "SageMaker SDK refuses it ('Cannot parse ... as a json file').",
                 "write the options as a JSON object in that file, or give them as a dict.",
+                at=(path, exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else None,
             )
         ]
     if not isinstance(loaded, Mapping):

@@ -41,7 +41,10 @@ from safe_estimators._distributions.model_parallel.hardware import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, join_path, warning
+from safe_estimators._problems import Problem, join_path, tagged, warning
+
+# The ids of the rules below are smp-v1-<name> (see _problems.rule_id).
+RULE_PREFIX = "smp-v1"
 
 
 @attrs.frozen
@@ -89,6 +92,8 @@ _Rule = Callable[[JobV1], list[Problem]]
 
 
 def _rule_instance(job: JobV1) -> list[Problem]:
+    """The library v1 runs on GPU instance types it supports; the SageMaker SDK refuses
+    smdistributed on ml.p5.48xlarge unless torch_distributed is on, which v1 does not use."""
     itype = job.instance_type
     if job.gpus <= 0:
         return [no_gpus_problem(itype, "use a GPU instance such as ml.p4d.24xlarge (8 GPUs).")]
@@ -105,6 +110,8 @@ def _rule_instance(job: JobV1) -> list[Problem]:
 
 
 def _rule_container(job: JobV1) -> list[Problem]:
+    """The PyTorch container must ship the model parallel library v1: a full container version
+    the library table knows, not newer than the last v1 container."""
     version = job.pytorch_version
     if version is None or job.library is not None:
         return []
@@ -151,6 +158,8 @@ def _rule_container(job: JobV1) -> list[Problem]:
 
 
 def _rule_parameters_available(job: JobV1) -> list[Problem]:
+    """Each option set must exist in the library version the container ships; an option a later
+    version superseded is a warning naming its replacement."""
     if job.library is None:
         return []
     problems = []
@@ -192,6 +201,8 @@ def _container_hint(required: Version) -> str:
 
 @needs_gpus
 def _rule_processes_per_host(job: JobV1) -> list[Problem]:
+    """The library needs one GPU per process: processes_per_host must not exceed the instance's
+    GPUs (checked at start-up on each node)."""
     # The library checks node-local processes against the node's devices at start-up. There is
     # no per-host rule for the pipeline degree (its _validate_worker_size needs only pipeline x
     # tensor to divide the world): AWS's GPT-J notebook runs pipeline 16 on 4 x 8 GPUs.
@@ -211,6 +222,8 @@ def _rule_processes_per_host(job: JobV1) -> list[Problem]:
 
 @needs_gpus
 def _rule_degrees_divide_world(job: JobV1) -> list[Problem]:
+    """pipeline x tensor parallel degrees (the processes per model replica) must divide the
+    job's processes, or the library cannot form whole replicas."""
     layout = job.layout
     if job.data_parallel is not None:
         return []
@@ -245,6 +258,8 @@ def _bigger_instance(job: JobV1, fits: Callable[[int], bool]) -> str:
 
 @needs_gpus
 def _rule_sharded_data_parallel(job: JobV1) -> list[Problem]:
+    """sharded_data_parallel_degree must divide the data-parallel degree and does not combine
+    with pipeline parallelism or shard_optimizer_state."""
     sharded = job.mp.sharded_data_parallel_degree
     if not sharded or sharded <= 1:
         return []
@@ -292,6 +307,8 @@ def _rule_sharded_data_parallel(job: JobV1) -> list[Problem]:
 
 
 def _rule_ddp(job: JobV1) -> list[Problem]:
+    """Tensor parallelism and data parallelism across replicas need DDP on; DDP's own options
+    need DDP on, and horovod excludes DDP and tensor parallelism."""
     mp, layout = job.mp, job.layout
     problems = []
     dp = job.data_parallel or 1
@@ -331,6 +348,8 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
 
 
 def _rule_precision(job: JobV1) -> list[Problem]:
+    """One precision: bf16 excludes fp16 and fp16_params, and bf16 works only with sharded data
+    parallelism."""
     mp, problems = job.mp, []
     if mp.bf16 and (mp.fp16 or mp.fp16_params):
         other = "fp16" if mp.fp16 else "fp16_params"
@@ -354,6 +373,8 @@ def _rule_precision(job: JobV1) -> list[Problem]:
 
 
 def _rule_partitioning(job: JobV1) -> list[Problem]:
+    """With auto_partition off the library needs default_partition, which must name a pipeline
+    stage (0 to pipeline degree - 1)."""
     mp, problems = job.mp, []
     pipeline = mp.pipeline_parallel_degree or 1
     if mp.auto_partition is False and mp.default_partition is None:
@@ -378,6 +399,8 @@ def _rule_partitioning(job: JobV1) -> list[Problem]:
 
 
 def _rule_placement(job: JobV1) -> list[Problem]:
+    """placement_strategy must be one the SDK's validate_mp_config accepts ('cluster' or
+    'spread'): the library's other spellings cannot be launched through the SDK."""
     placement = job.mp.placement_strategy
     if placement is None or placement in PLACEMENT_ROUTES:
         return []
@@ -398,6 +421,8 @@ def _rule_placement(job: JobV1) -> list[Problem]:
 
 
 def _rule_microbatches(job: JobV1) -> list[Problem]:
+    """active_microbatches must not exceed microbatches; microbatches without a pipeline, and
+    offload_activations without microbatches, do nothing (warnings)."""
     mp, problems = job.mp, []
     microbatches = mp.microbatches or 1
     if mp.active_microbatches is not None and mp.active_microbatches > microbatches:
@@ -431,6 +456,8 @@ def _rule_microbatches(job: JobV1) -> list[Problem]:
 
 
 def _rule_batch_size(job: JobV1) -> list[Problem]:
+    """A batch-size hyperparameter must be divisible by microbatches: the library splits each
+    batch into equal microbatches."""
     microbatches = job.mp.microbatches or 1
     if microbatches <= 1:
         return []
@@ -464,6 +491,8 @@ def _as_int(raw: object) -> int | None:
 
 
 def _rule_option_combinations(job: JobV1) -> list[Problem]:
+    """prescaled_batch requires optimize 'speed' (the library's schema); the
+    sharded-data-parallel options have no effect without sharded data parallelism (warnings)."""
     mp, problems = job.mp, []
     if mp.prescaled_batch and mp.optimize == "memory":
         problems.append(
@@ -489,6 +518,8 @@ def _rule_option_combinations(job: JobV1) -> list[Problem]:
 
 
 def _rule_not_launch_options(job: JobV1) -> list[Problem]:
+    """Options the PyTorch library ignores: TensorFlow-only options, and overlapping_allreduce
+    where it has no effect (warnings)."""
     mp, problems = job.mp, []
     if mp.overlapping_allreduce is not None:
         problems += _overlapping_allreduce(job)
@@ -558,6 +589,8 @@ def _rule_v2_options(job: JobV1) -> list[Problem]:
 
 
 def _rule_torchrun_on_v1(job: JobV1) -> list[Problem]:
+    """torch_distributed launches the library v2; a container with the library v1 is launched by
+    MPI."""
     if job.mp._torch_distributed is None or job.pytorch_version is None:
         return []
     return [
@@ -572,6 +605,8 @@ def _rule_torchrun_on_v1(job: JobV1) -> list[Problem]:
 
 
 def _rule_bf16_hardware(job: JobV1) -> list[Problem]:
+    """bf16 needs GPUs that compute in bfloat16 (Ampere or newer) among the instance types the
+    library supports."""
     if not job.mp.bf16:
         return []
     return bf16_hardware_problems(job.instance_type, job.where("bf16"), SUPPORTED_INSTANCES)
@@ -603,4 +638,4 @@ def check_v1(job: JobV1) -> list[Problem]:
 
     Does not check the Training Compiler or ``instance_groups``; the caller does.
     """
-    return [problem for rule in _RULES for problem in rule(job)]
+    return [problem for rule in _RULES for problem in tagged(rule, rule(job))]

@@ -34,7 +34,10 @@ from safe_estimators._distributions.model_parallel.hardware import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_v2_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, join_path, warning
+from safe_estimators._problems import Problem, join_path, tagged, warning
+
+# The ids of the rules below are smp-v2-<name> (see _problems.rule_id).
+RULE_PREFIX = "smp-v2"
 
 
 @attrs.frozen
@@ -82,6 +85,9 @@ def _pytorch_fix() -> str:
 
 
 def _rule_estimator(job: JobV2) -> list[Problem]:
+    """The library v2 runs only through the SDK's PyTorch estimator: the Hugging Face estimator
+    looks the SMP image up by the transformers version and drops mp_parameters on its
+    torch_distributed path."""
     if job.estimator == "pytorch":
         return []
     # The SDK's Hugging Face estimator looks the SMP image up by the transformers version
@@ -102,12 +108,15 @@ def _rule_estimator(job: JobV2) -> list[Problem]:
 
 
 def _rule_instance(job: JobV2) -> list[Problem]:
+    """The library v2 runs on the GPU instance types it supports."""
     if job.gpus <= 0:
         return [no_gpus_problem(job.instance_type, "use ml.p4d.24xlarge or ml.p5.48xlarge.")]
     return unlisted_instance(job.instance_type, SUPPORTED_INSTANCES, "v2")
 
 
 def _rule_container(job: JobV2) -> list[Problem]:
+    """framework_version must be a PyTorch version the SDK has an SMP v2 image for (not a
+    library release), with a py_version and CUDA that image is built for."""
     version = job.framework_version
     if version is None or job.estimator != "pytorch":
         return []  # a custom image is the user's business; Hugging Face is refused above
@@ -178,6 +187,8 @@ def _nearest(version: str, known: tuple[str, ...]) -> str:
 
 
 def _rule_options_available(job: JobV2) -> list[Problem]:
+    """Each option set must exist in the library version the image ships (the version each
+    option arrived in, from AWS's SMP v2 release notes)."""
     if job.library is None:
         return []
     problems = []
@@ -200,6 +211,8 @@ def _rule_options_available(job: JobV2) -> list[Problem]:
 
 
 def _rule_v1_launcher(job: JobV2) -> list[Problem]:
+    """An MPI distribution launches the library v1, which the v2 images do not have: v2 runs
+    under torchrun (torch_distributed)."""
     if not job.mp._mpi:
         return []
     # Without torch_distributed the SDK starts mpirun in the plain PyTorch image, which has no
@@ -220,6 +233,8 @@ def _rule_v1_launcher(job: JobV2) -> list[Problem]:
 
 
 def _rule_v1_options(job: JobV2) -> list[Problem]:
+    """Options of the library v1 that v2 does not read, each with its v2 counterpart where there
+    is one."""
     problems = []
     for name, value in set_options(job.mp).items():
         if name in PARAMETERS or (job.mp._mpi and name in MPI_OPTIONS):
@@ -282,6 +297,7 @@ _PER_INSTANCE_DEGREES = (
 
 @needs_gpus
 def _rule_degrees_divide_gpus(job: JobV2) -> list[Problem]:
+    """tensor, expert and context parallel degrees must divide the GPUs per instance."""
     problems = []
     for name in _PER_INSTANCE_DEGREES:
         degree = getattr(job.mp, name)
@@ -301,6 +317,8 @@ def _rule_degrees_divide_gpus(job: JobV2) -> list[Problem]:
 
 @needs_gpus
 def _rule_degrees_divide_world(job: JobV2) -> list[Problem]:
+    """hybrid_shard_degree ranges from 0 to the world size, and hybrid shard x tensor x expert
+    parallel degrees must divide the job's GPUs."""
     mp, layout = job.mp, job.layout
     shard = mp.hybrid_shard_degree or 1
     group = shard * layout.tensor * layout.expert
@@ -343,6 +361,8 @@ def _rule_degrees_divide_world(job: JobV2) -> list[Problem]:
 
 
 def _rule_context_within_shard(job: JobV2) -> list[Problem]:
+    """Context parallelism splits the sequence inside the shard group: context_parallel_degree
+    must be at most hybrid_shard_degree (AWS's reference)."""
     context, shard = job.mp.context_parallel_degree or 1, job.mp.hybrid_shard_degree
     if context <= 1:
         return []
@@ -371,6 +391,8 @@ def _rule_context_within_shard(job: JobV2) -> list[Problem]:
 
 
 def _rule_expert_without_tensor(job: JobV2) -> list[Problem]:
+    """AWS's expert parallelism guide says expert parallelism does not work with tensor
+    parallelism."""
     expert, tensor = job.mp.expert_parallel_degree or 1, job.mp.tensor_parallel_degree or 1
     if expert <= 1 or tensor <= 1:
         return []
@@ -387,6 +409,8 @@ def _rule_expert_without_tensor(job: JobV2) -> list[Problem]:
 
 
 def _rule_activation_loading_horizon(job: JobV2) -> list[Problem]:
+    """activation_loading_horizon is a positive number of layers (the library's default is 2); 0
+    is refused."""
     if job.mp.activation_loading_horizon != 0:
         return []
     return [
@@ -399,6 +423,8 @@ def _rule_activation_loading_horizon(job: JobV2) -> list[Problem]:
 
 
 def _rule_entry_point(job: JobV2) -> list[Problem]:
+    """torchrun runs Python files: the SDK's validate_torch_distributed_distribution refuses an
+    entry point that is not a .py file."""
     entry = job.entry_point
     if not isinstance(entry, str) or entry.endswith(".py"):
         return []
@@ -431,4 +457,4 @@ RULES: tuple[_Rule, ...] = (
 
 def check_v2(job: JobV2) -> list[Problem]:
     """Run every v2 rule; all problems (errors and warnings)."""
-    return [problem for rule in RULES for problem in rule(job)]
+    return [problem for rule in RULES for problem in tagged(rule, rule(job))]

@@ -50,6 +50,8 @@ def _rule_amp_clip_before_unscale(program: _Program, context: ScriptContext) -> 
 
 
 def _rule_amp_step_before_clip(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """Gradient clipping after the optimizer step has no effect: the step already used the
+    unclipped gradients."""
     for module, calls in _amp_scopes(program):
         steps = [c for c in calls if program.is_step(c)]
         for clip in (c for c in calls if _is_torch_clip(c, _CLIP_TAILS)):

@@ -176,6 +176,8 @@ def _rule_smp_scheduler(program: _Program, context: ScriptContext) -> Iterator[F
 
 
 def _rule_smp_clip(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """With fp16 model parallelism the update uses the fp32 master gradients, partitioned across
+    ranks: clip them with optimizer.clip_master_grads, not torch's clip_grad_norm_."""
     if not _fp16_rules_apply(program, context):
         return
     for module, call in program.find(*_NORM_CLIP_TAILS):
@@ -191,6 +193,8 @@ def _rule_smp_clip(program: _Program, context: ScriptContext) -> Iterator[Findin
 
 
 def _rule_smp_loss_scale(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """fp16 with smp.DistributedOptimizer's static loss scale (1.0 by default) underflows or
+    overflows: AWS's fp16 example asks for dynamic_loss_scale=True."""
     if not _fp16_rules_apply(program, context):
         return
     for module, call in _smp_calls(program, "DistributedOptimizer"):
@@ -256,6 +260,9 @@ def _rule_smp_set_device(program: _Program, context: ScriptContext) -> Iterator[
 
 
 def _rule_smp_not_used(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """A job with model parallelism on must run a script that uses smdistributed.modelparallel
+    (or the Hugging Face Trainer, which does): otherwise each MPI process trains the whole model
+    alone."""
     if not context.model_parallel or program.imports(_SMP) or program.trainer_based:
         return
     yield Finding(

@@ -75,6 +75,9 @@ def _rule_smp_no_distributed_model(program: _Program, context: ScriptContext) ->
 def _rule_smp_no_distributed_optimizer(
     program: _Program, context: ScriptContext
 ) -> Iterator[Finding]:
+    """An smp.DistributedModel needs its optimizer wrapped in smp.DistributedOptimizer, or it
+    steps without the library's gradient handling (fp16 master weights, optimizer state
+    sharding)."""
     if not _applies(program, context) or not _trains(program):
         return
     if _smp_calls(program, "DistributedOptimizer"):

@@ -166,6 +166,8 @@ def _wraps_root(call: _Call) -> bool:
 
 
 def _rule_smp_v2_removed_module(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """An import of a torch.sagemaker module that the container's SMP release removed fails at
+    start-up (the release each module left, from AWS's SMP v2 release notes)."""
     if not _smp_v2(program, context):
         return
     release = _release(context.pytorch_version)

@@ -10,6 +10,8 @@ from safe_estimators._script_checks.summary import _short
 
 
 def _rule_trainium_backend(program: _Program, context: ScriptContext) -> Iterator[Finding]:
+    """On Trainium the NeuronCores communicate only through the xla backend: init_process_group
+    with nccl or gloo fails at the first collective."""
     if not (context.instance_type or "").startswith("ml.trn") or context.launcher is None:
         return
     for module, call in program.process_group_inits:

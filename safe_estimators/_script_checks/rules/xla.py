@@ -212,6 +212,8 @@ def _rule_device_loader(program: _Program, context: ScriptContext) -> Iterator[F
 
 
 def _entry_not_python(shown: str, context: ScriptContext) -> Finding:
+    """With the pytorchxla distribution the container starts the entry point through xla_spawn,
+    which imports it as a Python module: it must be a .py file."""
     return Finding(
         shown, 0, "error", "xla-entry-not-python",
         "with the pytorchxla distribution the container runs `python -m "
