@@ -187,8 +187,8 @@ def pytorch(
 
 def model_trainer(
     *,
-    entry_point: str,
-    estimator: str = "pytorch",
+    entry_point: str | None = None,
+    estimator: str | None = None,
     instance_type: str | None = None,
     role: str | None = None,
     instance_count: int | None = None,
@@ -210,8 +210,9 @@ def model_trainer(
     """Build a checked ``ModelTrainer`` (``sagemaker.modules.train`` in sagemaker 2.x,
     ``sagemaker.train`` in 3.x) for the job the estimator arguments describe.
 
-    Takes the same arguments as :func:`pytorch` (``estimator="huggingface"`` with
-    ``transformers_version`` and ``pytorch_version`` for a Hugging Face container), plus
+    Takes the same arguments as :func:`pytorch` and :func:`huggingface` (``transformers_version``
+    with ``pytorch_version`` or ``tensorflow_version`` picks the Hugging Face training image, as
+    the HuggingFace estimator would; ``estimator`` names the container family explicitly), plus
     ``inputs`` (what ``fit()`` would take: an S3 URI or channel name -> URI), and returns the
     same job as a ModelTrainer: the image the estimator picks, ``Compute``, ``SourceCode``,
     ``Torchrun``/``MPI`` with the processes per node from the instance's GPUs or NeuronCores
@@ -221,6 +222,9 @@ def model_trainer(
     was injected and why. What ModelTrainer has no counterpart for (Training Compiler, the model
     parallel library v1, SMDDP, instance groups) is refused in the one ``ConfigError``.
     """
+    if estimator is None:
+        # The HuggingFace estimator's own arguments name its container family.
+        estimator = "huggingface" if transformers_version is not None else "pytorch"
     named = dict(
         estimator=estimator,
         target=MODEL_TRAINER,

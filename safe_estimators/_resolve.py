@@ -35,6 +35,7 @@ from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
     count_of,
+    in_own_words,
     instance_type_name,
     judged_by_default,
     skipped_paths,
@@ -330,6 +331,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     problems += check_memory(ctx)[1]
     findings = check_entry_point(ctx)
     problems += [finding_problem(f) for f in findings if f.severity == "error"]
+    problems = in_own_words(problems, spec.trainer)  # at the path the user wrote
     return ctx, judged_by_default(problems, ctx.pipeline_variables), findings
 
 

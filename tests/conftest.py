@@ -117,3 +117,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.sdk2_only)
         if SDK3 and item.get_closest_marker("sdk2_only") is not None:
             item.add_marker(skip)
+
+
+# The examples only the estimator can run (Training Compiler, the model parallel library v1,
+# SMDDP on a heterogeneous cluster, a HyperPod recipe). On sagemaker 3, where the default target
+# is ModelTrainer, their verdict is the ModelTrainer target's documented refusal of each of
+# these (README, "The same job as a ModelTrainer"); the differential test checks exactly that.
+ESTIMATOR_ONLY_EXAMPLES = frozenset(
+    {
+        "compiler-multi-gpu",
+        "compiler-multi-node",
+        "compiler-single-gpu",
+        "heterogeneous-smddp",
+        "hyperpod-recipe",
+        "memory-fit",
+        "model-parallel-fp16",
+    }
+)
+
+
+def runs_here(example: Path) -> bool:
+    """Whether the example (examples/<name>/job.*) builds on the installed SDK generation."""
+    return not SDK3 or example.parent.name not in ESTIMATOR_ONLY_EXAMPLES
