@@ -312,3 +312,29 @@ def test_model_trainers_words_for_the_estimator_target_name_the_other_target(scr
         "target: model_trainer" in p["hint"] or "target: estimator" in p["message"]
         for p in problems
     ), problems
+
+
+def test_the_table_of_own_words_knows_every_field_of_the_installed_configs():
+    from safe_estimators._facts.model_trainer import OWN_WORDS
+
+    classes = {
+        "source_code": "SourceCode", "compute": "Compute",
+        "stopping_condition": "StoppingCondition", "networking": "Networking",
+        "checkpoint_config": "CheckpointConfig", "output_data_config": "OutputDataConfig",
+    }  # fmt: skip
+    assert set(classes) == set(OWN_WORDS)
+    for name, cls in classes.items():
+        assert set(getattr(configs(), cls).model_fields) <= set(OWN_WORDS[name]), name
+
+
+def test_model_trainers_own_default_max_run_is_the_installed_sdks(session, scripts):
+    from safe_estimators._facts.model_trainer import MODEL_TRAINER_MAX_RUN
+
+    c = configs()
+    bare = _bare(
+        session,
+        training_image=CPU_IMAGE,
+        source_code=c.SourceCode(source_dir=str(scripts), entry_script="train.py"),
+    )
+    assert bare.stopping_condition.max_runtime_in_seconds == MODEL_TRAINER_MAX_RUN
+

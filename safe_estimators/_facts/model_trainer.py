@@ -63,6 +63,9 @@ OWN_WORDS: dict[str, dict[str, str | None]] = {
         "enable_managed_spot_training": "use_spot_instances",
         "instance_groups": "instance_groups", "training_plan_arn": None,
         "instance_placement_config": None,
+        # sagemaker 3.x only (flexible instance types: Compute picks the selected ones).
+        "instance_preferences": None, "selected_instance_type": None,
+        "selected_instance_count": None,
     },
     "stopping_condition": {
         "max_runtime_in_seconds": "max_run", "max_wait_time_in_seconds": "max_wait",
