@@ -83,7 +83,7 @@ def _source_code(job: ResolvedJob, record: list[Injection]) -> dict[str, Any]:
     or none: the estimator's requirements.txt is not added to it)."""
     words = job.spec.trainer
     if words is not None and "source_code" in words.given:
-        fields = {
+        return {
             name: value
             for name, value in (
                 ("source_dir", job.kwargs.get("source_dir")),
@@ -93,7 +93,6 @@ def _source_code(job: ResolvedJob, record: list[Injection]) -> dict[str, Any]:
             )
             if value is not None
         }
-        return fields
     entry, source_dir = job.kwargs["entry_point"], job.kwargs.get("source_dir")
     if source_dir is None:
         source_dir = os.path.dirname(entry) or "."
