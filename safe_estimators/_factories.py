@@ -221,6 +221,15 @@ def model_trainer(
     encryption. ``trainer.train()`` runs it; ``safe_estimators.explain(trainer)`` tells what
     was injected and why. What ModelTrainer has no counterpart for (Training Compiler, the model
     parallel library v1, SMDDP, instance groups) is refused in the one ``ConfigError``.
+
+    ModelTrainer's own words are taken too, as the installed SDK's config objects: ``source_code``
+    (``SourceCode`` with an ``entry_script`` or a ``command``, and ``requirements``; then
+    ``entry_point`` is not needed), ``compute``, ``stopping_condition``, ``networking``,
+    ``input_data_config``, ``checkpoint_config``, ``output_data_config``, ``training_image``,
+    ``distributed`` (``Torchrun``, ``MPI`` or your own ``DistributedConfig``) and
+    ``hyperparameters`` as a JSON or YAML file path. They are checked as their estimator
+    counterparts are, at the path written, and passed as given (a copy when a field is injected,
+    recorded); a job in these words keeps ModelTrainer's 1 h default ``max_run``.
     """
     if estimator is None:
         # The HuggingFace estimator's own arguments name its container family.
