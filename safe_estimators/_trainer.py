@@ -325,6 +325,7 @@ def _file_unchanged(job: ResolvedJob, path: str) -> bool:
     """Whether the hyperparameters sent are the file's as it was read (nothing injected)."""
     from safe_estimators._spec import own_words
 
-    _, problems = own_words({"hyperparameters": path})
-    loaded = own_words({"hyperparameters": path})[0].get("hyperparameters")
-    return not problems and loaded == dict(job.kwargs.get("hyperparameters") or {})
+    read, problems = own_words({"hyperparameters": path})
+    return not problems and read.get("hyperparameters") == dict(
+        job.kwargs.get("hyperparameters") or {}
+    )
