@@ -549,7 +549,7 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
         data, problems = _v2_names(data, path)
     data, own_problems = own_words(data, path)
     problems += own_problems
-    words = data.pop("trainer", None)
+    words = data.pop(WORDS_KEY) if isinstance(data.get(WORDS_KEY), TrainerWords) else None
     kind = data.get("estimator")
     if kind not in ESTIMATORS:
         problems.append(
@@ -672,6 +672,9 @@ def _pipeline_variables(fields: dict[str, Any], kind: object) -> dict[str, Any]:
     return variables
 
 
+# Where own_words leaves its TrainerWords among the arguments: no option's name (a file's key of
+# that name holds no TrainerWords, so it is judged as any unknown key).
+WORDS_KEY = "(ModelTrainer's words)"
 # ModelTrainer's own arguments, read into the estimator's words for the rules.
 OWN_ARGUMENTS = frozenset({*OWN_WORDS, *OWN_VALUES, "distributed"})
 
@@ -692,12 +695,12 @@ def own_words(
 ) -> tuple[dict[Any, Any], list[Problem]]:
     """ModelTrainer's own arguments in ``data`` (``source_code``, ``compute``, ``distributed``,
     a hyperparameters file, ...) read into the estimator's words the rules check, with a
-    ``TrainerWords`` under ``"trainer"`` that keeps them as given. A spec file's are read
+    ``TrainerWords`` under ``WORDS_KEY`` that keeps them as given. A spec file's are read
     before its paths are resolved (``read_files=False``: its hyperparameters file is read
     after). Never raises."""
     given = {k: data[k] for k in data if isinstance(k, str) and k in OWN_ARGUMENTS}
     hyperparameters = data.get("hyperparameters")
-    previous = data.get("trainer")
+    previous = data.get(WORDS_KEY)
     if not given and not isinstance(hyperparameters, str):
         return dict(data), []
     out = {k: v for k, v in data.items() if k not in given}
@@ -734,7 +737,7 @@ def own_words(
         elif loaded is not None:
             out["hyperparameters"] = loaded
             found["hyperparameters_file"] = hyperparameters
-    out["trainer"] = attrs.evolve(words, given={**words.given, **given}, paths=paths, **found)
+    out[WORDS_KEY] = attrs.evolve(words, given={**words.given, **given}, paths=paths, **found)
     return out, problems
 
 
@@ -1100,4 +1103,6 @@ def spec_arguments(spec: JobSpec) -> dict[str, Any]:
     }
     if spec.instance_groups is not None:  # the groups stand for instance_type and count
         del arguments["instance_type"], arguments["instance_count"]
+    if spec.trainer is not None:  # ModelTrainer's words, kept as given
+        arguments[WORDS_KEY] = spec.trainer
     return {**arguments, **spec.extra}
