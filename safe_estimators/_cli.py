@@ -833,6 +833,11 @@ def _rule_options(rule: argparse.ArgumentParser) -> None:
 
 def _port_options(port: argparse.ArgumentParser) -> None:
     port.add_argument("files", nargs=1, metavar="FILE")
+    port.add_argument(
+        "--region",
+        help="the region whose training image to write (default: AWS_REGION, "
+        "AWS_DEFAULT_REGION or the AWS config; none: an error)",
+    )
     port.set_defaults(run=_port)
 
 
@@ -882,7 +887,7 @@ def _parser(arguments: Sequence[str] | None = None) -> _Parser:
 def _port(args: argparse.Namespace) -> int:
     from safe_estimators._port import port
 
-    code = port(args.files[0], project_root=args.project_root)
+    code = port(args.files[0], project_root=args.project_root, region=args.region)
     if args.json:
         _emit_json({"ok": True, "problems": [], "source": args.files[0], "code": code})
     else:

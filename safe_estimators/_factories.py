@@ -190,8 +190,8 @@ def pytorch(
 
 def model_trainer(
     *,
-    entry_point: str,
-    estimator: str = "pytorch",
+    entry_point: str | None = None,
+    estimator: str | None = None,
     instance_type: str | None = None,
     role: str | None = None,
     instance_count: int | None = None,
@@ -213,8 +213,9 @@ def model_trainer(
     """Build a checked ``ModelTrainer`` (``sagemaker.modules.train`` in sagemaker 2.x,
     ``sagemaker.train`` in 3.x) for the job the estimator arguments describe.
 
-    Takes the same arguments as :func:`pytorch` (``estimator="huggingface"`` with
-    ``transformers_version`` and ``pytorch_version`` for a Hugging Face container), plus
+    Takes the same arguments as :func:`pytorch` and :func:`huggingface` (``transformers_version``
+    with ``pytorch_version`` or ``tensorflow_version`` picks the Hugging Face training image, as
+    the HuggingFace estimator would; ``estimator`` names the container family explicitly), plus
     ``inputs`` (what ``fit()`` would take: an S3 URI or channel name -> URI), and returns the
     same job as a ModelTrainer: the image the estimator picks, ``Compute``, ``SourceCode``,
     ``Torchrun``/``MPI`` with the processes per node from the instance's GPUs or NeuronCores
@@ -223,7 +224,19 @@ def model_trainer(
     encryption. ``trainer.train()`` runs it; ``safe_estimators.explain(trainer)`` tells what
     was injected and why. What ModelTrainer has no counterpart for (Training Compiler, the model
     parallel library v1, SMDDP, instance groups) is refused in the one ``ConfigError``.
+
+    ModelTrainer's own words are taken too, as the installed SDK's config objects: ``source_code``
+    (``SourceCode`` with an ``entry_script`` or a ``command``, and ``requirements``; then
+    ``entry_point`` is not needed), ``compute``, ``stopping_condition``, ``networking``,
+    ``input_data_config``, ``checkpoint_config``, ``output_data_config``, ``training_image``,
+    ``distributed`` (``Torchrun``, ``MPI`` or your own ``DistributedConfig``) and
+    ``hyperparameters`` as a JSON or YAML file path. They are checked as their estimator
+    counterparts are, at the path written, and passed as given (a copy when a field is injected,
+    recorded); a job in these words keeps ModelTrainer's 1 h default ``max_run``.
     """
+    if estimator is None:
+        # The HuggingFace estimator's own arguments name its container family.
+        estimator = "huggingface" if transformers_version is not None else "pytorch"
     named = dict(
         estimator=estimator,
         target=MODEL_TRAINER,

@@ -225,12 +225,17 @@ def read_spec(
     if data is None:
         return None, tagged(read_spec_data, problems)
     folder = _folder(os.path.dirname(path))  # a regular file's: Path(path).parent
+    # ModelTrainer's own words, in the estimator's (source_code.source_dir is source_dir), so
+    # that their paths are checked and resolved as the estimator's are.
+    from safe_estimators._spec import own_words
+
+    data, own = own_words(data, read_files=False)
     if project_root is None:
         root = real_project_folder(folder)
         problems = containment_problems(folder, data, root, real_root=root)
     else:
         problems = containment_problems(folder, data, Path(project_root))
-    problems = tagged(containment_problems, problems)
+    problems = [*own, *tagged(containment_problems, problems)]
     arguments = _unread_outside(relative_to_file(folder, data), problems)
     return mark_spec_file_secrets(arguments), problems
 
@@ -442,6 +447,8 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     parameters = _parameters_file(out)
     if parameters is not None:
         out = _with_parameters(out, _under(folder, parameters))
+    if isinstance(out.get("hyperparameters"), str):  # ModelTrainer's hyperparameters file
+        out["hyperparameters"] = _under(folder, out["hyperparameters"])
     recipe = _recipe_file(out)
     if recipe is not None:
         out["training_recipe"] = _under(folder, recipe)

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, printable, quote
-from safe_estimators._facts.sdk_files import default_target
+from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._recipes.offline import planned_recipe_job
@@ -244,6 +244,9 @@ def _plan(
         return _plan_remote(arguments, source, prior, region)
     if (arguments.get("target") or default_target()) == MODEL_TRAINER:
         return _plan_model_trainer(arguments, source, prior, region)
+    if sdk_generation() >= 3:
+        # No estimator to build: resolving refuses the target with validate's problem.
+        resolve_arguments(arguments, source, prior)
     local = arguments.get("instance_type") in ("local", "local_gpu")
     session = offline_session(region, None, local=local)
     placeholders = role_and_region_placeholders(arguments, configured_role(session), region)

@@ -41,7 +41,9 @@ def _call(name: str, fields: dict[str, Any], code: dict[str, str] | None = None)
     return f"{name}({', '.join(parts)})"
 
 
-def trainer_code(arguments: TrainerArguments, image: str, source: str | None, region: str) -> str:
+def trainer_code(
+    arguments: TrainerArguments, image: str, source: str | None, region: str, assumed: str = ""
+) -> str:
     """The Python code of a bare ModelTrainer with ``arguments`` (the installed generation's
     imports), as a function ``model_trainer(sagemaker_session=None)``."""
     generation = 3 if sdk_generation() >= 3 else 2
@@ -57,8 +59,11 @@ def trainer_code(arguments: TrainerArguments, image: str, source: str | None, re
         if name in _CONFIG_CLASSES:
             cls = _CONFIG_CLASSES[name]
             classes.add(cls)
-            if name == "networking" and generation == 2:
-                # 2.x's Networking requires both lists; empty ones send no VpcConfig.
+            if name == "networking" and not any(value.values()):
+                continue  # nothing ModelTrainer would send: no Networking at all
+            if name == "networking" and generation == 2 and not value.get("subnets"):
+                # 2.x's Networking requires both lists: empty ones send no VpcConfig, which is
+                # the only way 2.x sends the encryption flag without a VPC.
                 value = {"subnets": [], "security_group_ids": [], **value}
             lines.append(f"        {name}={_call(cls, value)},")
         elif name == "tags":
@@ -92,6 +97,7 @@ def trainer_code(arguments: TrainerArguments, image: str, source: str | None, re
     lines.append("    return trainer")
     what = f"The job in {source}" if source else "The job"
     header = [
+        f"# Region {region}{assumed}: the training image below is that region's.",
         f'"""{what} as a bare ModelTrainer (written by safe-estimators port for sagemaker '
         f"{sdk_version()}).",
         "",
@@ -120,14 +126,20 @@ def trainer_code(arguments: TrainerArguments, image: str, source: str | None, re
 
 
 def port(
-    spec_or_path: Any, *, project_root: str | os.PathLike[str] | None = None, **overrides: Any
+    spec_or_path: Any,
+    *,
+    project_root: str | os.PathLike[str] | None = None,
+    region: str | None = None,
+    **overrides: Any,
 ) -> str:
     """The Python code of a bare ModelTrainer that builds the job a spec describes, checked as
-    ``plan`` checks it (raises ConfigError with every problem)."""
+    ``plan`` checks it (raises ConfigError with every problem). The training image is the one
+    of ``region`` (default: the environment's, as plan finds it); with none, ConfigError: the
+    image differs by region, and port does not guess one."""
     from safe_estimators._build.model_trainer import training_image
-    from safe_estimators._build.shared import PLACEHOLDER_REGION
     from safe_estimators._files import job_arguments, offline_problems
-    from safe_estimators._plan import job_region
+    from safe_estimators._plan import REGION_SOURCES, job_region
+    from safe_estimators._problems import ConfigError, Problem
     from safe_estimators._resolve import resolve_arguments
     from safe_estimators._trainer import trainer_arguments
     from safe_estimators._validate import offline
@@ -138,5 +150,19 @@ def port(
         prior += offline_problems(arguments)
         job = resolve_arguments(arguments, source, prior)
         trainer = trainer_arguments(job)
-        region = job_region() or PLACEHOLDER_REGION
-        return trainer_code(trainer, training_image(trainer, region), source, region)
+        assumed = " (given)" if region else f" (from {REGION_SOURCES})"
+        region = region or job_region()
+        if not region:
+            raise ConfigError(
+                [
+                    Problem(
+                        "<aws>",
+                        f"no AWS region: none is set in {REGION_SOURCES}, and the training "
+                        "image port writes is one region's.",
+                        "export AWS_REGION=us-east-1 (your region), or pass --region us-east-1.",
+                    )
+                ],
+                source=source,
+            )
+        image = training_image(trainer, region)
+        return trainer_code(trainer, image, source, region, assumed)

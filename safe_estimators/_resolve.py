@@ -36,6 +36,7 @@ from safe_estimators._spec import (
     JobSpec,
     TrainingCompiler,
     count_of,
+    in_own_words,
     instance_type_name,
     judged_by_default,
     skipped_paths,
@@ -359,6 +360,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     findings = check_entry_point(ctx)
     folder = script_folder(ctx)
     problems += [finding_problem(f, folder) for f in findings if f.severity == "error"]
+    problems = in_own_words(problems, spec.trainer)  # at the path the user wrote
     return ctx, judged_by_default(problems, ctx.pipeline_variables), findings
 
 

@@ -24,6 +24,7 @@ from safe_estimators._distributions.instance_groups.spec import (
     conflicting_arguments,
     structure_instance_groups,
 )
+from safe_estimators._facts.model_trainer import LAUNCHERS, OWN_VALUES, OWN_WORDS
 from safe_estimators._facts.sdk_arguments import (
     BY_ESTIMATOR,
     MISPLACED,
@@ -187,6 +188,26 @@ class CompilerConfig:
     debug: bool = attrs.field(default=False, validator=_bool_at("compiler_config"))
 
 
+@attrs.frozen
+class TrainerWords:
+    """What a job said in ModelTrainer's own words (``model_trainer()`` or a spec file).
+
+    ``given``: ModelTrainer's arguments as given (its config objects, or mappings of their
+    fields), by name, built as given; ``paths``: where each estimator keyword the rules check
+    was written (``instance_type`` -> ``compute.instance_type``); ``command`` and
+    ``requirements``: SourceCode's, which the estimator has no word for; ``hyperparameters_file``:
+    the JSON or YAML file the hyperparameters were read from; ``launcher``: the class name of
+    the ``distributed`` given (a custom driver's is recorded, its processes not checked).
+    """
+
+    given: dict[str, Any] = attrs.field(factory=dict)
+    paths: dict[str, str] = attrs.field(factory=dict)
+    command: str | None = None
+    requirements: str | None = None
+    hyperparameters_file: str | None = None
+    launcher: str | None = None
+
+
 @attrs.frozen(kw_only=True)
 class JobSpec:
     """Everything the user asked for, typed. ``extra`` holds other estimator keywords unchanged."""
@@ -223,9 +244,11 @@ class JobSpec:
     inputs: str | dict[str, str] | None = None
     accept_exposure: ExposedPaths = ExposedPaths(())
     extra: dict[str, Any] = attrs.field(factory=dict)
+    # Set when the job is written in ModelTrainer's own words (never read from a file as is).
+    trainer: TrainerWords | None = None
 
 
-SPEC_FIELDS = frozenset(a.name for a in attrs.fields(JobSpec)) - {"extra"}
+SPEC_FIELDS = frozenset(a.name for a in attrs.fields(JobSpec)) - {"extra", "trainer"}
 
 
 def _type_name(value: object) -> str:
@@ -532,6 +555,9 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
     problems: list[Problem] = []
     if any(key in RENAMED for key in data if isinstance(key, str)):
         data, problems = _v2_names(data, path)
+    data, own_problems = own_words(data, path)
+    problems += own_problems
+    words = data.pop(WORDS_KEY) if isinstance(data.get(WORDS_KEY), TrainerWords) else None
     kind = data.get("estimator")
     if kind not in ESTIMATORS:
         problems.append(
@@ -580,8 +606,8 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
     grouped = "instance_groups" in fields
     # With a training recipe the SDK picks the entry point itself (and warns about one given).
     recipe = kind == "pytorch" and extra.get("training_recipe") is not None
-    if recipe:
-        fields.setdefault("entry_point", "")
+    if recipe or (words is not None and words.command):
+        fields.setdefault("entry_point", "")  # a recipe or a command names the script
     for required in ("entry_point", *(() if grouped else ("instance_type",))):
         if required not in fields:
             problems.append(
@@ -609,7 +635,27 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
             spec = _structure_with(kept, extra, kept_variables)
         except Exception:
             return None, problems
+    if words is not None:
+        spec = attrs.evolve(spec, trainer=words)
+        problems = in_own_words(problems, words)
     return (spec if runnable else None), problems
+
+
+def in_own_words(problems: list[Problem], words: TrainerWords | None) -> list[Problem]:
+    """Problems about an estimator keyword read from ModelTrainer's words at the path the user
+    wrote (``max_run`` -> ``stopping_condition.max_runtime_in_seconds``)."""
+    if words is None or not words.paths:
+        return problems
+    out = []
+    for problem in problems:
+        head, dot, rest = problem.path.partition(".")
+        where = words.paths.get(head)
+        if where is not None and where != head:
+            problem = attrs.evolve(
+                problem, path=where if where == "distributed" else where + dot + rest
+            )
+        out.append(problem)
+    return out
 
 
 def _pipeline_variables(fields: dict[str, Any], kind: object) -> dict[str, Any]:
@@ -632,6 +678,223 @@ def _pipeline_variables(fields: dict[str, Any], kind: object) -> dict[str, Any]:
         else:
             fields[name] = default
     return variables
+
+
+# Where own_words leaves its TrainerWords among the arguments: no option's name (a file's key of
+# that name holds no TrainerWords, so it is judged as any unknown key).
+WORDS_KEY = "(ModelTrainer's words)"
+# ModelTrainer's own arguments, read into the estimator's words for the rules.
+OWN_ARGUMENTS = frozenset({*OWN_WORDS, *OWN_VALUES, "distributed"})
+
+
+def _fields_of(value: object) -> dict[str, Any] | None:
+    """A config's fields as given: a mapping's items, or the fields a pydantic config object
+    was given (``model_fields_set``: its defaults are ModelTrainer's, not the user's words)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    given = getattr(value, "model_fields_set", None)
+    if isinstance(given, (set, frozenset)):
+        return {name: getattr(value, name) for name in given}
+    return None
+
+
+def own_words(
+    data: Mapping[Any, Any], path: str = "", *, read_files: bool = True
+) -> tuple[dict[Any, Any], list[Problem]]:
+    """ModelTrainer's own arguments in ``data`` (``source_code``, ``compute``, ``distributed``,
+    a hyperparameters file, ...) read into the estimator's words the rules check, with a
+    ``TrainerWords`` under ``WORDS_KEY`` that keeps them as given. A spec file's are read
+    before its paths are resolved (``read_files=False``: its hyperparameters file is read
+    after). Never raises."""
+    given = {k: data[k] for k in data if isinstance(k, str) and k in OWN_ARGUMENTS}
+    hyperparameters = data.get("hyperparameters")
+    previous = data.get(WORDS_KEY)
+    if not given and not isinstance(hyperparameters, str):
+        return dict(data), []
+    out = {k: v for k, v in data.items() if k not in given}
+    words = previous if isinstance(previous, TrainerWords) else TrainerWords()
+    paths = dict(words.paths)
+    problems: list[Problem] = []
+    found: dict[str, Any] = {}
+
+    def put(keyword: str, value: object, where: str) -> None:
+        if keyword in out and keyword not in paths and out[keyword] != value:
+            problems.append(
+                Problem(
+                    join_path(path, where),
+                    f"says {quote(value)}, and {keyword} says {quote(out[keyword])}.",
+                    f"give it once: {where} (ModelTrainer's word) or {keyword} (the estimator's).",
+                )
+            )
+            return
+        out[keyword] = value
+        paths[keyword] = where
+
+    for name, value in given.items():
+        if name in OWN_VALUES:
+            _own_value(name, value, put, path, problems)
+        elif name == "distributed":
+            found["launcher"] = _own_launcher(value, put, path, problems)
+        else:
+            _own_config(name, value, put, path, problems, found)
+    if isinstance(hyperparameters, str) and read_files:
+        loaded = _hyperparameters_file(hyperparameters, join_path(path, "hyperparameters"))
+        if isinstance(loaded, Problem):
+            problems.append(loaded)
+            out.pop("hyperparameters")
+        elif loaded is not None:
+            out["hyperparameters"] = loaded
+            found["hyperparameters_file"] = hyperparameters
+    out[WORDS_KEY] = attrs.evolve(words, given={**words.given, **given}, paths=paths, **found)
+    return out, problems
+
+
+def _own_config(
+    name: str, value: object, put: Any, path: str, problems: list[Problem], found: dict[str, Any]
+) -> None:
+    """One config (``compute``, ``source_code``, ...) read field by field."""
+    fields = _fields_of(value)
+    if fields is None:
+        problems.append(
+            Problem(
+                join_path(path, name),
+                f"must be ModelTrainer's {name} config or a mapping of its fields, got "
+                f"{_type_name(value)}.",
+                f"write {name} as a mapping of its fields, e.g. {_OWN_EXAMPLES[name]}.",
+            )
+        )
+        return
+    table = OWN_WORDS[name]
+    for field, given in fields.items():
+        where = f"{name}.{field}"
+        if field not in table:
+            problems.append(
+                Problem(
+                    join_path(path, where),
+                    f"is not a field of ModelTrainer's {name} config.",
+                    did_you_mean(field, table) or f"its fields are {', '.join(sorted(table))}.",
+                )
+            )
+        elif given is None:
+            continue
+        elif name == "source_code" and field in ("command", "requirements"):
+            found[field] = given
+        elif name == "output_data_config" and field == "compression_type":
+            if given == "NONE":
+                put("disable_output_compression", True, where)
+        elif field == "instance_groups" and isinstance(given, (list, tuple)):
+            put("instance_groups", [_fields_of(g) or g for g in given], where)
+        elif table[field] is not None:
+            put(table[field], given, where)
+
+
+_OWN_EXAMPLES = {
+    "source_code": "{source_dir: ., entry_script: train.py}",
+    "compute": "{instance_type: ml.g5.12xlarge, instance_count: 1}",
+    "stopping_condition": "{max_runtime_in_seconds: 7200}",
+    "networking": "{subnets: [subnet-1], security_group_ids: [sg-1]}",
+    "checkpoint_config": "{s3_uri: s3://bucket/checkpoints}",
+    "output_data_config": "{s3_output_path: s3://bucket/output}",
+}
+
+
+def _own_value(name: str, value: object, put: Any, path: str, problems: list[Problem]) -> None:
+    """``training_image`` (the estimator's image_uri) and ``input_data_config`` (fit's inputs:
+    channels whose data source is a URI; other data sources are sent as given)."""
+    keyword = OWN_VALUES[name]
+    if name == "training_image":
+        put(keyword, value, name)
+        return
+    if not isinstance(value, (list, tuple)):
+        problems.append(
+            Problem(
+                join_path(path, name),
+                f"must be a list of channels (InputData or mappings), got {_type_name(value)}.",
+                "write input_data_config: [{channel_name: train, data_source: s3://bucket/train}].",
+            )
+        )
+        return
+    channels = {}
+    for channel in value:
+        fields = _fields_of(channel) or {}
+        source = fields.get("data_source")
+        if isinstance(fields.get("channel_name"), str) and isinstance(source, str):
+            channels[fields["channel_name"]] = source
+    if channels:
+        put(keyword, channels, name)
+
+
+def _own_launcher(value: object, put: Any, path: str, problems: list[Problem]) -> str | None:
+    """``distributed``: Torchrun (with SMP) and MPI as the estimator's distribution that starts
+    the same processes; any other DistributedConfig is the user's own driver, recorded."""
+    if isinstance(value, Mapping):  # a spec file: {torchrun: {...}} or {mpi: {...}}
+        kinds = {k.lower(): k for k in LAUNCHERS}
+        if len(value) != 1 or str(next(iter(value))).lower() not in kinds:
+            problems.append(
+                Problem(
+                    join_path(path, "distributed"),
+                    "must name one launcher, torchrun or mpi, with its fields.",
+                    "write distributed: {torchrun: {process_count_per_node: 8}} (or mpi: ...); "
+                    "a custom DistributedConfig driver is given in Python.",
+                )
+            )
+            return None
+        (key, fields) = next(iter(value.items()))
+        kind, fields = kinds[str(key).lower()], _fields_of(fields or {}) or {}
+    else:
+        kind, fields = type(value).__name__, _fields_of(value) or {}
+    if kind not in LAUNCHERS:
+        return kind  # the user's own driver: sent as given
+    block: dict[str, Any] = {"enabled": True}
+    distribution: dict[str, Any] = {LAUNCHERS[kind]: block}
+    count = fields.get("process_count_per_node")
+    if kind == "MPI":
+        if count is not None:
+            block["processes_per_host"] = count
+        options = fields.get("mpi_additional_options")
+        if isinstance(options, (list, tuple)) and options:
+            block["custom_mpi_options"] = " ".join(str(o) for o in options)
+    smp = fields.get("smp")
+    if smp is not None:
+        parameters = _fields_of(smp) or {}
+        block = {"enabled": True, "parameters": parameters}
+        distribution["smdistributed"] = {"modelparallel": block}
+    put("distribution", distribution, "distributed")
+    return kind
+
+
+def _hyperparameters_file(name: str, at: str) -> dict[str, Any] | Problem | None:
+    """The hyperparameters of a JSON or YAML file, read as ModelTrainer reads it (JSON, then
+    YAML; a mapping); a Problem when it cannot be."""
+    import json
+
+    import yaml
+
+    try:
+        with open(name, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        return Problem(
+            at,
+            f"names the hyperparameters file {quote(name)}, which cannot be read "
+            f"({exc.strerror or type(exc).__name__}).",
+            "give the path of a JSON or YAML file of hyperparameters, or a mapping.",
+        )
+    try:
+        loaded = json.loads(text)
+    except ValueError:
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError:
+            loaded = None
+    if not isinstance(loaded, dict):
+        return Problem(
+            at,
+            f"names {quote(name)}, which is not a JSON or YAML mapping of hyperparameters "
+            "(ModelTrainer refuses it).",
+            "write the file as a mapping: {epochs: 3, lr: 0.0001}.",
+        )
+    return loaded
 
 
 def spec_variables(spec: JobSpec) -> dict[str, Any]:
@@ -848,6 +1111,8 @@ def spec_arguments(spec: JobSpec) -> dict[str, Any]:
     }
     if spec.instance_groups is not None:  # the groups stand for instance_type and count
         del arguments["instance_type"], arguments["instance_count"]
+    if spec.trainer is not None:  # ModelTrainer's words, kept as given
+        arguments[WORDS_KEY] = spec.trainer
     return {**arguments, **spec.extra}
 
 

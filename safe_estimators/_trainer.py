@@ -18,10 +18,15 @@ import attrs
 
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._facts import tables
-from safe_estimators._facts.model_trainer import MODEL_TRAINER_MAX_RUN, REQUIREMENTS_FILE
+from safe_estimators._facts.model_trainer import (
+    LAUNCHERS,
+    MODEL_TRAINER_MAX_RUN,
+    REQUIREMENTS_FILE,
+)
 from safe_estimators._problems import count
 from safe_estimators._resolve import ResolvedJob
 from safe_estimators._resolved import Injection
+from safe_estimators._spec import TrainerWords
 
 
 @attrs.frozen
@@ -43,6 +48,9 @@ class TrainerArguments:
     inputs: tuple[dict[str, str], ...]
     with_calls: dict[str, Any]
     injections: tuple[Injection, ...]
+    # ModelTrainer's config objects as the user gave them (model_trainer() in its own words),
+    # by argument name: built as given, with only the recorded injections set on a copy.
+    given: dict[str, Any] = attrs.field(factory=dict)
 
 
 def _image(job: ResolvedJob) -> dict[str, Any]:
@@ -70,7 +78,21 @@ def _image_instance_type(kwargs: Mapping[str, Any]) -> str | None:
 
 
 def _source_code(job: ResolvedJob, record: list[Injection]) -> dict[str, Any]:
-    """SourceCode: ModelTrainer needs a folder; the estimator takes a lone entry point too."""
+    """SourceCode: ModelTrainer needs a folder; the estimator takes a lone entry point too. A
+    SourceCode given in ModelTrainer's words is kept as given (its command, its requirements
+    or none: the estimator's requirements.txt is not added to it)."""
+    words = job.spec.trainer
+    if words is not None and "source_code" in words.given:
+        return {
+            name: value
+            for name, value in (
+                ("source_dir", job.kwargs.get("source_dir")),
+                ("entry_script", job.kwargs.get("entry_point") or None),
+                ("command", words.command),
+                ("requirements", words.requirements),
+            )
+            if value is not None
+        }
     entry, source_dir = job.kwargs["entry_point"], job.kwargs.get("source_dir")
     if source_dir is None:
         source_dir = os.path.dirname(entry) or "."
@@ -106,10 +128,24 @@ def _launcher(
     smd = distribution.get("smdistributed")
     block = smd.get("modelparallel") if isinstance(smd, Mapping) else None
     smp = dict(block.get("parameters") or {}) if is_enabled(block) else None
+    words = job.spec.trainer
+    if words is not None and words.launcher is not None and words.launcher not in LAUNCHERS:
+        record.append(
+            Injection(
+                "distributed",
+                words.launcher,
+                f"your own DistributedConfig driver ({words.launcher}), sent as given: how many "
+                "processes it starts, and with what launcher, is not checked.",
+            )
+        )
+        return (words.launcher, {}), None
+    given = _given_fields(words, "distributed")
     if torchrun.enabled(distribution):
         devices = (instance.gpu_count or instance.neuron_cores) if instance else None
         fields: dict[str, Any] = {}
-        if devices:
+        if given.get("process_count_per_node") is not None:
+            fields["process_count_per_node"] = given["process_count_per_node"]
+        elif devices:
             fields["process_count_per_node"] = devices
             kind = "GPU" if instance and instance.gpu_count else "NeuronCore"
             record.append(
@@ -134,10 +170,31 @@ def _launcher(
     return None, None
 
 
+def _given_fields(words: TrainerWords | None, name: str) -> dict[str, Any]:
+    """The fields of the ModelTrainer config ``name`` as the user gave it (none: {})."""
+    value = None if words is None else words.given.get(name)
+    if isinstance(value, Mapping):
+        inner = next(iter(value.values()), None) if name == "distributed" else value
+        return dict(inner) if isinstance(inner, Mapping) else {}
+    fields = getattr(value, "model_fields_set", None)
+    return {k: getattr(value, k) for k in fields} if isinstance(fields, (set, frozenset)) else {}
+
+
 def _stopping_condition(job: ResolvedJob, record: list[Injection]) -> dict[str, Any]:
     kwargs = job.kwargs
     max_run = kwargs.get("max_run")
-    if max_run is None:
+    if max_run is None and job.spec.trainer is not None:
+        max_run = MODEL_TRAINER_MAX_RUN
+        record.append(
+            Injection(
+                "stopping_condition.max_runtime_in_seconds",
+                max_run,
+                f"ModelTrainer's own default ({max_run // 3600} h), sent explicitly: the job is "
+                "written in ModelTrainer's words (the estimator's default is "
+                f"{tables.DEFAULT_MAX_RUN // 3600} h).",
+            )
+        )
+    elif max_run is None:
         max_run = tables.DEFAULT_MAX_RUN
         record.append(
             Injection(
@@ -235,6 +292,17 @@ def trainer_arguments(job: ResolvedJob) -> TrainerArguments:
     if checkpoint:
         configs["checkpoint_config"] = checkpoint
     distributed, smp = _launcher(job, record)
+    given = dict(job.spec.trainer.given) if job.spec.trainer is not None else {}
+    for name, value in list(given.items()):
+        if isinstance(value, Mapping) and isinstance(configs.get(name), dict):
+            # A spec file's mapping: its fields the estimator has no word for, kept.
+            configs[name] = {**value, **configs[name]}
+        objects = value if name == "input_data_config" and isinstance(value, list) else [value]
+        if not all(hasattr(v, "model_copy") for v in objects):
+            del given[name]  # mappings are built from configs; objects are kept as given
+    hyperparameters_file = job.spec.trainer.hyperparameters_file if job.spec.trainer else None
+    if hyperparameters_file is not None and _file_unchanged(job, hyperparameters_file):
+        configs["hyperparameters"] = hyperparameters_file  # ModelTrainer reads it itself
     with_calls: dict[str, Any] = {}
     if kwargs.get("max_retry_attempts") is not None:
         with_calls["with_retry_strategy"] = {"maximum_retry_attempts": kwargs["max_retry_attempts"]}
@@ -243,5 +311,22 @@ def trainer_arguments(job: ResolvedJob) -> TrainerArguments:
             {"name": m["Name"], "regex": m["Regex"]} for m in kwargs["metric_definitions"]
         ]
     return TrainerArguments(
-        _image(job), configs, distributed, smp, _inputs(job.spec.inputs), with_calls, tuple(record)
+        _image(job),
+        configs,
+        distributed,
+        smp,
+        _inputs(job.spec.inputs),
+        with_calls,
+        tuple(record),
+        given,
+    )
+
+
+def _file_unchanged(job: ResolvedJob, path: str) -> bool:
+    """Whether the hyperparameters sent are the file's as it was read (nothing injected)."""
+    from safe_estimators._spec import own_words
+
+    read, problems = own_words({"hyperparameters": path})
+    return not problems and read.get("hyperparameters") == dict(
+        job.kwargs.get("hyperparameters") or {}
     )

@@ -186,6 +186,7 @@ def test_github_messages_cannot_start_another_command(capsys, tmp_path):
     assert "%0A" not in lines[0].replace("%250A", "")  # the user's %0A is escaped as %250A
 
 
+@pytest.mark.sdk2_only  # its warned example is a Training Compiler job
 def test_github_warnings_are_warnings_and_valid_files_say_so(capsys):
     path = ROOT / "examples/compiler-multi-node/job.toml"
     code, out = run(capsys, "validate", "--format", "github", path)
@@ -228,6 +229,7 @@ def _validate_sarif(document: object) -> None:
     jsonschema.Draft4Validator(_sarif_schema()).validate(document)
 
 
+@pytest.mark.sdk2_only  # its warned example is a Training Compiler job
 @pytest.mark.parametrize("kind", sorted(SPEC_TEXTS))
 def test_sarif_validates_against_the_schema_and_places_each_result(capsys, tmp_path, kind):
     path = _spec(tmp_path, kind)
@@ -286,6 +288,7 @@ def test_every_command_takes_every_format(capsys, command):
 # --- codeclimate ----------------------------------------------------------------------------
 
 
+@pytest.mark.sdk2_only  # its warned example is a Training Compiler job
 def test_codeclimate_is_a_gitlab_code_quality_report(capsys, tmp_path):
     path = _spec(tmp_path, "yaml")
     warned = ROOT / "examples/compiler-multi-node/job.toml"

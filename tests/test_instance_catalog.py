@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import instance_catalog
 from instance_catalog import InstanceType, UnknownInstanceType
+from safe_estimators._facts.sdk_files import sdk_file
 
 
 def _package_dir(package: str) -> Path:
@@ -39,7 +40,8 @@ MOTO_EC2: dict[str, dict[str, Any]] = json.loads(
     gzip.decompress((_package_dir("moto") / "ec2/resources/instance_types.json.gz").read_bytes())
 )
 SDK_GPU_INFO: dict[str, dict[str, dict[str, int]]] = json.loads(
-    (_package_dir("sagemaker") / "image_uri_config/instance_gpu_info.json").read_text()
+    # sagemaker 2 keeps it at the top of the package, 3 under sagemaker/core/.
+    sdk_file("image_uri_config/instance_gpu_info.json").read_text()
 )
 CATALOG = {entry.name: entry for entry in instance_catalog.instance_types()}
 

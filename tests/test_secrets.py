@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sagemaker.workflow.parameters import ParameterString
+from sdk_generations import ParameterString
 
 from safe_estimators._problems import Problem
 from safe_estimators._resolve import check_arguments

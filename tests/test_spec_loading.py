@@ -131,6 +131,7 @@ SMP_V1 = (
 )
 
 
+@pytest.mark.sdk2_only  # the model parallel library v1 runs on the estimator only
 def test_a_model_parallel_parameters_file_is_relative_to_the_spec_and_inside_the_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

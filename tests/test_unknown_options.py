@@ -17,8 +17,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from sagemaker.huggingface import HuggingFace
-from sagemaker.pytorch import PyTorch
 
 import safe_estimators
 from safe_estimators import ConfigError
@@ -50,7 +48,19 @@ BASES: dict[str, dict[str, Any]] = {
         distribution={"smdistributed": {"dataparallel": {"enabled": True}}},
     ),
 }  # fmt: skip
-SDK = {"pytorch": PyTorch, "huggingface": HuggingFace}
+
+
+def _sdk_estimator(kind: str) -> Any:
+    """The bare SDK's estimator class (sagemaker 2 only: the tests using it are sdk2_only)."""
+    if kind == "pytorch":
+        from sagemaker.pytorch import PyTorch
+
+        return PyTorch
+    from sagemaker.huggingface import HuggingFace
+
+    return HuggingFace
+
+
 FACTORY = {"pytorch": safe_estimators.pytorch, "huggingface": safe_estimators.huggingface}
 FOREIGN = sorted(set(MISPLACED).union(*OTHER_ESTIMATORS.values()))
 
@@ -107,6 +117,7 @@ _VALUES = st.one_of(
 )  # fmt: skip
 
 
+@pytest.mark.sdk2_only
 @settings(
     max_examples=40,
     deadline=None,
@@ -131,17 +142,18 @@ def test_an_extra_keyword_is_a_close_typo_error_or_dropped_as_the_sdk_drops_it(
     warned = {w.path: w for w in safe_estimators.explain(ours).warnings}
     assert warned[name].severity == "warning"
     assert "has no effect" in warned[name].message
-    sdk = SDK[kind](**_arguments(kind, sagemaker_session, **{name: value}))
+    sdk = _sdk_estimator(kind)(**_arguments(kind, sagemaker_session, **{name: value}))
     assert ours.hyperparameters() == sdk.hyperparameters()
     assert ours.environment == sdk.environment
     assert ours.distribution == sdk.distribution
     assert (ours.instance_type, ours.instance_count) == (sdk.instance_type, sdk.instance_count)
 
 
+@pytest.mark.sdk2_only
 @pytest.mark.parametrize("kind", sorted(BASES))
 def test_the_base_jobs_build_the_same_with_the_sdk_and_ours(kind, sagemaker_session):
     ours = FACTORY[kind](**_arguments(kind, sagemaker_session))
-    sdk = SDK[kind](**_arguments(kind, sagemaker_session))
+    sdk = _sdk_estimator(kind)(**_arguments(kind, sagemaker_session))
     assert ours.hyperparameters() == sdk.hyperparameters()
     assert (ours.environment, ours.distribution) == (sdk.environment, sdk.distribution)
     assert not safe_estimators.explain(ours).injections
@@ -244,13 +256,14 @@ def test_any_other_name_is_a_warning(key):
     assert problem.hint.startswith("remove it, or see help(safe_estimators.pytorch)")
 
 
+@pytest.mark.sdk2_only
 def test_image_name_is_renamed_to_image_uri_as_framework_renames_it(sagemaker_session):
     image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.0.1-gpu-py310"
     problem = _problems("pytorch", image_name=image)["image_name"]
     assert problem.severity == "warning"
     assert "v1 name of image_uri" in problem.message
     ours = FACTORY["pytorch"](**_arguments("pytorch", sagemaker_session, image_name=image))
-    sdk = PyTorch(**_arguments("pytorch", sagemaker_session, image_name=image))
+    sdk = _sdk_estimator("pytorch")(**_arguments("pytorch", sagemaker_session, image_name=image))
     assert ours.training_image_uri() == sdk.training_image_uri() == image
 
 
@@ -279,6 +292,7 @@ def _spec_file(tmp_path: Path, extra: str) -> Path:
     return path
 
 
+@pytest.mark.sdk2_only
 def test_a_dropped_option_changes_nothing_in_the_planned_request(tmp_path):
     plain = safe_estimators.plan(_spec_file(tmp_path, ""))
     dropped = safe_estimators.plan(_spec_file(tmp_path, "env: {A: '1'}\nmodel_dir: false\n"))
@@ -296,6 +310,7 @@ def test_a_dropped_option_changes_nothing_in_the_planned_request(tmp_path):
     assert "left out of the estimator's arguments" in document["warnings"][0]["message"]
 
 
+@pytest.mark.sdk2_only
 @pytest.mark.parametrize(
     ("extra", "severity"),
     [({"env": {"A": "1"}}, "warning"), ({"datasets_version": "2.14.5"}, "warning"),
@@ -329,6 +344,7 @@ def test_a_spec_file_gets_the_verdict_keyword_arguments_get(
 FIT_TIME = {"job_name": "bert-v1", "wait": False, "logs": "None", "experiment_config": {}}
 
 
+@pytest.mark.sdk2_only
 @pytest.mark.parametrize("name", sorted(FIT_TIME))
 def test_a_fit_keyword_given_to_the_estimator_is_a_warning_naming_fit(name, sagemaker_session):
     # AWS's generative-AI samples pass job_name= beside an identical base_job_name.
@@ -338,7 +354,7 @@ def test_a_fit_keyword_given_to_the_estimator_is_a_warning_naming_fit(name, sage
     assert "is a keyword of fit(), not of the estimator" in warned.message
     assert warned.hint == f"pass it to fit(): est.fit({name}=...)."
     assert "did you mean" not in warned.hint
-    sdk = PyTorch(**_arguments("pytorch", sagemaker_session, **extra))
+    sdk = _sdk_estimator("pytorch")(**_arguments("pytorch", sagemaker_session, **extra))
     assert ours.hyperparameters() == sdk.hyperparameters()
     assert ours.base_job_name == sdk.base_job_name == "bert-v1"
 
@@ -349,6 +365,7 @@ def test_every_fit_keyword_but_inputs_is_read_from_the_sdk():
     assert set(fit_keywords()) == {"inputs", *FIT_TIME}
 
 
+@pytest.mark.sdk2_only
 def test_inputs_given_to_a_factory_warn_that_fit_needs_them(sagemaker_session):
     extra = {"inputs": {"train": "s3://bucket/train/"}}
     est = safe_estimators.pytorch(**_arguments("pytorch", sagemaker_session, **extra))

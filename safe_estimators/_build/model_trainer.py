@@ -117,13 +117,29 @@ def _configs(arguments: TrainerArguments) -> dict[str, Any]:
             made[name] = value
     if arguments.distributed is not None:
         kind, fields = arguments.distributed
-        launcher = getattr(sdk.distributed, kind)
-        if arguments.smp is not None:
-            fields = {**fields, "smp": sdk.distributed.SMP(**arguments.smp)}
-        made["distributed"] = launcher(**fields)
-    if arguments.inputs:
+        if "distributed" in arguments.given:
+            fields = {k: v for k, v in fields.items() if k != "smp"}
+            made["distributed"] = _as_given(arguments.given["distributed"], fields)
+        else:
+            launcher = getattr(sdk.distributed, kind)
+            if arguments.smp is not None:
+                fields = {**fields, "smp": sdk.distributed.SMP(**arguments.smp)}
+            made["distributed"] = launcher(**fields)
+    if "input_data_config" in arguments.given:
+        made["input_data_config"] = arguments.given["input_data_config"]
+    elif arguments.inputs:
         made["input_data_config"] = [configs.InputData(**channel) for channel in arguments.inputs]
+    for name, given in arguments.given.items():
+        if name in made and name not in ("distributed", "input_data_config"):
+            made[name] = _as_given(given, arguments.configs.get(name) or {})
     return made
+
+
+def _as_given(given: Any, fields: dict[str, Any]) -> Any:
+    """The user's config object itself, or a copy with the fields we set (each a recorded
+    injection) when they differ: never rebuilt from scratch."""
+    changed = {k: v for k, v in fields.items() if getattr(given, k, None) != v}
+    return given.model_copy(update=changed) if changed else given
 
 
 def _with_calls(trainer: Any, arguments: TrainerArguments) -> Any:

@@ -47,3 +47,46 @@ REQUIREMENTS_FILE = "requirements.txt"
 
 # Entry scripts ModelTrainer's basic script driver runs (_prepare_train_script).
 ENTRY_SCRIPT_SUFFIXES = (".py", ".sh")
+
+# ModelTrainer's own words: its config arguments (``sagemaker.modules.configs`` in 2.x,
+# ``sagemaker.core.training.configs`` in 3.x; both SDKs' configs.py) and, for each field, the
+# estimator keyword that says the same, which the rules check. None: no estimator counterpart;
+# the field is sent as given and not checked.
+OWN_WORDS: dict[str, dict[str, str | None]] = {
+    "source_code": {
+        "source_dir": "source_dir", "entry_script": "entry_point", "command": None,
+        "requirements": None, "args": None, "ignore_patterns": None,
+    },
+    "compute": {
+        "instance_type": "instance_type", "instance_count": "instance_count",
+        "volume_size_in_gb": "volume_size", "volume_kms_key_id": "volume_kms_key",
+        "keep_alive_period_in_seconds": "keep_alive_period_in_seconds",
+        "enable_managed_spot_training": "use_spot_instances",
+        "instance_groups": "instance_groups", "training_plan_arn": None,
+        "instance_placement_config": None,
+        # sagemaker 3.x only (flexible instance types: Compute picks the selected ones).
+        "instance_preferences": None, "selected_instance_type": None,
+        "selected_instance_count": None,
+    },
+    "stopping_condition": {
+        "max_runtime_in_seconds": "max_run", "max_wait_time_in_seconds": "max_wait",
+        "max_pending_time_in_seconds": None,
+    },
+    "networking": {
+        "subnets": "subnets", "security_group_ids": "security_group_ids",
+        "enable_network_isolation": "enable_network_isolation",
+        "enable_inter_container_traffic_encryption": "encrypt_inter_container_traffic",
+    },
+    "checkpoint_config": {"s3_uri": "checkpoint_s3_uri", "local_path": "checkpoint_local_path"},
+    "output_data_config": {
+        "s3_output_path": "output_path", "kms_key_id": "output_kms_key", "compression_type": None,
+    },
+}  # fmt: skip
+
+# ModelTrainer arguments that are one value in its words and one keyword in the estimator's.
+OWN_VALUES: dict[str, str] = {"training_image": "image_uri", "input_data_config": "inputs"}
+
+# ModelTrainer's launchers (``distributed=``), by class name, and the estimator distribution
+# key that starts the same processes. Any other DistributedConfig subclass is the user's own
+# driver: sent as given, recorded, its processes not checked.
+LAUNCHERS: dict[str, str] = {"Torchrun": "torch_distributed", "MPI": "mpi"}

@@ -66,7 +66,7 @@ from safe_estimators._rules.safety import (
     spot_training,
 )
 from safe_estimators._rules.source import source_code_exists
-from safe_estimators._rules.targets import model_trainer_counterparts
+from safe_estimators._rules.targets import model_trainer_counterparts, model_trainer_words
 from safe_estimators._targets import applies
 
 __all__ = ["RECIPE_JOB_RULES", "RULES", "run_rules"]
@@ -110,6 +110,7 @@ RULES: tuple[Rule, ...] = (
     xla_needs_the_compiler,
     local_gpu_single_instance,
     model_trainer_counterparts,
+    model_trainer_words,
     dependency_contents,
     input_channels,
     cache_trusted,

@@ -139,6 +139,9 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
     """Several GPUs (or NeuronCores) and no launcher: one process per host, the rest idle."""
     if ctx.compiler or ctx.model_parallel is not None or _launches(ctx.distribution):
         return
+    words = ctx.spec.trainer
+    if words is not None and (words.command or words.launcher):
+        return  # ModelTrainer's command or the user's own driver starts the processes
     if ctx.spec.instance_groups:
         return  # groups without a launcher run one script per host by design (data loaders)
     per_instance, noun = _devices(ctx)

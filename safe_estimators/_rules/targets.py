@@ -20,7 +20,7 @@ from safe_estimators._facts.model_trainer import (
 )
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._problems import Problem, join_path
-from safe_estimators._targets import MODEL_TRAINER, only_for
+from safe_estimators._targets import ESTIMATOR, MODEL_TRAINER, only_for
 
 _USE_ESTIMATOR = "or build the job as the estimator (target: estimator, with sagemaker 2.x)"
 
@@ -110,7 +110,10 @@ def model_trainer_counterparts(ctx: Context) -> Iterator[Problem]:
                 f"pass the {name} itself",
             )
     entry = spec.entry_point
-    if isinstance(entry, str) and not entry.endswith(ENTRY_SCRIPT_SUFFIXES):
+    command = spec.trainer is not None and spec.trainer.command
+    if isinstance(entry, str) and not (command and not entry) and not entry.endswith(
+        ENTRY_SCRIPT_SUFFIXES
+    ):
         yield Problem(
             "entry_point",
             f"is {entry!r}; ModelTrainer runs .py and .sh entry scripts only (its sm_train.sh "
@@ -124,6 +127,26 @@ def model_trainer_counterparts(ctx: Context) -> Iterator[Problem]:
                 f"{spec.source_dir!r} is not a local folder or S3 location",
                 "use a local folder or an s3:// location",
             )
+
+
+@only_for(ESTIMATOR)
+def model_trainer_words(ctx: Context) -> Iterator[Problem]:
+    """ModelTrainer's own words (``source_code``, ``compute``, ``distributed``, a
+    hyperparameters file, ...) given for the estimator target, which has no such arguments."""
+    words = ctx.spec.trainer
+    if words is None:
+        return
+    names = [*words.given]
+    if words.hyperparameters_file is not None:
+        names.append("hyperparameters")
+    for name in names:
+        yield Problem(
+            name,
+            "is ModelTrainer's own word; the estimator takes its own keywords (its **kwargs "
+            "would drop this one).",
+            "build the job as a ModelTrainer (target: model_trainer, or "
+            "safe_estimators.model_trainer(...)), or write it in the estimator's words.",
+        )
 
 
 def _instance_groups(ctx: Context) -> Iterator[Problem]:
