@@ -56,6 +56,19 @@ CHECKPOINTING_HYPERPARAMETERS = ("gradient_checkpointing", "activation_checkpoin
 
 
 @attrs.frozen
+class CountedHigh:
+    """Something the script does that the estimate counts high, and which: ``"adapters"`` (only
+    adapters train, their count unknown) or ``"frozen_dtype"`` (frozen weights counted in
+    float32 that may load in 16 bits). The rule reads the most optimistic reading of each."""
+
+    kind: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@attrs.frozen
 class CompleteShape:
     """A shape with every number the accounting reads: None where it stays unknown."""
 
@@ -79,10 +92,13 @@ class CompleteShape:
     notes: tuple[str, ...] = ()
     # What the script does that this shape counts high (adapters it trains whose count is not
     # known: every parameter is counted as trainable), for the rule's verdict.
-    counted_high: tuple[str, ...] = ()
+    counted_high: tuple[CountedHigh, ...] = ()
     # Bytes of each frozen weight when the script loads them unlike the training precision
     # (float32 under bf16/fp16 autocast: 4), None when they are counted at that precision.
     frozen_weight_bytes: int | None = None
+    # False: the weights are 16-bit and no fp32 master copy is kept (the rule's optimistic
+    # reading of a script that loads 16-bit weights): PURE_16_BIT_STATE_BYTES per parameter.
+    master_weights: bool = True
 
     @property
     def trainable(self) -> int:
@@ -300,7 +316,11 @@ def complete_shape(
         notes=tuple(notes),
         counted_high=(),
         frozen_weight_bytes=None,
-        **numbers,
+        layers=numbers["layers"],
+        hidden_size=numbers["hidden_size"],
+        attention_heads=numbers["attention_heads"],
+        vocab_size=numbers["vocab_size"],
+        intermediate_size=numbers["intermediate_size"],
     )
     if complete.parameters is None:
         counted = architecture_parameters(complete)
@@ -325,11 +345,14 @@ def _with_frozen_weights(complete: CompleteShape, script: Any) -> CompleteShape:
     ):  # fmt: skip
         return complete
     note = f"frozen weights counted in float32, 4 bytes each, from the script ({fact})"
-    high: tuple[str, ...] = ()
+    high: tuple[CountedHigh, ...] = ()
     if fact.value == "default":
         high = (
-            f"the frozen weights are counted in float32 ({fact}), transformers 4's default; "
-            "from transformers 5 they load in the checkpoint's dtype, often bfloat16",
+            CountedHigh(
+                "frozen_dtype",
+                f"the frozen weights are counted in float32 ({fact}), transformers 4's default; "
+                "from transformers 5 they load in the checkpoint's dtype, often bfloat16",
+            ),
         )
     return attrs.evolve(
         complete, frozen_weight_bytes=4, notes=(*complete.notes, note),
@@ -358,9 +381,10 @@ def _with_adapters(
             return attrs.evolve(complete, notes=(*complete.notes, note))
         return complete
     if count is None:
-        high = (
+        high = CountedHigh(
+            "adapters",
             f"only adapters train ({fact}), and their count is not known ({how}): every "
-            "parameter is counted with gradients and optimizer states"
+            "parameter is counted with gradients and optimizer states",
         )
         return attrs.evolve(complete, counted_high=(*complete.counted_high, high))
     note = f"trainable_parameters {count:,} from the script ({fact}: {how})"
