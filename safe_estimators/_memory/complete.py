@@ -87,6 +87,8 @@ class CompleteShape:
     gated_mlp: bool = False
     tied_embeddings: bool = True
     kv_heads: int | None = None
+    head_dim: int | None = None
+    model_type: str | None = None
     trainable_parameters: int | None = None
     quantization: str | None = None
     notes: tuple[str, ...] = ()
@@ -138,9 +140,10 @@ class CompleteShape:
         if h is None:
             return None
         kv = self.kv_heads or self.attention_heads
-        head_dim = h // self.attention_heads if self.attention_heads else h
+        head_dim = self.head_dim or (h // self.attention_heads if self.attention_heads else h)
         kv_width = kv * head_dim if kv else h
-        attention = 2 * h * h + 2 * h * kv_width
+        q_width = self.attention_heads * head_dim if self.attention_heads else h
+        attention = 2 * h * q_width + 2 * h * kv_width
         mlp = (3 if self.gated_mlp else 2) * h * self.mlp_width
         return attention + mlp + 2 * h
 
@@ -299,7 +302,17 @@ def complete_shape(
                 checkpointing = flag
                 notes.append(f"activation_checkpointing {flag} from hyperparameters.{name}")
                 break
-    model_type = config.get("model_type")
+    model_type = shape.model_type or config.get("model_type")
+    model_type = model_type if isinstance(model_type, str) else None
+    tied = shape.tied_embeddings
+    if tied is None:
+        tied = _truthy(config.get("tie_word_embeddings")) is not False
+    kv_heads = shape.key_value_heads
+    if kv_heads is None and (kv_heads := _kv_heads(config)) is not None:
+        notes.append(f"key_value_heads {kv_heads} from {shape.config}")
+    head_dim = shape.head_dim
+    if head_dim is None and (head_dim := _whole(config.get("head_dim"))) is not None:
+        notes.append(f"head_dim {head_dim} from {shape.config}")
     complete = CompleteShape(
         parameters=shape.parameters,
         trainable_parameters=shape.trainable_parameters,
@@ -311,8 +324,10 @@ def complete_shape(
         activation_checkpointing=bool(checkpointing),
         fused_attention=True if shape.fused_attention is None else shape.fused_attention,
         gated_mlp=model_type in GATED_MLP_MODEL_TYPES,
-        tied_embeddings=_truthy(config.get("tie_word_embeddings")) is not False,
-        kv_heads=_kv_heads(config),
+        tied_embeddings=tied,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        model_type=model_type,
         notes=tuple(notes),
         counted_high=(),
         frozen_weight_bytes=None,
@@ -328,11 +343,28 @@ def complete_shape(
             complete = attrs.evolve(
                 complete,
                 parameters=counted,
-                notes=(*complete.notes, f"parameters {counted:,} counted from the architecture"),
+                notes=(
+                    *complete.notes,
+                    f"parameters {counted:,} counted from the architecture"
+                    + _assumed(complete, shape, config),
+                ),
             )
-    return _with_frozen_weights(_with_adapters(complete, shape, script, model_type), script), (
-        problems
-    )
+    return _with_frozen_weights(_with_adapters(complete, shape, script), script), problems
+
+
+def _assumed(complete: CompleteShape, shape: ModelShape, config: Mapping[str, Any]) -> str:
+    """What a count from the architecture assumed where neither the model section nor the
+    config said (" (assuming ...)"), or ""."""
+    assumed = []
+    if complete.kv_heads is None:
+        assumed.append("as many key/value heads as attention heads (give key_value_heads)")
+    if complete.intermediate_size is None:
+        assumed.append("an MLP 4 x hidden_size wide (give intermediate_size)")
+    if complete.model_type is None:
+        assumed.append("an MLP of two matrices (give model_type: a gated one has three)")
+    if shape.tied_embeddings is None and "tie_word_embeddings" not in config:
+        assumed.append("tied input and output embeddings (give tied_embeddings)")
+    return f" (assuming {'; '.join(assumed)})" if assumed else ""
 
 
 def _with_frozen_weights(complete: CompleteShape, script: Any) -> CompleteShape:
@@ -360,16 +392,14 @@ def _with_frozen_weights(complete: CompleteShape, script: Any) -> CompleteShape:
     )  # fmt: skip
 
 
-def _with_adapters(
-    complete: CompleteShape, shape: ModelShape, script: Any, model_type: Any
-) -> CompleteShape:
+def _with_adapters(complete: CompleteShape, shape: ModelShape, script: Any) -> CompleteShape:
     """The trainable count of the LoRA adapters the script trains (``ScriptMemoryFacts.
     adapters``), where ``model.trainable_parameters`` does not say; where it does, it wins."""
     fact = getattr(script, "adapters", None) if script is not None else None
     if fact is None or complete.parameters is None:
         return complete
     count, how = (None, "its configuration is not readable") if fact.value is None else (
-        lora_parameters(fact.value, complete, model_type if isinstance(model_type, str) else None)
+        lora_parameters(fact.value, complete)
     )
     given = shape.trainable_parameters
     if given is not None:
