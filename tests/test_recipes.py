@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -581,11 +582,15 @@ def _dense_70b(nodes: int, shard: int) -> dict[str, Any]:
     return recipe
 
 
-def test_the_memory_estimate_warns_at_recipe_model_where_the_model_cannot_fit(tmp_path):
+def test_a_recipe_that_cannot_fit_under_any_reading_is_refused_at_recipe_model(tmp_path):
+    # Llama 3 70B full fine-tuning, shard 8 on one ml.p5.48xlarge: mixed-precision Adam's
+    # model states alone are 16 bytes x 70.6e9 / 8, about 141 GB per 80 GB H100.
     file = write_recipe(tmp_path / "one-node.yaml", _dense_70b(nodes=1, shard=8))
     (problem,) = _problems(str(file), instance_count=1)
-    assert (problem.path, problem.severity) == ("recipe.model", "warning")
+    assert (problem.path, problem.severity) == ("recipe.model", "error")
     assert "GB per accelerator" in problem.message and "H100" in problem.message
+    states = float(re.search(r"model states ([\d.]+) GB", problem.message).group(1))
+    assert states > 85.9  # over the H100's memory before any activation
     sharded = mutated(_dense_70b(8, 64), "model.activation_checkpointing", True)
     file = write_recipe(tmp_path / "many.yaml", sharded)
     assert _problems(str(file), instance_count=8) == []

@@ -13,6 +13,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 from typing import Any
 
 # ``_get_training_recipe_gpu_script``: a GPU recipe's ``model.model_type`` (its prefix) picks the
@@ -59,6 +60,18 @@ ADAPTER_DEFAULTS: dict[str, Any] = {
 # capability 8.9 or higher required for FP8 execution"); bfloat16 needs 8.0 (Ampere).
 FP8_COMPUTE_CAPABILITY = "8.9"
 BF16_COMPUTE_CAPABILITY = "8.0"
+# FlashAttention-2 (Dao-AILab/flash-attention, csrc/flash_attn/flash_api.cpp) checks the device
+# before any kernel runs: sm8x or sm90 only, for fp16 and bf16 alike.
+FLASH_ATTENTION_COMPUTE_CAPABILITY = "8.0"
+FLASH_ATTENTION_REFUSAL = '"FlashAttention only supports Ampere GPUs or newer."'
+
+# The instance types a recipe's name says it is written for: the collection names its GPU
+# recipes ``..._gpu_p5x16_pretrain`` (16 x ml.p5.48xlarge) and its Trainium ones
+# ``..._trn1x4_...``; the same accelerators with more memory (p5e/p5en: H200; trn1n) count too.
+_NAMED_TYPES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (r"_p5x\d+", "ml.p5.48xlarge", ("ml.p5.", "ml.p5e.", "ml.p5en.")),
+    (r"_trn1x\d+", "ml.trn1.32xlarge", ("ml.trn1.", "ml.trn1n.")),
+)
 
 # What the SDK's training_recipes.json holds when the installed SDK has none (SDK 2.257.7).
 _FALLBACK_CONFIG: dict[str, Any] = {
@@ -106,6 +119,16 @@ def device_type(instance_type: str) -> str:
     if family.startswith(TRAINIUM_PREFIX):
         return "trainium"
     return "cpu"
+
+
+def named_instance_type(name: str, instance_type: str) -> str | None:
+    """The instance type a recipe's name says it is written for, when ``instance_type`` is not
+    of that kind (None: the name says none, or the type matches)."""
+    base = name.rsplit("/", 1)[-1]
+    for pattern, written, family in _NAMED_TYPES:
+        if re.search(pattern, base):
+            return None if instance_type.startswith(family) else written
+    return None
 
 
 def gpu_script(model_type: str) -> tuple[str, str] | None:

@@ -7,7 +7,9 @@ tensor/expert/context degrees, offload_activations -> sm_activation_offloading).
 section does not describe the whole model (a mixture of experts, whose experts it does not
 count), no estimate is made: the estimate must never refuse a job that would run. LoRA adapters
 count as trainable at their widest (every projection, the recipe's rank), QLoRA's frozen
-weights at 4 bits. Every finding here is a warning.
+weights at 4 bits. A job over its GPUs' memory is an error where it cannot fit whatever the
+adapters' true count (the adapter keeps fp32 master weights under FSDP mixed precision, as
+the memory rule counts them); a warning where it turns on that count.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from safe_estimators._context import Context
 from safe_estimators._memory.shape import ModelShape
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem
 from safe_estimators._recipes.load import Recipe
 
 if TYPE_CHECKING:
@@ -120,14 +124,25 @@ def recipe_estimate(ctx: Context, recipe: Recipe) -> tuple[Any, MemoryEstimate |
 
 
 def recipe_memory(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
-    """The estimate's verdict on one GPU, as warnings at ``recipe.model``."""
+    """The estimate's verdict on one GPU at ``recipe.model``: an error where the job cannot
+    fit under any reading, else a warning."""
     from safe_estimators._memory.rule import memory_problems
 
     job, result = recipe_estimate(ctx, recipe)
     if job is None or result is None:
         return
     for problem in memory_problems(job, result):
-        yield warning("recipe.model", problem.message, _recipe_hint(problem.hint))
+        message, severity = problem.message, problem.severity
+        if severity == "error" and job.shape.trains_adapters:
+            # The adapters were counted at their widest: a certain verdict holds with none.
+            fewer = attrs.evolve(job, shape=attrs.evolve(job.shape, trainable_parameters=1))
+            if fewer.estimate().fits:
+                severity = "warning"
+                message = message.rstrip(".") + (
+                    ", unless the LoRA adapters are fewer than counted (every attention and MLP "
+                    "projection of every layer at the recipe's rank)."
+                )
+        yield Problem("recipe.model", message, _recipe_hint(problem.hint), severity)
 
 
 def job_memory(ctx: Context, training_recipe: object) -> MemoryEstimate | None:
