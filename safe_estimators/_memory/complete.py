@@ -101,6 +101,9 @@ class CompleteShape:
     # False: the weights are 16-bit and no fp32 master copy is kept (the rule's optimistic
     # reading of a script that loads 16-bit weights): PURE_16_BIT_STATE_BYTES per parameter.
     master_weights: bool = True
+    # True: how the frozen weights load is stated (a recipe's peft_type says LoRA or QLoRA), so
+    # quantized loading is not something the checks cannot see.
+    quantization_known: bool = False
 
     @property
     def trainable(self) -> int:

@@ -197,7 +197,7 @@ def _readings(job: Job) -> list[Reading]:
             )
     shape = job.shape
     adapters_only = shape.trains_adapters or any(c.kind == "adapters" for c in shape.counted_high)
-    if shape.quantization is None and adapters_only:
+    if shape.quantization is None and adapters_only and not shape.quantization_known:
         found.append(
             Reading(
                 "the script loads the frozen weights quantized (bitsandbytes 4-bit, as QLoRA "

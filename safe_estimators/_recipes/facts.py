@@ -121,6 +121,38 @@ def device_type(instance_type: str) -> str:
     return "cpu"
 
 
+# The base models of the collection's fine-tuning recipes (llmft ``model_name_or_path``, verl
+# ``actor_rollout_ref.model.path``) whose architecture the memory estimate counts: each one's
+# config.json on the Hugging Face Hub (num_hidden_layers, hidden_size, num_attention_heads,
+# num_key_value_heads, intermediate_size, vocab_size, tie_word_embeddings; all gated-MLP
+# decoders). Keyed by the name after the organisation, lower case, without "-instruct".
+FINE_TUNING_MODELS: dict[str, dict[str, Any]] = {
+    "llama-3.1-8b": {"model_type": "llama", "layers": 32, "hidden_size": 4096,
+                     "attention_heads": 32, "key_value_heads": 8, "intermediate_size": 14336,
+                     "vocab_size": 128256, "tied_embeddings": False},
+    "llama-3.2-1b": {"model_type": "llama", "layers": 16, "hidden_size": 2048,
+                     "attention_heads": 32, "key_value_heads": 8, "intermediate_size": 8192,
+                     "vocab_size": 128256, "tied_embeddings": True},
+    "llama-3.2-3b": {"model_type": "llama", "layers": 28, "hidden_size": 3072,
+                     "attention_heads": 24, "key_value_heads": 8, "intermediate_size": 8192,
+                     "vocab_size": 128256, "tied_embeddings": True},
+    "llama-3.3-70b": {"model_type": "llama", "layers": 80, "hidden_size": 8192,
+                      "attention_heads": 64, "key_value_heads": 8, "intermediate_size": 28672,
+                      "vocab_size": 128256, "tied_embeddings": False},
+    "qwen2.5-7b": {"model_type": "qwen2", "layers": 28, "hidden_size": 3584,
+                   "attention_heads": 28, "key_value_heads": 4, "intermediate_size": 18944,
+                   "vocab_size": 152064, "tied_embeddings": False},
+}  # fmt: skip
+
+
+def fine_tuning_model(name: object) -> dict[str, Any] | None:
+    """The architecture of a fine-tuning recipe's base model by its Hub name, if known."""
+    if not isinstance(name, str):
+        return None
+    key = name.rsplit("/", 1)[-1].lower().removesuffix("-instruct")
+    return FINE_TUNING_MODELS.get(key)
+
+
 def named_instance_type(name: str, instance_type: str) -> str | None:
     """The instance type a recipe's name says it is written for, when ``instance_type`` is not
     of that kind (None: the name says none, or the type matches)."""
