@@ -106,3 +106,21 @@ def test_bf16_with_flash_attention_on_a_v100_or_t4_is_refused(tmp_path):
                 assert "FlashAttention only supports Ampere GPUs or newer." in (
                     precision[0].message
                 )
+
+
+def test_the_recipe_image_goes_through_the_cuda_rule_with_its_cuda_build(tmp_path):
+    # The SDK's recipe image is CUDA 12.1 (training_recipes.json: container_version cu121);
+    # Blackwell's first cubins come with CUDA 12.8: the same doubt as a CUDA 12.4 image.
+    recipe = gpu_recipe(nodes=2, shard=16, fp8=True)
+    file = write_recipe(tmp_path / "r.yaml", recipe)
+    problems = _problems(str(file), instance_type="ml.p6-b200.48xlarge", instance_count=2,
+                         recipe_overrides=README_OVERRIDES)  # fmt: skip
+    [image] = [p for p in problems if p.path == "image_uri"]
+    assert image.severity == "warning"
+    assert "CUDA 12.1" in image.message and "B200" in image.message
+    assert "CUDA 12.8 or later" in image.hint
+    assert _problems(str(file), instance_type="ml.p5.48xlarge", instance_count=2,
+                     recipe_overrides=README_OVERRIDES) == []  # fmt: skip
+    given = _problems(str(file), instance_type="ml.p6-b200.48xlarge", instance_count=2,
+                      recipe_overrides=README_OVERRIDES, image_uri=IMAGE)  # fmt: skip
+    assert "image_uri" not in [p.path for p in given]

@@ -411,6 +411,20 @@ def recipe_precision(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         )
 
 
+def recipe_image_cuda(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """The SDK's recipe image through the CUDA-vs-GPU rule with its CUDA build (the
+    ``container_version`` of training_recipes.json's gpu_image: cu121)."""
+    if recipe.kind != "standard" or _device(ctx) != "gpu":
+        return
+    image = facts.gpu_image()
+    if image is None:
+        return
+    from safe_estimators._rules.platform import recipe_image_runs_on_gpu
+
+    label, cuda_version, pytorch_version = image
+    yield from recipe_image_runs_on_gpu(ctx, label, cuda_version, pytorch_version)
+
+
 def _below(capability: str, minimum: str) -> bool:
     try:
         return parse_version(capability) < parse_version(minimum)  # cached: a few capabilities
@@ -462,6 +476,7 @@ RECIPE_RULES: tuple[RecipeRule, ...] = (
     recipe_training_data,
     recipe_precision,
     recipe_instance_types,
+    recipe_image_cuda,
 )
 
 

@@ -16,6 +16,8 @@ import os
 import re
 from typing import Any
 
+from safe_estimators._facts.cuda import cuda_of_tag
+
 # ``_get_training_recipe_gpu_script``: a GPU recipe's ``model.model_type`` (its prefix) picks the
 # adapter's example script, which the SDK copies into source_dir as the entry point.
 GPU_SCRIPTS: dict[str, tuple[str, str]] = {
@@ -169,6 +171,23 @@ def gpu_script(model_type: str) -> tuple[str, str] | None:
         if model_type.startswith(key):
             return script
     return None
+
+
+def gpu_image() -> tuple[str, str, str | None] | None:
+    """The SDK's recipe image for GPUs as (label, CUDA version, the PyTorch the SMP version
+    runs, when known): ``("recipe's pytorch-smp 2.4.1", "12.1", "2.4.1")``; None when the SDK's
+    training_recipes.json says no CUDA build."""
+    config = recipes_config().get("gpu_image")
+    if not isinstance(config, dict):
+        return None
+    extra = config.get("additional_args") or {}
+    tag = extra.get("container_version") if isinstance(extra, dict) else None
+    cuda = cuda_of_tag(tag) if isinstance(tag, str) else None
+    if cuda is None:
+        return None
+    version = config.get("version")
+    version = version if isinstance(version, str) else None
+    return f"recipe's {config.get('framework')} {version}", cuda, version
 
 
 def image_description(device: str) -> str:
