@@ -90,7 +90,9 @@ def test_the_readme_recipe_builds_as_the_bare_sdk_builds_it(repos, tmp_path, sag
     injected = {i.path: i for i in safe_estimators.explain(ours).injections}
     assert {"instance_count", "image_uri", "entry_point", "distribution"} <= set(injected)
     assert "trainer.num_nodes" in injected["instance_count"].reason
-    assert "pytorch-smp 2.4.1" in injected["image_uri"].value
+    # The image URI that is sent, not a label of it.
+    assert injected["image_uri"].value == ours.training_image_uri()
+    assert injected["image_uri"].value.endswith("smdistributed-modelparallel:2.4.1-gpu-py311-cu121")
 
 
 def test_a_trainium_recipe_builds_as_the_bare_sdk_builds_it(repos, tmp_path, sagemaker_session):
@@ -106,6 +108,11 @@ def test_a_trainium_recipe_builds_as_the_bare_sdk_builds_it(repos, tmp_path, sag
     _built_alike(ours, bare, arguments["training_recipe"])
     assert ours.distribution == {"torch_distributed": {"enabled": True}}
     assert ours.entry_point == "training_orchestrator.py"
+    injected = {i.path: i for i in safe_estimators.explain(ours).injections}
+    assert injected["entry_point"].value == "training_orchestrator.py"
+    assert "neuronx-distributed-training" in injected["entry_point"].reason
+    assert injected["image_uri"].value == ours.training_image_uri()
+    assert injected["instance_count"].value == 4  # the recipe's trainer.num_nodes
 
 
 def test_a_local_recipe_needs_no_entry_point_nor_framework_versions(tmp_path, capsys):
