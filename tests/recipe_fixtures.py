@@ -188,3 +188,51 @@ def redirect_environment(repos: dict[str, Path]) -> dict[str, str]:
         env[f"GIT_CONFIG_KEY_{i}"] = f"url.file://{repos[purpose]}.insteadOf"
         env[f"GIT_CONFIG_VALUE_{i}"] = urls[purpose]
     return env
+
+
+def llmft_recipe(
+    *,
+    model: str = "meta-llama/Llama-3.3-70B-Instruct",
+    peft: dict[str, Any] | None = None,
+    sharding: str = "HYBRID_SHARD",
+    instance_types: tuple[str, ...] = ("ml.p4de.24xlarge", "ml.p5.48xlarge"),
+) -> dict[str, Any]:
+    """An LLM fine-tuning recipe with the keys of the collection's main-branch llmft ones (the
+    base model by name, peft_config, training_args with its FSDP strategy, its instance list)."""
+    return {
+        "instance_types": list(instance_types),
+        "run": {"name": "ours-llmft", "model_type": "llm_finetuning_aws"},
+        "trainer": {"devices": 8, "num_nodes": 1},
+        "training_config": {
+            "model_config": {
+                "model_name_or_path": model,
+                "peft_config": peft if peft is not None else {
+                    "peft_type": "lora", "r": 16, "target_modules": "all-linear",
+                },
+            },
+            "training_args": {
+                "max_len": 4096, "micro_train_batch_size": 1, "train_batch_size": 8,
+                "gradient_checkpointing": True,
+                "strategy": {"fsdp_config": {"sharding_strategy": sharding,
+                                             "cpu_offload": False}},
+            },
+        },
+    }  # fmt: skip
+
+
+def verl_recipe(*, model: str = "meta-llama/Llama-3.3-70B-Instruct", rank: int = 32):
+    """A verl GRPO recipe with the keys of the collection's (the actor's model path, LoRA rank,
+    its FSDP2 sizes and offloads)."""
+    return {
+        "instance_types": ["ml.p5.48xlarge", "ml.p4de.24xlarge"],
+        "run": {"name": "ours-verl", "model_type": "verl"},
+        "trainer": {"devices": 8, "num_nodes": 1},
+        "training_config": {
+            "actor_rollout_ref": {
+                "model": {"path": model, "lora_rank": rank, "target_modules": "all-linear",
+                          "enable_gradient_checkpointing": True},
+                "actor": {"fsdp_config": {"fsdp_size": -1, "param_offload": False,
+                                          "optimizer_offload": True}},
+            },
+        },
+    }  # fmt: skip

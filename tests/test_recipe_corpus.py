@@ -195,16 +195,21 @@ def test_one_planted_mistake_is_refused_at_the_recipe_path(entry, mutation, tmp_
         assert all(any(ch.isdigit() for ch in p.message) for p in errors if p.path == path)
 
 
-def test_bf16_on_v100_is_a_warning_for_every_non_smp_gpu_recipe(tmp_path):
-    checked = 0
+@pytest.mark.parametrize("instance_type", ["ml.p3.16xlarge", "ml.g4dn.12xlarge"])
+def test_bf16_on_v100_or_t4_is_refused_with_flash_attention_else_a_warning(
+    tmp_path, instance_type
+):
+    # FlashAttention-2 refuses GPUs below compute capability 8.0 (V100 7.0, T4 7.5).
+    found = {}
     for entry in BUILT:
         if entry["kind"] != "standard" or entry["values"].get("use_smp_model", True):
             continue
         if entry["instance_type"].startswith("ml.trn"):
             continue
         file = write_recipe(tmp_path / "r.yaml", minimal_recipe(entry))
-        arguments = _arguments(entry, file, instance_type="ml.p3.16xlarge")
+        arguments = _arguments(entry, file, instance_type=instance_type)
         problems = [p for p in _problems(arguments) if p.path == "recipe.trainer.precision"]
-        assert [p.severity for p in problems] == ["warning"], entry["name"]
-        checked += 1
-    assert checked > 20
+        flash = entry["values"].get("model.use_flash_attention") is True
+        assert [p.severity for p in problems] == ["error" if flash else "warning"], entry["name"]
+        found[flash] = found.get(flash, 0) + 1
+    assert found[True] > 20 and found[False] >= 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,9 @@ def test_the_readme_recipe_builds_as_the_bare_sdk_builds_it(repos, tmp_path, sag
     injected = {i.path: i for i in safe_estimators.explain(ours).injections}
     assert {"instance_count", "image_uri", "entry_point", "distribution"} <= set(injected)
     assert "trainer.num_nodes" in injected["instance_count"].reason
-    assert "pytorch-smp 2.4.1" in injected["image_uri"].value
+    # The image URI that is sent, not a label of it.
+    assert injected["image_uri"].value == ours.training_image_uri()
+    assert injected["image_uri"].value.endswith("smdistributed-modelparallel:2.4.1-gpu-py311-cu121")
 
 
 def test_a_trainium_recipe_builds_as_the_bare_sdk_builds_it(repos, tmp_path, sagemaker_session):
@@ -105,6 +108,11 @@ def test_a_trainium_recipe_builds_as_the_bare_sdk_builds_it(repos, tmp_path, sag
     _built_alike(ours, bare, arguments["training_recipe"])
     assert ours.distribution == {"torch_distributed": {"enabled": True}}
     assert ours.entry_point == "training_orchestrator.py"
+    injected = {i.path: i for i in safe_estimators.explain(ours).injections}
+    assert injected["entry_point"].value == "training_orchestrator.py"
+    assert "neuronx-distributed-training" in injected["entry_point"].reason
+    assert injected["image_uri"].value == ours.training_image_uri()
+    assert injected["instance_count"].value == 4  # the recipe's trainer.num_nodes
 
 
 def test_a_local_recipe_needs_no_entry_point_nor_framework_versions(tmp_path, capsys):
@@ -581,11 +589,15 @@ def _dense_70b(nodes: int, shard: int) -> dict[str, Any]:
     return recipe
 
 
-def test_the_memory_estimate_warns_at_recipe_model_where_the_model_cannot_fit(tmp_path):
+def test_a_recipe_that_cannot_fit_under_any_reading_is_refused_at_recipe_model(tmp_path):
+    # Llama 3 70B full fine-tuning, shard 8 on one ml.p5.48xlarge: mixed-precision Adam's
+    # model states alone are 16 bytes x 70.6e9 / 8, about 141 GB per 80 GB H100.
     file = write_recipe(tmp_path / "one-node.yaml", _dense_70b(nodes=1, shard=8))
     (problem,) = _problems(str(file), instance_count=1)
-    assert (problem.path, problem.severity) == ("recipe.model", "warning")
+    assert (problem.path, problem.severity) == ("recipe.model", "error")
     assert "GB per accelerator" in problem.message and "H100" in problem.message
+    states = float(re.search(r"model states ([\d.]+) GB", problem.message).group(1))
+    assert states > 85.9  # over the H100's memory before any activation
     sharded = mutated(_dense_70b(8, 64), "model.activation_checkpointing", True)
     file = write_recipe(tmp_path / "many.yaml", sharded)
     assert _problems(str(file), instance_count=8) == []

@@ -434,6 +434,12 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
                 image_uri = image_uri()
             except (ValueError, KeyError) as exc:
                 raise _sdk_refused(exc, "resolving the training image") from exc
+    if job.spec.extra.get("training_recipe") is not None and isinstance(estimator.image_uri, str):
+        # The recipe image the SDK resolved for the session's region: the URI that is sent.
+        injections = tuple(
+            Injection(i.path, estimator.image_uri, i.reason) if i.path == "image_uri" else i
+            for i in injections
+        )
     explanation = job_explanation(job, job.estimator, injections, image_uri)
     setattr(estimator, EXPLANATION_ATTRIBUTE, explanation)
     return estimator

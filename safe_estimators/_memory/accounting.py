@@ -18,6 +18,7 @@ from safe_estimators._memory.facts import (
     DEQUANTIZED_BYTES_PER_WEIGHT,
     GATHERED_LAYER_BYTES_PER_PARAMETER,
     LOGITS_BYTES,
+    PURE_16_BIT_STATE_BYTES,
     QUANTIZED_WEIGHT_BYTES,
     STATE_BYTES,
     WARNING_FRACTION,
@@ -229,7 +230,11 @@ def estimate(
 ) -> MemoryEstimate:
     """The per-accelerator estimate of ``shape`` trained with ``layout``."""
     assert shape.parameters is not None
-    per_param = STATE_BYTES[(shape.precision, shape.optimizer)]
+    per_param = (
+        STATE_BYTES[(shape.precision, shape.optimizer)]
+        if shape.master_weights
+        else PURE_16_BIT_STATE_BYTES[shape.optimizer]
+    )
     model_split = layout.tensor * layout.pipeline
     params = shape.parameters / model_split
     trainable = shape.trainable / model_split

@@ -56,6 +56,19 @@ CHECKPOINTING_HYPERPARAMETERS = ("gradient_checkpointing", "activation_checkpoin
 
 
 @attrs.frozen
+class CountedHigh:
+    """Something the script does that the estimate counts high, and which: ``"adapters"`` (only
+    adapters train, their count unknown) or ``"frozen_dtype"`` (frozen weights counted in
+    float32 that may load in 16 bits). The rule reads the most optimistic reading of each."""
+
+    kind: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@attrs.frozen
 class CompleteShape:
     """A shape with every number the accounting reads: None where it stays unknown."""
 
@@ -74,15 +87,23 @@ class CompleteShape:
     gated_mlp: bool = False
     tied_embeddings: bool = True
     kv_heads: int | None = None
+    head_dim: int | None = None
+    model_type: str | None = None
     trainable_parameters: int | None = None
     quantization: str | None = None
     notes: tuple[str, ...] = ()
     # What the script does that this shape counts high (adapters it trains whose count is not
     # known: every parameter is counted as trainable), for the rule's verdict.
-    counted_high: tuple[str, ...] = ()
+    counted_high: tuple[CountedHigh, ...] = ()
     # Bytes of each frozen weight when the script loads them unlike the training precision
     # (float32 under bf16/fp16 autocast: 4), None when they are counted at that precision.
     frozen_weight_bytes: int | None = None
+    # False: the weights are 16-bit and no fp32 master copy is kept (the rule's optimistic
+    # reading of a script that loads 16-bit weights): PURE_16_BIT_STATE_BYTES per parameter.
+    master_weights: bool = True
+    # True: how the frozen weights load is stated (a recipe's peft_type says LoRA or QLoRA), so
+    # quantized loading is not something the checks cannot see.
+    quantization_known: bool = False
 
     @property
     def trainable(self) -> int:
@@ -122,9 +143,10 @@ class CompleteShape:
         if h is None:
             return None
         kv = self.kv_heads or self.attention_heads
-        head_dim = h // self.attention_heads if self.attention_heads else h
+        head_dim = self.head_dim or (h // self.attention_heads if self.attention_heads else h)
         kv_width = kv * head_dim if kv else h
-        attention = 2 * h * h + 2 * h * kv_width
+        q_width = self.attention_heads * head_dim if self.attention_heads else h
+        attention = 2 * h * q_width + 2 * h * kv_width
         mlp = (3 if self.gated_mlp else 2) * h * self.mlp_width
         return attention + mlp + 2 * h
 
@@ -284,7 +306,17 @@ def complete_shape(
                 checkpointing = flag
                 notes.append(f"activation_checkpointing {flag} from hyperparameters.{name}")
                 break
-    model_type = config.get("model_type")
+    model_type = shape.model_type or config.get("model_type")
+    model_type = model_type if isinstance(model_type, str) else None
+    tied = shape.tied_embeddings
+    if tied is None:
+        tied = _truthy(config.get("tie_word_embeddings")) is not False
+    kv_heads = shape.key_value_heads
+    if kv_heads is None and (kv_heads := _kv_heads(config)) is not None:
+        notes.append(f"key_value_heads {kv_heads} from {shape.config}")
+    head_dim = shape.head_dim
+    if head_dim is None and (head_dim := _whole(config.get("head_dim"))) is not None:
+        notes.append(f"head_dim {head_dim} from {shape.config}")
     complete = CompleteShape(
         parameters=shape.parameters,
         trainable_parameters=shape.trainable_parameters,
@@ -296,12 +328,18 @@ def complete_shape(
         activation_checkpointing=bool(checkpointing),
         fused_attention=True if shape.fused_attention is None else shape.fused_attention,
         gated_mlp=model_type in GATED_MLP_MODEL_TYPES,
-        tied_embeddings=_truthy(config.get("tie_word_embeddings")) is not False,
-        kv_heads=_kv_heads(config),
+        tied_embeddings=tied,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        model_type=model_type,
         notes=tuple(notes),
         counted_high=(),
         frozen_weight_bytes=None,
-        **numbers,
+        layers=numbers["layers"],
+        hidden_size=numbers["hidden_size"],
+        attention_heads=numbers["attention_heads"],
+        vocab_size=numbers["vocab_size"],
+        intermediate_size=numbers["intermediate_size"],
     )
     if complete.parameters is None:
         counted = architecture_parameters(complete)
@@ -309,11 +347,28 @@ def complete_shape(
             complete = attrs.evolve(
                 complete,
                 parameters=counted,
-                notes=(*complete.notes, f"parameters {counted:,} counted from the architecture"),
+                notes=(
+                    *complete.notes,
+                    f"parameters {counted:,} counted from the architecture"
+                    + _assumed(complete, shape, config),
+                ),
             )
-    return _with_frozen_weights(_with_adapters(complete, shape, script, model_type), script), (
-        problems
-    )
+    return _with_frozen_weights(_with_adapters(complete, shape, script), script), problems
+
+
+def _assumed(complete: CompleteShape, shape: ModelShape, config: Mapping[str, Any]) -> str:
+    """What a count from the architecture assumed where neither the model section nor the
+    config said (" (assuming ...)"), or ""."""
+    assumed = []
+    if complete.kv_heads is None:
+        assumed.append("as many key/value heads as attention heads (give key_value_heads)")
+    if complete.intermediate_size is None:
+        assumed.append("an MLP 4 x hidden_size wide (give intermediate_size)")
+    if complete.model_type is None:
+        assumed.append("an MLP of two matrices (give model_type: a gated one has three)")
+    if shape.tied_embeddings is None and "tie_word_embeddings" not in config:
+        assumed.append("tied input and output embeddings (give tied_embeddings)")
+    return f" (assuming {'; '.join(assumed)})" if assumed else ""
 
 
 def _with_frozen_weights(complete: CompleteShape, script: Any) -> CompleteShape:
@@ -326,11 +381,14 @@ def _with_frozen_weights(complete: CompleteShape, script: Any) -> CompleteShape:
     ):  # fmt: skip
         return complete
     note = f"frozen weights counted in float32, 4 bytes each, from the script ({fact})"
-    high: tuple[str, ...] = ()
+    high: tuple[CountedHigh, ...] = ()
     if fact.value == "default":
         high = (
-            f"the frozen weights are counted in float32 ({fact}), transformers 4's default; "
-            "from transformers 5 they load in the checkpoint's dtype, often bfloat16",
+            CountedHigh(
+                "frozen_dtype",
+                f"the frozen weights are counted in float32 ({fact}), transformers 4's default; "
+                "from transformers 5 they load in the checkpoint's dtype, often bfloat16",
+            ),
         )
     return attrs.evolve(
         complete, frozen_weight_bytes=4, notes=(*complete.notes, note),
@@ -338,16 +396,14 @@ def _with_frozen_weights(complete: CompleteShape, script: Any) -> CompleteShape:
     )  # fmt: skip
 
 
-def _with_adapters(
-    complete: CompleteShape, shape: ModelShape, script: Any, model_type: Any
-) -> CompleteShape:
+def _with_adapters(complete: CompleteShape, shape: ModelShape, script: Any) -> CompleteShape:
     """The trainable count of the LoRA adapters the script trains (``ScriptMemoryFacts.
     adapters``), where ``model.trainable_parameters`` does not say; where it does, it wins."""
     fact = getattr(script, "adapters", None) if script is not None else None
     if fact is None or complete.parameters is None:
         return complete
     count, how = (None, "its configuration is not readable") if fact.value is None else (
-        lora_parameters(fact.value, complete, model_type if isinstance(model_type, str) else None)
+        lora_parameters(fact.value, complete)
     )
     given = shape.trainable_parameters
     if given is not None:
@@ -359,9 +415,10 @@ def _with_adapters(
             return attrs.evolve(complete, notes=(*complete.notes, note))
         return complete
     if count is None:
-        high = (
+        high = CountedHigh(
+            "adapters",
             f"only adapters train ({fact}), and their count is not known ({how}): every "
-            "parameter is counted with gradients and optimizer states"
+            "parameter is counted with gradients and optimizer states",
         )
         return attrs.evolve(complete, counted_high=(*complete.counted_high, high))
     note = f"trainable_parameters {count:,} from the script ({fact}: {how})"

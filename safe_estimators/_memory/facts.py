@@ -43,6 +43,39 @@ STATE_BYTES: dict[tuple[str, str], StateBytes] = {
     ("fp32", "sgd"): StateBytes(4, 4, 4),
 }
 
+# Weights loaded in 16 bits (``torch_dtype=torch.bfloat16``, ``model.half()``) and trained with
+# no fp32 copy: PyTorch's Adam and AdamW create ``exp_avg`` and ``exp_avg_sq`` with
+# ``torch.zeros_like(p)`` and SGD its ``momentum_buffer`` from the gradient (torch/optim/adam.py,
+# adamw.py, sgd.py ``_init_group``), all in the parameter's dtype: 2 + 2 + 2 x 2 = 8 bytes per
+# parameter with Adam, accelerate's "2 x the fp32 model size" for 16-bit Adam training
+# (estimate_training_usage). The optimistic reading of a job whose script loads 16-bit weights
+# and keeps no fp32 master copy that the checks can see.
+PURE_16_BIT_STATE_BYTES: dict[str, StateBytes] = {
+    "adamw": StateBytes(2, 2, 4),
+    "adam": StateBytes(2, 2, 4),
+    "sgd": StateBytes(2, 2, 2),
+}
+
+# Wrappers that keep fp32 master weights of a model loaded in 16 bits, so mixed precision's 16
+# bytes per parameter hold whatever dtype the script loads (``ScriptMemoryFacts.master_weights``
+# names the one a script uses):
+# - accelerate's FSDP (and the Hugging Face Trainer's ``fsdp=``, which prepares the model
+#   through Accelerate): with mixed precision on, ``Accelerator._prepare_fsdp`` casts every
+#   trainable FSDP flat parameter that is not float32 to float32 (accelerate/accelerator.py,
+#   "Upcasted low precision parameters in ... because mixed precision turned on in FSDP"),
+#   following DeepSpeed's ZeRO-3, so weights, gradients and Adam's moments are fp32 shards.
+# - DeepSpeed with ``bf16`` or ``fp16`` enabled: its 16-bit optimizers hold an fp32 copy of the
+#   parameters beside the 16-bit ones (the ZeRO paper's mixed-precision Adam, section 3.1:
+#   2 + 2 + K with K = 12 counting the fp32 master weights; DeepSpeed's ZeRO stage 3 builds
+#   them in ``_create_fp32_partitions``).
+FP32_MASTER_WEIGHTS: dict[str, str] = {
+    "accelerate-fsdp": "accelerate keeps the trainable FSDP parameters in float32 under mixed "
+    "precision (accelerate/accelerator.py, Accelerator._prepare_fsdp: \"Upcasted low precision "
+    "parameters ... because mixed precision turned on in FSDP\")",
+    "deepspeed": "DeepSpeed's bf16/fp16 optimizer keeps fp32 master weights (ZeRO paper, "
+    "section 3.1: 2 + 2 + 12 bytes per parameter)",
+}
+
 # Bytes per frozen weight that bitsandbytes stores quantized (Transformers' BitsAndBytesConfig),
 # constants included:
 # - 4bit (NF4 or FP4): 4 bits per value plus one fp32 absmax constant per block of 64 values,

@@ -12,6 +12,8 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._memory.facts import FP32_MASTER_WEIGHTS
+
 Launcher = str  # "smp-v1", "smp-v2" or "data-parallel"
 
 
@@ -220,8 +222,17 @@ def _scripted(plain: MemoryLayout, script: Any) -> MemoryLayout:
     if script.offload is not None:
         changes["offload"] = script.offload.value
         used.append(str(script.offload))
+    over_counted = tuple(script.over_counted)
+    master = getattr(script, "master_weights", None)
+    if over_counted and master is not None and master.value in FP32_MASTER_WEIGHTS:
+        # The 16-bit weights get fp32 master copies all the same: 16 bytes per parameter hold.
+        over_counted = ()
+        used.append(
+            f"16 bytes per parameter although the weights load in 16 bits: "
+            f"{FP32_MASTER_WEIGHTS[master.value]} ({master})"
+        )
     return attrs.evolve(
-        plain, from_script=tuple(used), over_counted=tuple(script.over_counted), **changes
+        plain, from_script=tuple(used), over_counted=over_counted, **changes
     )
 
 

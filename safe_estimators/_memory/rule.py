@@ -1,16 +1,19 @@
 """The rule: a job whose estimate exceeds its accelerator's memory is refused at ``model``.
 
 Above the device memory: an error with the breakdown and the smallest fixes that fit (each
-verified by re-estimating); above ``WARNING_FRACTION`` of it: a warning. When the launcher
-leaves sharding to the script (torchrun, DDP) and sharding over the whole cluster would fit,
-a warning instead of an error: the script may well shard; likewise when only the adapters train
-and the job would fit with the frozen weights in 4 bits (QLoRA), unless ``model.quantization``
-says how they are loaded. Without ``model=`` nothing is checked.
+verified by re-estimating); above ``WARNING_FRACTION`` of it: a warning. Where the verdict turns
+on something the checks cannot see (``Reading``: the script may shard when the launcher leaves
+it to the script and the script cannot tell; only adapters train and the frozen weights may load
+in 4 bits, which ``model.quantization`` does not say; the weights load in 16 bits with no fp32
+master copy in sight; the adapters' count or the frozen weights' dtype unknown), the job is
+estimated again under the most optimistic reading of all of them together: if it fits there,
+a warning naming what it turns on; if not, it cannot fit whatever those turn out to be, and it is
+an error. Without ``model=`` nothing is checked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -20,7 +23,7 @@ from safe_estimators._memory.accounting import MemoryEstimate, estimate, gb
 from safe_estimators._memory.complete import CompleteShape, complete_shape
 from safe_estimators._memory.facts import WARNING_FRACTION
 from safe_estimators._memory.fixes import Job, fixes, valid
-from safe_estimators._memory.layout import memory_layout
+from safe_estimators._memory.layout import MemoryLayout, memory_layout
 from safe_estimators._memory.neuron import per_core
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._problems import Problem, warning
@@ -123,30 +126,110 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
         "no single change found makes it fit; shard over more instances, use tensor or "
         "pipeline parallelism, or a smaller model."
     )
-    high = (*job.layout.over_counted, *job.shape.counted_high)
-    if _fits_if_quantized(job):
-        unless = (
-            ", unless the script loads the frozen weights quantized (bitsandbytes 4-bit, as "
-            "QLoRA does): model.quantization does not say"
+    readings = _readings(job)
+    if not readings:
+        return [Problem(PATH, message + ".", hint)]
+    optimistic = job
+    for reading in readings:
+        optimistic = reading.apply(optimistic)
+    best = optimistic.estimate()
+    if not best.fits:
+        # Over the device under every reading the sources allow: certain, so an error.
+        assumed = "; ".join(reading.assumed for reading in readings)
+        return [
+            Problem(
+                PATH,
+                f"{message}. It cannot fit under any reading of what the checks cannot see: "
+                f"even {assumed}, it needs {gb(best.total)} per accelerator.",
+                hint,
+            )
+        ]
+    # The verdict turns on what the checks cannot see: a warning naming it.
+    alone = [reading for reading in readings if reading.apply(job).estimate().fits]
+    unless = "; or unless ".join(r.unless for r in alone) if alone else (
+        "all of these hold: " + "; and ".join(r.unless for r in readings)
+    )
+    return [warning(PATH, f"{message}, unless {unless}.", hint)]
+
+
+@attrs.frozen
+class Reading:
+    """Something the checks cannot see that may make the estimate count high: ``unless`` says
+    it in a warning, ``assumed`` in an error, ``apply`` gives the job read most optimistically."""
+
+    unless: str
+    assumed: str
+    apply: Callable[[Job], Job]
+
+
+def _readings(job: Job) -> list[Reading]:
+    """Every unseen thing the verdict could turn on, each with its most optimistic reading."""
+    found: list[Reading] = []
+    for high in job.layout.over_counted:
+        found.append(
+            Reading(
+                f"the estimate counts high: {high}",
+                "at 8 bytes per parameter (16-bit weights with no fp32 master copy, 16-bit Adam "
+                "moments)",
+                lambda j: attrs.evolve(j, shape=attrs.evolve(j.shape, master_weights=False)),
+            )
         )
-        also = f"; or unless the estimate counts high: {'; '.join(high)}" if high else ""
-        return [warning(PATH, message + unless + also + ".", hint)]
-    if high:
-        unless = f", unless the estimate counts high: {'; '.join(high)}."
-        return [warning(PATH, message + unless, hint)]
-    if job.layout.script_may_shard and _fits_if_script_shards(job):
-        why = job.layout.script_unknown
-        said = (
-            f"the launcher does not say, and the script cannot tell: {'; '.join(why)}"
-            if why
-            else "the launcher does not say and the script could not be read"
+    for counted in job.shape.counted_high:
+        if counted.kind == "adapters":
+            found.append(
+                Reading(
+                    f"the estimate counts high: {counted}",
+                    "with no parameter trained but the frozen weights held",
+                    lambda j: attrs.evolve(
+                        j, shape=attrs.evolve(j.shape, trainable_parameters=1)
+                    ),
+                )
+            )
+        else:
+            found.append(
+                Reading(
+                    f"the estimate counts high: {counted}",
+                    "with the frozen weights in 16 bits",
+                    lambda j: attrs.evolve(
+                        j, shape=attrs.evolve(j.shape, frozen_weight_bytes=None)
+                    ),
+                )
+            )
+    shape = job.shape
+    adapters_only = shape.trains_adapters or any(c.kind == "adapters" for c in shape.counted_high)
+    if shape.quantization is None and adapters_only and not shape.quantization_known:
+        found.append(
+            Reading(
+                "the script loads the frozen weights quantized (bitsandbytes 4-bit, as QLoRA "
+                "does): model.quantization does not say",
+                "with the frozen weights in 4 bits (QLoRA)",
+                lambda j: attrs.evolve(j, shape=attrs.evolve(j.shape, quantization="4bit")),
+            )
         )
-        unless = (
-            ", unless the training script shards the model states itself (FSDP FULL_SHARD, "
-            f"DeepSpeed ZeRO-3): {said}."
-        )
-        return [warning(PATH, message + unless, hint)]
-    return [Problem(PATH, message + ".", hint)]
+    layout = job.layout
+    if layout.script_may_shard:
+        ranks = layout.world_size // (layout.tensor * layout.pipeline)
+        if valid(_sharded_everywhere(layout)):
+            why = layout.script_unknown
+            said = (
+                f"the launcher does not say, and the script cannot tell: {'; '.join(why)}"
+                if why
+                else "the launcher does not say and the script could not be read"
+            )
+            found.append(
+                Reading(
+                    "the training script shards the model states itself (FSDP FULL_SHARD, "
+                    f"DeepSpeed ZeRO-3): {said}",
+                    f"with the model states sharded over all {ranks} GPUs",
+                    lambda j: attrs.evolve(j, layout=_sharded_everywhere(j.layout)),
+                )
+            )
+    return found
+
+
+def _sharded_everywhere(layout: MemoryLayout) -> MemoryLayout:
+    """The layout sharded over every rank the tensor and pipeline degrees leave."""
+    return attrs.evolve(layout, shard=layout.world_size // (layout.tensor * layout.pipeline))
 
 
 def _fix_text(found: list[Any]) -> str:
@@ -163,19 +246,3 @@ def _tighter(job: Job) -> Job:
     return attrs.evolve(
         job, instance=attrs.evolve(job.instance, accelerator_memory_mib=int(mib * WARNING_FRACTION))
     )
-
-
-def _fits_if_script_shards(job: Job) -> bool:
-    layout = job.layout
-    sharded = attrs.evolve(layout, shard=layout.world_size // (layout.tensor * layout.pipeline))
-    return valid(sharded) and bool(attrs.evolve(job, layout=sharded).estimate().fits)
-
-
-def _fits_if_quantized(job: Job) -> bool:
-    # Adapter training (trainable_parameters below parameters) with no word on quantization:
-    # QLoRA scripts load the frozen model in 4 bits, which the job's options cannot show.
-    shape = job.shape
-    if shape.quantization is not None or not shape.trains_adapters:
-        return False
-    quantized = attrs.evolve(shape, quantization="4bit")
-    return bool(attrs.evolve(job, shape=quantized).estimate().fits)

@@ -137,6 +137,15 @@ def _path(instance: object, attribute: attrs.Attribute[Any], value: object) -> N
         )
 
 
+def _name(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise _problem(
+            attribute.name,
+            f"must be a model type name, got {type(value).__name__} {quote(value)}.",
+            "write the model_type of the model's config.json, e.g. llama, mistral or qwen2.",
+        )
+
+
 def _count() -> Any:
     return attrs.field(default=None, validator=_positive, metadata=_POSITIVE_SCHEMA)
 
@@ -161,6 +170,12 @@ class ModelShape:
     - ``layers``, ``hidden_size``, ``attention_heads``, ``vocab_size``, ``intermediate_size``:
       the transformer's architecture, for the activations (and for ``parameters`` when it is
       not given). ``intermediate_size`` defaults to 4 x ``hidden_size``.
+    - ``key_value_heads`` (config.json ``num_key_value_heads``: grouped-query attention),
+      ``head_dim``, ``model_type`` (``llama``, ``mistral``, ``qwen2``: says whether the MLP is
+      gated, three matrices, and peft's default LoRA targets) and ``tied_embeddings``
+      (``tie_word_embeddings``): what a LoRA count and the parameter count need; a count made
+      without them says what it assumed (key/value heads as many as the attention heads, an
+      MLP of two matrices, tied embeddings).
     - ``sequence_length`` and ``micro_batch_size`` (samples per forward pass of one process):
       default to the hyperparameters ``max_seq_length``, ``block_size``, ...,
       ``per_device_train_batch_size``, ``train_batch_size``, ...
@@ -191,6 +206,12 @@ class ModelShape:
     attention_heads: int | None = _count()
     vocab_size: int | None = _count()
     intermediate_size: int | None = _count()
+    key_value_heads: int | None = _count()
+    head_dim: int | None = _count()
+    model_type: str | None = attrs.field(
+        default=None, validator=_name, metadata={SCHEMA_KEY: {"minLength": 1}}
+    )
+    tied_embeddings: bool | None = attrs.field(default=None, validator=_flag)
     sequence_length: int | None = _count()
     micro_batch_size: int | None = _count()
     # Typed str, not Literal: the validator's message (with did-you-mean) is the better one.

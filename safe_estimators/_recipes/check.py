@@ -393,13 +393,36 @@ def recipe_precision(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         )
     precision = str(_section(recipe.data, "trainer").get("precision", ""))
     if "bf16" in precision and _below(capability, facts.BF16_COMPUTE_CAPABILITY):
-        yield warning(
-            "recipe.trainer.precision",
-            f"is {precision!r}, but {name} has no bfloat16 arithmetic (compute capability "
-            f"{facts.BF16_COMPUTE_CAPABILITY}); PyTorch emulates it or refuses it, far slower "
-            "either way.",
-            "use an A100, A10G, L4 or H100 instance type, or precision 16-mixed.",
+        flash = model.get("use_flash_attention") is True
+        why = (
+            f"; and the recipe's use_flash_attention runs FlashAttention-2, which refuses GPUs "
+            f"below compute capability {facts.FLASH_ATTENTION_COMPUTE_CAPABILITY} "
+            f"({facts.FLASH_ATTENTION_REFUSAL}), so the training fails at its first step"
+            if flash
+            else "; PyTorch emulates it or refuses it, far slower either way"
         )
+        yield Problem(
+            "recipe.trainer.precision",
+            f"is {precision!r}, but {name} has no bfloat16 arithmetic (it needs compute "
+            f"capability {facts.BF16_COMPUTE_CAPABILITY}){why}.",
+            "use an A100, A10G, L4 or H100 instance type (ml.p4d.24xlarge, ml.g5.48xlarge, "
+            "ml.p5.48xlarge).",
+            "error" if flash else "warning",
+        )
+
+
+def recipe_image_cuda(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """The SDK's recipe image through the CUDA-vs-GPU rule with its CUDA build (the
+    ``container_version`` of training_recipes.json's gpu_image: cu121)."""
+    if recipe.kind != "standard" or _device(ctx) != "gpu":
+        return
+    image = facts.gpu_image()
+    if image is None:
+        return
+    from safe_estimators._rules.platform import recipe_image_runs_on_gpu
+
+    label, cuda_version, pytorch_version = image
+    yield from recipe_image_runs_on_gpu(ctx, label, cuda_version, pytorch_version)
 
 
 def _below(capability: str, minimum: str) -> bool:
@@ -407,6 +430,35 @@ def _below(capability: str, minimum: str) -> bool:
         return parse_version(capability) < parse_version(minimum)  # cached: a few capabilities
     except ValueError:
         return False
+
+
+def recipe_instance_types(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
+    """The instance types a recipe is written for: its own ``instance_types`` list (the
+    fine-tuning recipes of the collection's main branch), else the type its name says
+    (``..._gpu_p5x16_pretrain``: ml.p5.48xlarge). AWS tuned its degrees, batch sizes and fp8
+    setting for those; on another type they are untested, so a word, not a refusal."""
+    name = ctx.instance_name
+    if not name or ctx.spec.instance_groups is not None:
+        return
+    listed = recipe.data.get("instance_types")
+    if isinstance(listed, list) and listed and all(isinstance(t, str) for t in listed):
+        if name not in listed:
+            yield warning(
+                "instance_type",
+                f"is {name}, which {recipe.name} does not list among its instance types "
+                f"({', '.join(listed)}); AWS set its parallelism and batch sizes for those.",
+                f"use one of {', '.join(listed)}, or check the recipe's degrees and batch "
+                f"sizes for {name}.",
+            )
+        return
+    written = facts.named_instance_type(recipe.name, name)
+    if written is not None:
+        yield warning(
+            "instance_type",
+            f"is {name}, but {recipe.name} is written for {written} (its name says so): its "
+            "degrees, batch sizes and fp8 setting were set for that type.",
+            f"use {written}, or check the recipe's degrees, batch sizes and fp8 for {name}.",
+        )
 
 
 RECIPE_RULES: tuple[RecipeRule, ...] = (
@@ -423,6 +475,8 @@ RECIPE_RULES: tuple[RecipeRule, ...] = (
     recipe_finetune,
     recipe_training_data,
     recipe_precision,
+    recipe_instance_types,
+    recipe_image_cuda,
 )
 
 

@@ -13,7 +13,10 @@ import functools
 import importlib.util
 import json
 import os
+import re
 from typing import Any
+
+from safe_estimators._facts.cuda import cuda_of_tag
 
 # ``_get_training_recipe_gpu_script``: a GPU recipe's ``model.model_type`` (its prefix) picks the
 # adapter's example script, which the SDK copies into source_dir as the entry point.
@@ -59,6 +62,18 @@ ADAPTER_DEFAULTS: dict[str, Any] = {
 # capability 8.9 or higher required for FP8 execution"); bfloat16 needs 8.0 (Ampere).
 FP8_COMPUTE_CAPABILITY = "8.9"
 BF16_COMPUTE_CAPABILITY = "8.0"
+# FlashAttention-2 (Dao-AILab/flash-attention, csrc/flash_attn/flash_api.cpp) checks the device
+# before any kernel runs: sm8x or sm90 only, for fp16 and bf16 alike.
+FLASH_ATTENTION_COMPUTE_CAPABILITY = "8.0"
+FLASH_ATTENTION_REFUSAL = '"FlashAttention only supports Ampere GPUs or newer."'
+
+# The instance types a recipe's name says it is written for: the collection names its GPU
+# recipes ``..._gpu_p5x16_pretrain`` (16 x ml.p5.48xlarge) and its Trainium ones
+# ``..._trn1x4_...``; the same accelerators with more memory (p5e/p5en: H200; trn1n) count too.
+_NAMED_TYPES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (r"_p5x\d+", "ml.p5.48xlarge", ("ml.p5.", "ml.p5e.", "ml.p5en.")),
+    (r"_trn1x\d+", "ml.trn1.32xlarge", ("ml.trn1.", "ml.trn1n.")),
+)
 
 # What the SDK's training_recipes.json holds when the installed SDK has none (SDK 2.257.7).
 _FALLBACK_CONFIG: dict[str, Any] = {
@@ -108,12 +123,71 @@ def device_type(instance_type: str) -> str:
     return "cpu"
 
 
+# The base models of the collection's fine-tuning recipes (llmft ``model_name_or_path``, verl
+# ``actor_rollout_ref.model.path``) whose architecture the memory estimate counts: each one's
+# config.json on the Hugging Face Hub (num_hidden_layers, hidden_size, num_attention_heads,
+# num_key_value_heads, intermediate_size, vocab_size, tie_word_embeddings; all gated-MLP
+# decoders). Keyed by the name after the organisation, lower case, without "-instruct".
+FINE_TUNING_MODELS: dict[str, dict[str, Any]] = {
+    "llama-3.1-8b": {"model_type": "llama", "layers": 32, "hidden_size": 4096,
+                     "attention_heads": 32, "key_value_heads": 8, "intermediate_size": 14336,
+                     "vocab_size": 128256, "tied_embeddings": False},
+    "llama-3.2-1b": {"model_type": "llama", "layers": 16, "hidden_size": 2048,
+                     "attention_heads": 32, "key_value_heads": 8, "intermediate_size": 8192,
+                     "vocab_size": 128256, "tied_embeddings": True},
+    "llama-3.2-3b": {"model_type": "llama", "layers": 28, "hidden_size": 3072,
+                     "attention_heads": 24, "key_value_heads": 8, "intermediate_size": 8192,
+                     "vocab_size": 128256, "tied_embeddings": True},
+    "llama-3.3-70b": {"model_type": "llama", "layers": 80, "hidden_size": 8192,
+                      "attention_heads": 64, "key_value_heads": 8, "intermediate_size": 28672,
+                      "vocab_size": 128256, "tied_embeddings": False},
+    "qwen2.5-7b": {"model_type": "qwen2", "layers": 28, "hidden_size": 3584,
+                   "attention_heads": 28, "key_value_heads": 4, "intermediate_size": 18944,
+                   "vocab_size": 152064, "tied_embeddings": False},
+}  # fmt: skip
+
+
+def fine_tuning_model(name: object) -> dict[str, Any] | None:
+    """The architecture of a fine-tuning recipe's base model by its Hub name, if known."""
+    if not isinstance(name, str):
+        return None
+    key = name.rsplit("/", 1)[-1].lower().removesuffix("-instruct")
+    return FINE_TUNING_MODELS.get(key)
+
+
+def named_instance_type(name: str, instance_type: str) -> str | None:
+    """The instance type a recipe's name says it is written for, when ``instance_type`` is not
+    of that kind (None: the name says none, or the type matches)."""
+    base = name.rsplit("/", 1)[-1]
+    for pattern, written, family in _NAMED_TYPES:
+        if re.search(pattern, base):
+            return None if instance_type.startswith(family) else written
+    return None
+
+
 def gpu_script(model_type: str) -> tuple[str, str] | None:
     """The adapter's (folder, script) for a model type, matched by prefix as the SDK does."""
     for key, script in GPU_SCRIPTS.items():
         if model_type.startswith(key):
             return script
     return None
+
+
+def gpu_image() -> tuple[str, str, str | None] | None:
+    """The SDK's recipe image for GPUs as (label, CUDA version, the PyTorch the SMP version
+    runs, when known): ``("recipe's pytorch-smp 2.4.1", "12.1", "2.4.1")``; None when the SDK's
+    training_recipes.json says no CUDA build."""
+    config = recipes_config().get("gpu_image")
+    if not isinstance(config, dict):
+        return None
+    extra = config.get("additional_args") or {}
+    tag = extra.get("container_version") if isinstance(extra, dict) else None
+    cuda = cuda_of_tag(tag) if isinstance(tag, str) else None
+    if cuda is None:
+        return None
+    version = config.get("version")
+    version = version if isinstance(version, str) else None
+    return f"recipe's {config.get('framework')} {version}", cuda, version
 
 
 def image_description(device: str) -> str:

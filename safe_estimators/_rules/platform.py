@@ -130,14 +130,47 @@ def container_runs_on_gpu(ctx: Context) -> Iterator[Problem]:
     if image is None:
         return
     label, builds, field = image
+    yield from _image_verdict(ctx, capability, label, builds, field, _nearest_fix)
+
+
+def recipe_image_runs_on_gpu(
+    ctx: Context, label: str, cuda_version: str, pytorch_version: str | None
+) -> Iterator[Problem]:
+    """The same rule for a HyperPod recipe job's image (the SDK's recipe image, whose CUDA
+    build its ``training_recipes.json`` names: ``container_version`` cu121), at ``image_uri``."""
+    capability = _capability(ctx)
+    if capability is None or ctx.instance is None or ctx.spec.image_uri is not None:
+        return
+    builds = (cuda.build(pytorch_version, cuda_version, origin="aws"),)
+
+    def fix(ctx: Context, capability: str) -> str:
+        first = cuda.FIRST_CUDA_FOR.get(int(capability.split(".")[0]))
+        newer = f" built with CUDA {first} or later" if first else ""
+        return (
+            f"pass image_uri= with an image{newer} for this GPU, or use an instance type whose "
+            "GPU the recipe image supports (ml.p5.48xlarge, H100)."
+        )
+
+    yield from _image_verdict(ctx, capability, label, builds, "image_uri", fix)
+
+
+def _image_verdict(
+    ctx: Context,
+    capability: str,
+    label: str,
+    builds: tuple[cuda.Build, ...],
+    field: str,
+    fixer: Callable[[Context, str], str],
+) -> Iterator[Problem]:
     found = cuda.verdict_of(builds, capability)
     if found == "runs":
         return
+    assert ctx.instance is not None
     accelerator = ctx.instance.accelerator
     assert accelerator is not None
     gpu = f"{ctx.instance_name}'s {accelerator.name} (compute capability {capability})"
     cudas = " or ".join(f"CUDA {b.cuda}" for b in builds)
-    fix = _nearest_fix(ctx, capability)
+    fix = fixer(ctx, capability)
     if found == "no-kernel":
         yield Problem(
             field,

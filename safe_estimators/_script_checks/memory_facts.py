@@ -57,7 +57,7 @@ from safe_estimators._script_checks.program import (
     _DATA_PARALLEL,
     _Program,
 )
-from safe_estimators._script_checks.summary import _Call, _keyword, _Module, _short
+from safe_estimators._script_checks.summary import _Call, _dotted, _keyword, _Module, _short
 from safe_estimators._script_checks.values import UNKNOWN, _Values
 
 # How a script divides the model states: what is sharded, and over which ranks.
@@ -126,6 +126,21 @@ _KNOWN: Mapping[str, str] = {
 }
 
 
+# Libraries outside ``_KNOWN`` whose part in sharding is known name by name: only these names
+# (dotted prefixes) shard; a script that uses none of them shards nothing through the library.
+# torch_xla: its FSDP (torch_xla/distributed/fsdp: XlaFullyShardedDataParallel), SPMD sharding
+# (torch_xla.distributed.spmd, formerly torch_xla.experimental.xla_sharding: mark_sharding, and
+# its SpmdFullyShardedDataParallel) and ZeroRedundancyOptimizer; xla_model (xla_device,
+# optimizer_step, mark_step), the parallel loader and xmp.spawn place and step, never shard.
+_SHARDING_NAMES: Mapping[str, tuple[str, ...]] = {
+    "torch_xla": (
+        "torch_xla.distributed.fsdp", "torch_xla.distributed.spmd",
+        "torch_xla.experimental.xla_sharding", "torch_xla.experimental.spmd_fully_sharded",
+        "torch_xla.distributed.zero_redundancy_optimizer",
+    ),
+}  # fmt: skip
+
+
 @attrs.frozen
 class ScriptFact:
     """One thing the script does, and where: ``value`` as the memory estimate reads it."""
@@ -176,7 +191,10 @@ class ScriptMemoryFacts:
     ``"fp32"`` (``torch_dtype=torch.float32``) or ``"default"`` (no dtype: float32 in
     transformers 4, the checkpoint's dtype from transformers 5). ``data_parallel``: one
     process replicates the model over its GPUs (``"DataParallel"``, or ``"Trainer"`` for the
-    Hugging Face Trainer's own wrapping), so GPU 0 holds the most.
+    Hugging Face Trainer's own wrapping), so GPU 0 holds the most. ``master_weights``: the
+    wrapper that keeps fp32 master copies of 16-bit weights (``"accelerate-fsdp"``: the
+    Trainer's ``fsdp=`` or Accelerate's FSDP plugin with mixed precision on; ``"deepspeed"``:
+    a DeepSpeed config with bf16 or fp16 enabled); the memory estimate's facts say why each does.
     """
 
     sharding: ScriptFact | None = None
@@ -189,6 +207,7 @@ class ScriptMemoryFacts:
     adapters: ScriptFact | None = None
     data_parallel: ScriptFact | None = None
     frozen_weights: ScriptFact | None = None
+    master_weights: ScriptFact | None = None
 
 
 def memory_facts(
@@ -216,6 +235,10 @@ class _Reader:
         self.lora_configs: list[ScriptFact] = []
         self.adapter_uses: list[ScriptFact] = []
         self.model_loads: list[ScriptFact] = []
+        self.master_weights: list[ScriptFact] = []
+        # Accelerate's FSDP plugin and Accelerator(mixed_precision=...): together, fp32 masters.
+        self.accelerate_fsdp: list[ScriptFact] = []
+        self.accelerate_mixed: list[ScriptFact] = []
 
     def facts(self) -> ScriptMemoryFacts:
         program = self.program
@@ -231,7 +254,7 @@ class _Reader:
                     "the Trainer/Accelerate may shard through a config file or the environment"
                 )
             else:
-                hidden = program.unseen(_KNOWN)
+                hidden = self._may_shard_unseen()
                 if hidden:
                     self.undecided.append(f"it imports {', '.join(hidden)}, which may shard")
                 else:
@@ -247,7 +270,34 @@ class _Reader:
             adapters=self._adapters(),
             data_parallel=self._data_parallel(),
             frozen_weights=self._frozen_weights(),
+            master_weights=self._master_weights(),
         )
+
+    def _master_weights(self) -> ScriptFact | None:
+        if self.accelerate_fsdp and self.accelerate_mixed:
+            fsdp, mixed = self.accelerate_fsdp[0], self.accelerate_mixed[0]
+            return attrs.evolve(fsdp, value="accelerate-fsdp", how=f"{fsdp.how} with {mixed.how}")
+        return _first(self.master_weights)
+
+    def _may_shard_unseen(self) -> list[str]:
+        """What the program imports that may shard out of sight: a library the readings above
+        do not know whose names the script uses (an import never used does nothing), or one
+        whose sharding names (``_SHARDING_NAMES``) it uses; and local modules left unread."""
+        program = self.program
+        hidden = []
+        for library in program.unseen(_KNOWN):
+            if library not in program.libraries:
+                hidden.append(library)  # the unread local modules
+                continue
+            used = _names_used(program, library)
+            acting = _SHARDING_NAMES.get(library)
+            if acting is not None:
+                used = [n for n in used if n.startswith(acting)]
+                if used:
+                    hidden.append(f"{library} (`{used[0]}`)")
+            elif used:
+                hidden.append(library)
+        return hidden
 
     def _frozen_weights(self) -> ScriptFact | None:
         """The dtype of the frozen weights, where every model load of an adapter-training
@@ -330,6 +380,7 @@ class _Reader:
         elif tail == "FullyShardedDataParallelPlugin":
             strategy = _keyword(node, "sharding_strategy")
             self._fsdp(module, call, strategy, "Accelerate's FSDP plugin")
+            self._add(self.accelerate_fsdp, module, call, True, "Accelerate's FSDP plugin")
         elif name in _FULLY_SHARD:
             self._fully_shard(module, call)
         elif tail == "initialize" and name.startswith("deepspeed"):
@@ -364,6 +415,10 @@ class _Reader:
             mixed = self.values.of(module, call, _keyword(node, "mixed_precision"))
             if mixed in ("bf16", "fp16"):
                 self._add(self.precision, module, call, mixed, "Accelerator(mixed_precision)")
+                self._add(
+                    self.accelerate_mixed, module, call, mixed,
+                    f"Accelerator(mixed_precision={mixed!r})",
+                )
 
     def _read_adapters(self, module: _Module, call: _Call) -> None:
         tail, node = call.tail, call.node
@@ -486,6 +541,7 @@ class _Reader:
             section = value.get(mixed)
             if isinstance(section, dict) and section.get("enabled") is True:
                 self.precision.append(self._fact(module, call, mixed, f"{what}: {mixed}"))
+                self._add(self.master_weights, module, call, "deepspeed", f"{what}: {mixed}")
 
     def _json(self, name: str) -> dict[str, Any] | None:
         if self.base is None or os.path.isabs(name) or ".." in Path(name).parts:
@@ -554,6 +610,12 @@ class _Reader:
         for mixed in ("bf16", "fp16"):
             if _truth(fields.get(mixed)):
                 self.precision.append(self._fact(module, call, mixed, f"{source} {mixed}"))
+                if fsdp and fsdp is not UNKNOWN and deepspeed is not UNKNOWN:
+                    # The Trainer prepares its FSDP model through Accelerate.
+                    self._add(
+                        self.master_weights, module, call, "accelerate-fsdp",
+                        f"{source} fsdp={fsdp!r} with {mixed}",
+                    )
 
     def _sixteen_bits(self, module: _Module, call: _Call, dtype: ast.expr | None) -> None:
         """Weights loaded (``from_pretrained(torch_dtype=...)``) or cast (``model.half()``,
@@ -585,6 +647,22 @@ class _Reader:
         for flag, bits in (("load_in_4bit", "4bit"), ("load_in_8bit", "8bit")):
             if _truth(self.values.of(module, call, _keyword(call.node, flag))):
                 self.quantization.append(self._fact(module, call, bits, f"{flag}=True"))
+
+
+def _names_used(program: _Program, library: str) -> list[str]:
+    """The dotted names of ``library`` the program's code uses (not its import lines):
+    ``torch_xla.core.xla_model.xla_device`` for ``xm.xla_device()``."""
+    found: list[str] = []
+    prefix = library + "."
+    for module in program.modules:
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Attribute | ast.Name) and not isinstance(
+                getattr(node, "ctx", None), ast.Store
+            ):
+                dotted = _dotted(node, module.aliases)
+                if dotted == library or dotted.startswith(prefix):
+                    found.append(dotted)
+    return found
 
 
 def _whole(value: Any) -> int | None:
