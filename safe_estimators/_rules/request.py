@@ -14,7 +14,7 @@ import attrs
 
 from safe_estimators._bounds import quote
 from safe_estimators._context import Context
-from safe_estimators._facts.limits import member_shape, shape_problems
+from safe_estimators._facts.limits import documented_maximum, member_shape, shape_problems
 from safe_estimators._problems import Problem, join_path, warning
 from safe_estimators._rules.compiler import sdk_class_names
 from safe_estimators._secret_formats import mask_values_in
@@ -170,6 +170,26 @@ def request_members(ctx: Context) -> Iterator[Problem]:
                 continue
             # A tag's value under a secret's name ({"Key": "db_password", ...}) stays hidden.
             yield Problem(join_path(name, sub), mask_values_in(message, sent), member.hint)
+        yield from _beyond_documented_maximum(name, sent, member)
+
+
+def _beyond_documented_maximum(name: str, sent: Any, member: Member) -> Iterator[Problem]:
+    """A maximum the model states only in words (``max_run``: "The maximum value is 28 days.",
+    botocore's documentation of StoppingCondition.MaxRuntimeInSeconds); the API refuses more."""
+    if type(sent) is not int:
+        return
+    maximum = documented_maximum(member.member)
+    if maximum is None or sent <= maximum:
+        return
+    days = f" ({maximum // 86400} days)" if maximum % 86400 == 0 else ""
+    yield Problem(
+        name,
+        f"is {sent:,} s ({sent / 86400:.1f} days); the maximum is {maximum:,} s{days}, as "
+        f"botocore's SageMaker model documents {member.member}: CreateTrainingJob refuses the "
+        "job.",
+        f"give max_run={maximum} or less, and save checkpoints (checkpoint_s3_uri) to continue "
+        "in a new job." if name == "max_run" else f"give {maximum:,} or less.",
+    )
 
 
 def _pipeline_job_name(message: str, hint: str) -> Problem:
