@@ -14,6 +14,7 @@ from safe_estimators._build import build_estimator, build_model_trainer
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._problems import ConfigError, warning
 from safe_estimators._resolve import ResolvedJob, resolve_arguments
+from safe_estimators._rules.request import pipeline_step
 from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import JobSpec, TrainingCompiler
 from safe_estimators._targets import ESTIMATOR, MODEL_TRAINER
@@ -123,7 +124,8 @@ def huggingface(
         model=model,
         check_script=check_script,
     )
-    job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
+    with pipeline_step(sagemaker_session):
+        job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
@@ -181,7 +183,8 @@ def pytorch(
         training_recipe=training_recipe,
         recipe_overrides=recipe_overrides,
     )
-    job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
+    with pipeline_step(sagemaker_session):
+        job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
 
@@ -241,7 +244,8 @@ def model_trainer(
         inputs=inputs,
         check_script=check_script,
     )
-    job = resolve_arguments(_given(named, kwargs))
+    with pipeline_step(sagemaker_session):
+        job = resolve_arguments(_given(named, kwargs))
     return build_model_trainer(job, sagemaker_session)
 
 
@@ -256,4 +260,6 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
 
     session = overrides.pop("sagemaker_session", None)
     arguments, source, prior = job_arguments(spec, overrides)
-    return build_target(resolve_arguments(arguments, source, prior), session)
+    with pipeline_step(session):
+        job = resolve_arguments(arguments, source, prior)
+    return build_target(job, session)
