@@ -186,3 +186,100 @@ def test_every_name_table_says_where_its_behaviour_is_shown():
     for names in INERT_NAMES.values():
         assert names and all(len(source) > 40 for source in names.values())
     assert all(len(source) > 20 for source in SMP_V1_INITIALISERS.values())
+
+
+# --- the sampler and the model folder, by what the code does -----------------------------------
+
+SAMPLER_ON_EVAL_ONLY = '''
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main():
+    dist.init_process_group("nccl")
+    train_ds, eval_ds = list(range(100)), list(range(10))
+    train_loader = DataLoader(train_ds, batch_size=8, shuffle=True)
+    eval_sampler = DistributedSampler(eval_ds, shuffle=False)
+    eval_loader = DataLoader(eval_ds, batch_size=8, sampler=eval_sampler)
+    model = torch.nn.Linear(1, 1)
+    for batch in train_loader:
+        model(batch).sum().backward()
+    for batch in eval_loader:
+        model(batch)
+
+
+main()
+'''
+
+
+def test_a_sampler_used_only_for_evaluation_leaves_the_training_loader_found():
+    [finding] = found(SAMPLER_ON_EVAL_ONLY, TORCHRUN, "no-distributed-sampler")
+    assert finding.line == 11
+    assert "serves only the evaluation data" in finding.message
+
+
+def test_a_sampler_imported_and_only_named_in_a_comment_is_no_sampler():
+    source = SAMPLER_ON_EVAL_ONLY.replace(
+        "    eval_sampler = DistributedSampler(eval_ds, shuffle=False)\n", ""
+    ).replace("sampler=eval_sampler", "shuffle=False").replace(
+        "    model = torch", "    # DistributedSampler: not needed here\n    model = torch"
+    )
+    [finding] = found(source, TORCHRUN, "no-distributed-sampler")
+    assert finding.line == 11 and "nothing else in the script shards" in finding.message
+
+
+def test_a_sampler_on_the_training_data_is_enough():
+    source = SAMPLER_ON_EVAL_ONLY.replace(
+        "DataLoader(train_ds, batch_size=8, shuffle=True)",
+        "DataLoader(train_ds, batch_size=8, sampler=DistributedSampler(train_ds))",
+    )
+    assert found(source, TORCHRUN, "no-distributed-sampler") == []
+
+
+def test_a_sampler_whose_purpose_cannot_be_read_keeps_the_rule_quiet():
+    source = SAMPLER_ON_EVAL_ONLY.replace("eval_sampler = DistributedSampler(eval_ds",
+                                          "sampler = DistributedSampler(data")
+    assert found(source, TORCHRUN, "no-distributed-sampler") == []
+
+
+# The DDP ResNet-50 of the issue: SM_MODEL_DIR only in an argparse default never read, a
+# checkpoint path the checks cannot follow, the model saved to /tmp.
+MODEL_IN_TMP = '''
+import argparse
+import os
+import torch
+import torch.distributed as dist
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model-dir", type=str, default=os.environ.get("SM_MODEL_DIR"))
+    parser.add_argument("--checkpoint", type=str)
+    args = parser.parse_args()
+    dist.init_process_group("nccl")
+    model = torch.nn.Linear(8, 8)
+    if dist.get_rank() == 0 and args.checkpoint:
+        torch.save({"model": model.state_dict()}, args.checkpoint + "-last")
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), "/tmp/resnet50.pt")
+
+
+main()
+'''
+
+
+def test_a_model_dir_option_never_read_does_not_hide_the_model_saved_to_tmp():
+    [finding] = found(MODEL_IN_TMP, TORCHRUN, "model-outside-model-dir")
+    assert finding.line == 18 and "'/tmp/resnet50.pt'" in finding.message
+
+
+@pytest.mark.parametrize("reading", [
+    "print(args.model_dir)", "print(vars(args))", "print(os.environ['SM_MODEL_DIR'])",
+])
+def test_a_model_dir_that_is_read_may_be_where_the_unread_path_goes(reading):
+    source = MODEL_IN_TMP.replace('        torch.save(model.state_dict(), "/tmp/resnet50.pt")',
+                                  f'        torch.save(model.state_dict(), "/tmp/resnet50.pt")\n'
+                                  f'    {reading}')
+    assert found(source, TORCHRUN, "model-outside-model-dir") == []
