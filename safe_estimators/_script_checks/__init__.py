@@ -86,7 +86,7 @@ from safe_estimators._script_checks.files import (
     _too_large,
 )
 from safe_estimators._script_checks.findings import Finding, ScriptContext
-from safe_estimators._script_checks.program import _LAUNCHER_OPTIONS, _Program
+from safe_estimators._script_checks.program import _Program
 from safe_estimators._script_checks.rules.amp import (
     _rule_amp_clip_before_unscale,
     _rule_amp_reduce_after_clip,
@@ -278,14 +278,18 @@ def _paths(
 
 
 def _program_spawns(path: Path) -> str | None:
-    """A shell entry point that runs a launcher itself (``torchrun --nproc_per_node=32 ...``,
-    as Neuron's ``neuron_parallel_compile`` examples do): ``"spawn"``."""
+    """A shell entry point that runs a launcher itself, one process per GPU
+    (``torchrun --nproc_per_node=32 ...``, as Neuron's ``neuron_parallel_compile`` examples do;
+    ``accelerate launch --num_processes "$NUM_GPUS"``, ``deepspeed``, ``mpirun``, ``tune run``:
+    ``shell.LAUNCHERS``): ``"spawn"``."""
     try:
         with path.open("rb") as file:
             text = file.read(_MAX_BYTES).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
-    return "spawn" if any(option in text for option in _LAUNCHER_OPTIONS) else None
+    from safe_estimators._script_checks.shell import runs_launcher_per_device
+
+    return "spawn" if runs_launcher_per_device(text) else None
 
 
 def _device_use(path: Path, given: Path, base: Path | None) -> str | None:

@@ -61,8 +61,12 @@ _ACCELERATE_TRAINER_PACKAGES = frozenset({"transformers", "trl"})
 _SPAWNERS = frozenset({
     "torch_xla.distributed.xla_multiprocessing.spawn", "torch.multiprocessing.spawn",
 })  # fmt: skip
-# What a script that runs another program passes to the launcher it runs (torchrun, `tune run`).
-_LAUNCHER_OPTIONS = ("--nproc_per_node", "--nproc-per-node")
+# What a script that runs another program passes to the launcher it runs (torchrun, `tune run`,
+# accelerate's launcher; a shell entry point is read command by command: shell.LAUNCHERS).
+_LAUNCHER_OPTIONS = (
+    "--nproc_per_node", "--nproc-per-node", "accelerate launch", "accelerate.commands.launch",
+    "--num_processes", "--multi_gpu", "mpirun",
+)
 # Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
 _MARK_STEP_NAMES = frozenset({f"{_XM}.mark_step", "torch_xla.sync"})
 _REDUCE_TAILS = frozenset({"reduce_gradients", "all_reduce"})
