@@ -200,6 +200,7 @@ def script_context(ctx: Context) -> ScriptContext:
         accelerate_device_map_bypass=str(
             value_of(spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP")) or ""
         ).lower() == "true",
+        instance_groups=tuple(str(g) for g in spec.instance_groups or ()),
         # A pipeline parameter's default stands for its value; one with none is not known here.
         hyperparameters=tuple(
             sorted(

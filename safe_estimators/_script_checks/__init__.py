@@ -31,7 +31,8 @@ Where things are, so that a new check is one small function in the file named af
   ``rules.padding``, ``rules.amp`` (GradScaler order), ``rules.smp`` (model parallelism fp16),
   ``rules.smp_v1`` (SMP v1 basics), ``rules.launch`` (any multi-process launcher),
   ``rules.smddp``, ``rules.smp_v2`` (torch.sagemaker), ``rules.trainium``, ``rules.outputs``
-  (SM_MODEL_DIR, spot checkpoints). A new check goes into the family's module (or a new module
+  (SM_MODEL_DIR, spot checkpoints), ``rules.groups`` (heterogeneous clusters). A new check
+  goes into the family's module (or a new module
   there) and into ``_RULES`` below.
 
 A rule is a pure function of the program and the context, and reads the context by attribute
@@ -93,6 +94,7 @@ from safe_estimators._script_checks.rules.amp import (
     _rule_amp_step_before_clip,
 )
 from safe_estimators._script_checks.rules.environ import _rule_environ_values
+from safe_estimators._script_checks.rules.groups import _rule_group_not_detected
 from safe_estimators._script_checks.rules.launch import (
     _rule_device_map_under_launcher,
     _rule_hard_coded_device,
@@ -414,6 +416,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule_model_outside_model_dir,
     _rule_spot_without_checkpoints,
     _rule_spot_trainer_resume,
+    _rule_group_not_detected,
 )
 
 

@@ -135,6 +135,19 @@ KNOWN_TO_SMDDP_RULE: Mapping[str, str] = {
     "smdistributed": "the import the rule looks for",
 }  # fmt: skip
 
+# What the heterogeneous-cluster rule (the script never reads its instance group) knows: these
+# libraries read no SageMaker instance-group variable for the script (the names are SageMaker's
+# own, read from resourceconfig.json by the training toolkit, sagemaker_training.environment).
+_NO_GROUP = "reads no SageMaker instance-group variable (SM_CURRENT_INSTANCE_GROUP, resourceconfig)"
+KNOWN_TO_GROUP_RULE: Mapping[str, str] = {
+    **NEUTRAL,
+    "torch": "torch.distributed reads MASTER_ADDR/RANK, not SageMaker's groups; " + _NO_GROUP,
+    "torchvision": _NO_GROUP,
+    "smdistributed": "runs inside the script's own process when called: it cannot keep the "
+    "script's other code from running on a group without the distribution (the toolkit "
+    "starts the script there as one plain process, without LOCAL_RANK)",
+}  # fmt: skip
+
 # The names of a library known to do none of what the absence rules look for: initialise a
 # process group, call SMP v1's smp.init() or v2's torch.sagemaker.init()/transform(), import
 # torch_smddp (register the smddp backend). library -> {name below it: source}; a name covers
