@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -25,6 +25,17 @@ def _masked(text: str) -> str:
 
 
 @attrs.frozen
+class Fix:
+    """One fix of a problem as a change to the job: the options it sets (``changes``, option
+    name -> value) and how the hint says it (``text``). The checks apply it and check the job
+    again before they offer it (``_resolve.check``), so a fix that is itself refused is never
+    named."""
+
+    changes: tuple[tuple[str, Any], ...]
+    text: str
+
+
+@attrs.frozen
 class Problem:
     """One thing wrong (or worth a warning) in a job configuration.
 
@@ -38,6 +49,9 @@ class Problem:
     message: str = attrs.field(converter=_masked)
     hint: str = attrs.field(default="", converter=_masked)
     severity: Severity = "error"
+    # Fixes as changes to the job, offered before ``hint`` once each is checked (not compared:
+    # two problems that say the same are the same problem).
+    fixes: tuple[Fix, ...] = attrs.field(default=(), eq=False)
 
     def __str__(self) -> str:
         text = f"{self.path}: {self.message}"
