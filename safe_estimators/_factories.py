@@ -15,6 +15,7 @@ from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._problems import ConfigError, warning
 from safe_estimators._quiet import sdk_quiet
 from safe_estimators._resolve import ResolvedJob, resolve_arguments
+from safe_estimators._rules.request import pipeline_step
 from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import JobSpec, TrainingCompiler
 from safe_estimators._targets import ESTIMATOR, MODEL_TRAINER
@@ -124,7 +125,8 @@ def huggingface(
         model=model,
         check_script=check_script,
     )
-    job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
+    with pipeline_step(sagemaker_session):
+        job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     with sdk_quiet():  # the SDK's banners and INFO lines are not the caller's output
         return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
@@ -183,7 +185,8 @@ def pytorch(
         training_recipe=training_recipe,
         recipe_overrides=recipe_overrides,
     )
-    job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
+    with pipeline_step(sagemaker_session):
+        job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     with sdk_quiet():
         return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
 
@@ -257,7 +260,8 @@ def model_trainer(
         inputs=inputs,
         check_script=check_script,
     )
-    job = resolve_arguments(_given(named, kwargs))
+    with pipeline_step(sagemaker_session):
+        job = resolve_arguments(_given(named, kwargs))
     with sdk_quiet():
         return build_model_trainer(job, sagemaker_session)
 
@@ -302,6 +306,7 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
 
     session = overrides.pop("sagemaker_session", None)
     arguments, source, prior = job_arguments(spec, overrides)
-    job = resolve_arguments(arguments, source, prior)
+    with pipeline_step(session):
+        job = resolve_arguments(arguments, source, prior)
     with sdk_quiet():
         return build_target(job, session)

@@ -26,6 +26,17 @@ def _masked(text: str) -> str:
 
 
 @attrs.frozen
+class Fix:
+    """One fix of a problem as a change to the job: the options it sets (``changes``, option
+    name -> value) and how the hint says it (``text``). The checks apply it and check the job
+    again before they offer it (``_resolve.check``), so a fix that is itself refused is never
+    named."""
+
+    changes: tuple[tuple[str, Any], ...]
+    text: str
+
+
+@attrs.frozen
 class Problem:
     """One thing wrong (or worth a warning) in a job configuration.
 
@@ -47,6 +58,9 @@ class Problem:
     severity: Severity = "error"
     rule: str | None = attrs.field(default=None, eq=False)
     at: tuple[str, int, int] | None = attrs.field(default=None, eq=False)
+    # Fixes as changes to the job, offered before ``hint`` once each is checked (not compared:
+    # two problems that say the same are the same problem).
+    fixes: tuple[Fix, ...] = attrs.field(default=(), eq=False)
 
     def __str__(self) -> str:
         text = f"{self.path}: {self.message}"

@@ -25,7 +25,7 @@ from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_lau
 from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._memory import check_memory, job_of
-from safe_estimators._problems import ConfigError, Problem, count, problem_source, tagged
+from safe_estimators._problems import ConfigError, Fix, Problem, count, problem_source, tagged
 from safe_estimators._recipes import recipe_arguments, recipe_of
 from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
@@ -33,6 +33,7 @@ from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._rules.resources import warm_pool_injections
 from safe_estimators._rules.targets import estimator_needs_sdk2, recipe_needs_estimator
 from safe_estimators._spec import (
+    SPEC_FIELDS,
     JobSpec,
     TrainingCompiler,
     count_of,
@@ -213,6 +214,7 @@ def script_context(ctx: Context) -> ScriptContext:
         accelerate_device_map_bypass=str(
             value_of(spec.environment.get("ACCELERATE_BYPASS_DEVICE_MAP")) or ""
         ).lower() == "true",
+        instance_groups=tuple(str(g) for g in spec.instance_groups or ()),
         # A pipeline parameter's default stands for its value; one with none is not known here.
         hyperparameters=tuple(
             sorted(
@@ -345,23 +347,68 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
         if ctx.target != ESTIMATOR:
             problems += tagged(recipe_needs_estimator, [recipe_needs_estimator()])
         return ctx, problems, findings
+    ctx, problems = _job_rules(spec)
+    if ctx.target == ESTIMATOR and sdk_generation() >= 3:
+        # the estimator's rules read its source
+        return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
+    problems += tagged(check_memory, check_memory(ctx)[1])
+    findings = check_entry_point(ctx)
+    folder = script_folder(ctx)
+    problems += [finding_problem(f, folder) for f in findings if f.severity == "error"]
+    problems = _checked_fixes(spec, problems)
+    problems = in_own_words(problems, spec.trainer)  # at the path the user wrote
+    return ctx, judged_by_default(problems, ctx.pipeline_variables), findings
+
+
+def _job_rules(spec: JobSpec) -> tuple[Context, list[Problem]]:
+    """The context and the problems of the job-level, launcher and model parallel rules."""
     model_parallel, rest, problems = _model_parallel(spec)
     problems = tagged(_model_parallel, problems)
     group = launch_group(spec.instance_groups, rest)
     name = group.instance_type if group else instance_type_name(spec.instance_type)
     ctx = Context(spec, _lookup(name), rest, model_parallel, group)
     if ctx.target == ESTIMATOR and sdk_generation() >= 3:
-        # the estimator's rules read its source
-        return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
+        return ctx, []
     problems += run_rules(ctx)
     problems += run_rules(ctx, LAUNCHER_RULES)
     problems += tagged(_model_parallel_rules, _model_parallel_rules(ctx))
-    problems += tagged(check_memory, check_memory(ctx)[1])
-    findings = check_entry_point(ctx)
-    folder = script_folder(ctx)
-    problems += [finding_problem(f, folder) for f in findings if f.severity == "error"]
-    problems = in_own_words(problems, spec.trainer)  # at the path the user wrote
-    return ctx, judged_by_default(problems, ctx.pipeline_variables), findings
+    return ctx, problems
+
+
+def _checked_fixes(spec: JobSpec, problems: list[Problem]) -> list[Problem]:
+    """Each fix a problem offers as a change to the job, applied and checked again by the
+    rules: a fix whose job they refuse (a new error, or the problem itself still there) is not
+    offered. The hint names the fixes that hold, then the rule's own way out."""
+    if not any(problem.fixes for problem in problems):
+        return problems
+    before = _errors(problems)
+    checked = []
+    for problem in problems:
+        if problem.fixes:
+            kept = tuple(fix for fix in problem.fixes if _holds(spec, problem, fix, before))
+            texts = [fix.text for fix in kept] + ([problem.hint] if problem.hint else [])
+            problem = attrs.evolve(problem, hint="; or ".join(texts), fixes=kept)
+        checked.append(problem)
+    return checked
+
+
+def applied(spec: JobSpec, changes: Sequence[tuple[str, Any]]) -> JobSpec:
+    """``spec`` with a fix's changes: typed options replaced, the others in ``extra``."""
+    typed = {name: value for name, value in changes if name in SPEC_FIELDS}
+    passed = {name: value for name, value in changes if name not in SPEC_FIELDS}
+    return attrs.evolve(spec, **typed, extra={**spec.extra, **passed})
+
+
+def _holds(spec: JobSpec, problem: Problem, fix: Fix, before: set[tuple[str, str]]) -> bool:
+    try:
+        after = _errors(_job_rules(applied(spec, fix.changes))[1])
+    except (TypeError, ValueError):  # a change the typed spec refuses: not a fix
+        return False
+    return (problem.path, problem.message) not in after and not after - before
+
+
+def _errors(problems: Sequence[Problem]) -> set[tuple[str, str]]:
+    return {(p.path, p.message) for p in problems if p.severity == "error"}
 
 
 

@@ -494,15 +494,14 @@ def test_the_hugging_face_estimator_on_trainium_needs_an_image_uri(sagemaker_ses
 
 
 def test_the_sdk_s_neuron_container_predates_trainium2(sagemaker_session, role):
-    # The SDK resolves its one Neuron training container (Neuron SDK 2.4.0) for ml.trn2 too.
+    # The SDK resolves its one Neuron training container (Neuron SDK 2.4.0) for ml.trn2 too,
+    # whose runtime predates Trainium2 (Neuron SDK 2.21.0 added it): the job cannot run.
     arguments = {
         "instance_type": "ml.trn2.48xlarge", "framework_version": "1.11.0", "py_version": "py38",
         "distribution": TORCHRUN,
     }
-    est = pt(sagemaker_session, role, **arguments)
-    assert "pytorch-training-neuron:1.11.0" in est.training_image_uri()
-    found = warnings_of(est)["instance_type"]
-    assert "Neuron SDK 2.4.0" in found and "2.21.0 or later" in found
+    found = problem_at(refusal(pt, sagemaker_session, role, **arguments), "instance_type")
+    assert "Neuron SDK 2.4.0" in found.message and "2.21.0 or later" in found.hint
     image = (
         "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:"
         "2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
@@ -510,6 +509,7 @@ def test_the_sdk_s_neuron_container_predates_trainium2(sagemaker_session, role):
     est = pt(sagemaker_session, role, **arguments, image_uri=image)
     assert "instance_type" not in warnings_of(est)
     on_trn1 = pt(sagemaker_session, role, **{**arguments, "instance_type": "ml.trn1.32xlarge"})
+    assert "pytorch-training-neuron:1.11.0" in on_trn1.training_image_uri()
     assert "instance_type" not in warnings_of(on_trn1)
 
 

@@ -245,3 +245,87 @@ def test_parameterised_instance_type_refused(
     messages = {p.path: p.message for p in caught.value.problems}
     for path, text in expected.items():
         assert text in messages.get(path, ""), caught.value
+
+
+# --- issue 34: what a pipeline step sends, and what its definition() cannot take ----------------
+
+HF_DEMO = {
+    "entry_point": "train.py",
+    "source_dir": str(EXAMPLES / "compiler-single-gpu"),
+    "transformers_version": "4.28.1",
+    "pytorch_version": "2.0.0",
+    "py_version": "py310",
+    "instance_type": "ml.g5.2xlarge",
+}
+
+
+def test_a_pipeline_steps_base_job_name_is_not_held_to_the_job_name_pattern(pipeline_session):
+    # AWS's Hugging Face pipeline demo names its step's jobs with a slash; the step sends no
+    # TrainingJobName (trim_request_dict pops it), so the bare SDK builds it and so do we.
+    parameter = ParameterString("Epochs", default_value="1")
+    est = safe_estimators.huggingface(
+        **HF_DEMO,
+        role=ROLE,
+        base_job_name="hugging-face-pipeline-demo/training",
+        hyperparameters={"epochs": parameter},
+        sagemaker_session=pipeline_session,
+    )
+    arguments = training_arguments(definition(pipeline_session, parameter, est))
+    assert "TrainingJobName" not in arguments
+    warned = [p for p in safe_estimators.explain(est).warnings if p.path == "base_job_name"]
+    assert len(warned) == 1 and "use_custom_job_prefix=True" in warned[0].message
+
+
+def test_the_same_base_job_name_outside_a_pipeline_is_refused(sagemaker_session):
+    with pytest.raises(ConfigError) as error:
+        safe_estimators.huggingface(
+            **HF_DEMO,
+            role=ROLE,
+            base_job_name="hugging-face-pipeline-demo/training",
+            sagemaker_session=sagemaker_session,
+        )
+    assert [p.path for p in error.value.problems] == ["base_job_name"]
+
+
+def _source_variables():
+    from sagemaker.workflow.properties import Properties
+
+    return [
+        ParameterString("SourceDir", default_value=f"s3://{BUCKET}/code/sourcedir.tar.gz"),
+        Properties(step_name="Package", path="ProcessingOutputConfig.Outputs[0].S3Output.S3Uri"),
+    ]
+
+
+@pytest.mark.parametrize("variable", _source_variables(), ids=["ParameterString", "Properties"])
+def test_a_variable_source_dir_without_base_job_name_is_refused_with_the_fix(
+    pipeline_session, variable
+):
+    # The bare SDK builds it, and the pipeline's definition() fails naming the job.
+    from sagemaker.pytorch import PyTorch
+
+    arguments = {
+        "entry_point": "train.py",
+        "source_dir": variable,
+        "role": ROLE,
+        "instance_type": "ml.g5.2xlarge",
+        "framework_version": "2.1.0",
+        "py_version": "py310",
+        "sagemaker_session": pipeline_session,
+    }
+    parameter = ParameterString("Unused", default_value="x")
+    bare = PyTorch(**arguments)
+    with pytest.raises(AttributeError, match="has no attribute 'decode'"):
+        definition(pipeline_session, parameter, bare)
+
+    with pytest.raises(ConfigError) as error:
+        safe_estimators.pytorch(**arguments)
+    (problem,) = [p for p in error.value.problems if p.severity == "error"]
+    assert problem.path == "source_dir"
+    assert "has no attribute 'decode'" in problem.message
+    assert "base_job_name" in problem.hint
+
+    # The fix, applied, builds (into a definition, where the variable needs no other step).
+    est = safe_estimators.pytorch(**arguments, base_job_name="train")
+    if isinstance(variable, ParameterString):
+        sent = training_arguments(definition(pipeline_session, variable, est))
+        assert sent["HyperParameters"]["sagemaker_submit_directory"] == variable.expr

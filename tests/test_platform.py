@@ -463,7 +463,12 @@ def test_a_trainium_job_gets_a_fit_verdict_per_neuroncore(tmp_path):
 
 def test_a_trainium2_job_is_estimated_at_24_gib_per_logical_neuroncore(tmp_path):
     spec = _trainium(tmp_path)
-    plan = safe_estimators.plan(spec, instance_type="ml.trn2.48xlarge")
+    # The SDK's own Neuron container predates Trainium2: a Neuron SDK 2.21+ image.
+    image = (
+        "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:"
+        "2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
+    )
+    plan = safe_estimators.plan(spec, instance_type="ml.trn2.48xlarge", image_uri=image)
     assert plan.explanation.memory is not None
     assert plan.explanation.memory.device_memory == 24 * 1024**3
     assert "64 accelerators" in plan.explanation.memory.layout

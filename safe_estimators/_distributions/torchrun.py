@@ -29,7 +29,7 @@ from safe_estimators._facts.versions import (
     huggingface_container,
     parse_version,
 )
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Fix, Problem, warning
 from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
@@ -229,9 +229,23 @@ def _versions(ctx: Context, kind: str) -> Iterator[Problem]:
         name,
         f"the SageMaker SDK runs torchrun (torch_distributed) on {where} instances with PyTorch "
         f"{', '.join(accepted)} only, not {version}.",
-        f"use {' or '.join(repr(v) for v in close)} (versions with a training container that "
-        f"torchrun accepts), or pass image_uri= for a custom container.",
+        "pass image_uri= for a custom container.",
+        fixes=tuple(_version_fix(ctx, name, v, kind) for v in close),
     )
+
+
+def _version_fix(ctx: Context, name: str, version: str, kind: str) -> Fix:
+    """Set ``name`` to ``version``, with a py_version its container is built for."""
+    changes: list[tuple[str, str]] = [(name, version)]
+    if ctx.spec.estimator == "pytorch":
+        table = (
+            tables.IMAGE_CONFIGS[("pytorch", False)] if kind == "gpu"
+            else tables.NEURON_IMAGE_CONFIG
+        )
+        changes += list(_py_version(ctx, framework_container(table, version)).items())
+    text = ", ".join(f"{k}={v!r}" for k, v in changes)
+    return Fix(tuple(changes), f"set {text} (a version with a training container that torchrun "
+                               "accepts)")
 
 
 def _parameter_values(ctx: Context, kind: str) -> Iterator[Problem]:

@@ -72,7 +72,7 @@ ROOTS = (
 )
 
 # Bump when the derivation of the subset or the cache file's layout changes.
-_FORMAT = 1
+_FORMAT = 2
 
 
 def _model_file() -> Path:
@@ -105,14 +105,39 @@ def _references(shape: dict[str, Any]) -> Iterator[str]:
         yield member["shape"]
 
 
+# A limit the model states only in a member's documentation, not in its shape:
+# StoppingCondition.MaxRuntimeInSeconds says "The maximum value is 28 days." while its shape
+# (MaxRuntimeInSeconds) has a minimum only. The number and unit, as written there.
+_DOCUMENTED_MAXIMUM = re.compile(r"The maximum value is ([0-9,]+) (second|minute|hour|day)s?\b")
+_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+DOCUMENTED_MAXIMUM = "documentedMaximum"
+
+
+def _documented_maximum(documentation: str) -> int | None:
+    """The maximum a member's documentation states, in seconds, or None."""
+    found = _DOCUMENTED_MAXIMUM.search(documentation)
+    if found is None:
+        return None
+    return int(found.group(1).replace(",", "")) * _UNIT_SECONDS[found.group(2)]
+
+
 def _without_documentation(shape: dict[str, Any]) -> dict[str, Any]:
-    # The documentation is most of the model's bytes and no check reads it.
+    # The documentation is most of the model's bytes; the one fact a check reads in it, a
+    # maximum stated in words, is kept as a number beside the member (DOCUMENTED_MAXIMUM).
     kept = {k: v for k, v in shape.items() if k != "documentation"}
     if "members" in kept:
         kept["members"] = {
-            name: {k: v for k, v in member.items() if k != "documentation"}
+            name: _member_without_documentation(member)
             for name, member in kept["members"].items()
         }
+    return kept
+
+
+def _member_without_documentation(member: dict[str, Any]) -> dict[str, Any]:
+    kept = {k: v for k, v in member.items() if k != "documentation"}
+    maximum = _documented_maximum(member.get("documentation", ""))
+    if maximum is not None:
+        kept[DOCUMENTED_MAXIMUM] = maximum
     return kept
 
 
@@ -333,6 +358,23 @@ def member_shape(dotted: str, root: str = REQUEST_SHAPE) -> str:
     for name in dotted.split("."):
         shape = _shape(shape)["members"][name]["shape"]
     return shape
+
+
+def documented_maximum(dotted: str, root: str = REQUEST_SHAPE) -> int | None:
+    """The maximum a request member's documentation states in words, in seconds (the shape
+    itself may have none): ``documented_maximum("StoppingCondition.MaxRuntimeInSeconds")`` is
+    2,419,200 (28 days) in botocore's model."""
+    *parents, last = dotted.split(".")
+    shape = root
+    for name in parents:
+        shape = _shape(shape)["members"][name]["shape"]
+    member = _shape(shape)["members"][last]
+    if DOCUMENTED_MAXIMUM in member:
+        found: int = member[DOCUMENTED_MAXIMUM]
+        return found
+    if "documentation" in member:  # read from the whole model (a shape outside the subset)
+        return _documented_maximum(member["documentation"])
+    return None
 
 
 def _where(shape_name: str) -> str:

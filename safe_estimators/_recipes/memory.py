@@ -22,7 +22,7 @@ import attrs
 
 from safe_estimators._context import Context
 from safe_estimators._memory.shape import ModelShape
-from safe_estimators._problems import Problem, problem_source, warning
+from safe_estimators._problems import Problem, problem_source
 from safe_estimators._recipes import facts
 from safe_estimators._recipes.load import Recipe
 

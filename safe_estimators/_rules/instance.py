@@ -15,7 +15,7 @@ from safe_estimators._facts.versions import (
     neuron_sdk_versions,
     parse_version,
 )
-from safe_estimators._problems import Problem, count, did_you_mean, warning
+from safe_estimators._problems import Fix, Problem, count, did_you_mean, warning
 from safe_estimators._rules.pipelines import described
 
 
@@ -239,41 +239,83 @@ def _trainium_framework(ctx: Context) -> Iterator[Problem]:
 def _neuron_versions(ctx: Context) -> Iterator[Problem]:
     """Trainium containers come from the SDK's Neuron table, which it does not check.
 
-    With one version in that table the SDK takes it whatever was asked: PyTorch 1.13.1 on
-    ml.trn1 silently becomes a 1.11.0 container.
+    With one version in that table the SDK takes it whatever was asked, when the py_version is
+    one the container is built for: PyTorch 1.13.1 on ml.trn1 silently becomes a 1.11.0
+    container. With another py_version it refuses ("Unsupported Python version").
     """
     spec = ctx.spec
     assert spec.framework_version is not None
     container = framework_container(tables.NEURON_IMAGE_CONFIG, spec.framework_version)
     if container.version is None:
-        yield Problem(
-            "framework_version",
-            f"the SageMaker SDK has Trainium (Neuron) training containers for PyTorch "
-            f"{_known(container)} only; for {spec.framework_version!r} it would silently start "
-            f"PyTorch {container.known[-1]} on {ctx.instance_name}.",
-            f"set framework_version={container.known[-1]!r}, or pass the image_uri of a newer "
-            "Neuron deep learning container.",
-        )
+        yield _unknown_neuron_version(ctx, container)
         return
     yield from _py_version(ctx, container, f"PyTorch {container.version} Neuron")
     yield from _trn2_container(ctx, container.version)
 
 
+def _unknown_neuron_version(ctx: Context, container: Container) -> Problem:
+    spec = ctx.spec
+    newest = framework_container(tables.NEURON_IMAGE_CONFIG, container.known[-1])
+    python = newest.py_versions
+    if python and spec.py_version not in python:
+        # image_uris._validate_py_version_and_set_processor, for the one container it takes.
+        effect = (
+            f"with py_version={spec.py_version!r} it refuses the job (\"Unsupported Python "
+            f"version: {spec.py_version}. ... Supported Python version(s): "
+            f"{', '.join(python)}.\"); with {', '.join(python)} it would silently start "
+            f"PyTorch {container.known[-1]}"
+        )
+    else:
+        effect = f"it would silently start PyTorch {container.known[-1]}"
+    fixes = tuple(
+        _neuron_fix(version, spec.py_version) for version in reversed(container.known)
+    )
+    newer = (
+        f"a pytorch-training-neuronx container of Neuron SDK {tables.TRN2_FIRST_NEURON_SDK} or "
+        "later (Trainium2 needs it)."
+        if _trn2(ctx) else "a newer Neuron deep learning container (pytorch-training-neuronx)."
+    )
+    return Problem(
+        "framework_version",
+        f"the SageMaker SDK has Trainium (Neuron) training containers for PyTorch "
+        f"{_known(container)} only; for {spec.framework_version!r} on {ctx.instance_name} "
+        f"{effect}.",
+        f"pass the image_uri of {newer}",
+        fixes=fixes,
+    )
+
+
+def _neuron_fix(version: str, py_version: str | None) -> Fix:
+    python = framework_container(tables.NEURON_IMAGE_CONFIG, version).py_versions
+    changes: list[tuple[str, str]] = [("framework_version", version)]
+    if python and py_version not in python:
+        changes.append(("py_version", python[-1]))
+    return Fix(tuple(changes), "set " + ", ".join(f"{k}={v!r}" for k, v in changes))
+
+
+def _trn2(ctx: Context) -> bool:
+    return ctx.instance is not None and ctx.instance.family.startswith("trn2")
+
+
 def _trn2_container(ctx: Context, version: str) -> Iterator[Problem]:
-    """The SDK's Neuron containers for ml.trn2 may be built on a Neuron SDK older than Trn2."""
-    if ctx.instance is None or not ctx.instance.family.startswith("trn2"):
+    """The SDK's Neuron containers for ml.trn2 may be built on a Neuron SDK older than Trn2:
+    their runtime predates NeuronCore-v3 (AWS Neuron release notes: 2.21.0 added Trn2), so the
+    job cannot use the instance's devices."""
+    if not _trn2(ctx):
         return
     releases = neuron_sdk_versions(tables.NEURON_IMAGE_CONFIG, version)
     first = tables.TRN2_FIRST_NEURON_SDK
     if not releases or any(parse_version(r) >= parse_version(first) for r in releases):
         return
-    yield warning(
+    yield Problem(
         "instance_type",
         f"{ctx.instance_name} is Trainium2, and the SageMaker SDK's PyTorch {version} Neuron "
         f"container is built on Neuron SDK {', '.join(releases)}; Trainium2 needs Neuron SDK "
-        f"{first} or later, so this container's runtime is unlikely to drive its NeuronCores.",
+        f"{first} or later (its NeuronCore-v3 arrived in that release), so this container's "
+        "runtime cannot drive the instance's NeuronCores.",
         "pass image_uri= with a pytorch-training-neuronx container of Neuron SDK "
-        f"{first} or later (the Neuron deep learning containers list names them).",
+        f"{first} or later (the Neuron deep learning containers list names them), or use "
+        "ml.trn1.32xlarge with this container.",
     )
 
 

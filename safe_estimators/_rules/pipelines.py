@@ -146,15 +146,7 @@ def pipeline_source_code(ctx: Context) -> Iterator[Problem]:
             "source_dir as a string (the SDK then packs and uploads the folder).",
         )
     if source_variable and option_value(ctx, "base_job_name") is None:
-        yield warning(
-            "source_dir",
-            f"is {described(source)} and base_job_name is not given; unless fit() is given a "
-            "job_name, the SageMaker SDK names the job from source_dir "
-            "(jumpstart.utils.is_jumpstart_model_uri parses it as a URL) and fails with "
-            "AttributeError.",
-            "give base_job_name (letters, digits and hyphens), as the SDK's own pipeline tests "
-            "do.",
-        )
+        yield _source_dir_names_the_job(ctx, source)
     if entry_variable and "torch_distributed" in ctx.launchers:
         yield Problem(
             "entry_point",
@@ -163,6 +155,31 @@ def pipeline_source_code(ctx: Context) -> Iterator[Problem]:
             "pipeline variable.",
             "give entry_point as a string (a .py script).",
         )
+
+
+def _source_dir_names_the_job(ctx: Context, source: object) -> Problem:
+    """Without base_job_name the estimator makes one when fit() names the job:
+    ``EstimatorBase._ensure_base_job_name`` asks
+    ``jumpstart.utils.get_jumpstart_base_name_if_jumpstart_model(self.source_dir, ...)``,
+    whose ``is_jumpstart_model_uri`` passes the value to ``urllib.parse.urlparse``; a pipeline
+    variable is not a string, so ``definition()`` (where a PipelineSession runs fit's naming)
+    fails with "AttributeError: 'ParameterString' object has no attribute 'decode'" (the
+    variable's class in the message). Only fit(job_name=...) skips the naming, and a
+    TrainingStep drops that name again."""
+    message = (
+        f"is {described(source)} and base_job_name is not given: the SageMaker SDK names the "
+        "job from source_dir (jumpstart.utils.is_jumpstart_model_uri passes it to "
+        "urllib.parse.urlparse), which fails on a pipeline variable, so the pipeline's "
+        f"definition() raises \"AttributeError: '{type(source).__name__}' object has no "
+        "attribute 'decode'\"."
+    )
+    hint = (
+        "give base_job_name (letters, digits and hyphens, e.g. base_job_name='train'), as the "
+        "SDK's own pipeline tests do; Pipelines names the job at run time anyway."
+    )
+    if ctx.target != "estimator":  # ModelTrainer names its jobs its own way
+        return warning("source_dir", message.replace(" raises ", " may raise "), hint)
+    return Problem("source_dir", message, hint)
 
 
 def _uploads_code(ctx: Context) -> bool:

@@ -7,6 +7,8 @@ from botocore's service model, so the message names the limit the API will apply
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -14,11 +16,38 @@ import attrs
 
 from safe_estimators._bounds import quote
 from safe_estimators._context import Context
-from safe_estimators._facts.limits import member_shape, shape_problems
+from safe_estimators._facts.limits import documented_maximum, member_shape, shape_problems
 from safe_estimators._problems import Problem, join_path, warning
 from safe_estimators._rules.compiler import sdk_class_names
 from safe_estimators._secret_formats import mask_values_in
 from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable
+
+# The job is built into a SageMaker Pipelines step (the factories were given a PipelineSession):
+# fit() then records the request for TrainingStep, which drops TrainingJobName from it
+# (sagemaker.workflow.utilities.trim_request_dict, unless PipelineDefinitionConfig says
+# use_custom_job_prefix=True): the execution names the job.
+_PIPELINE_STEP: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "pipeline_step", default=False
+)
+
+
+@contextlib.contextmanager
+def pipeline_step(session: object) -> Iterator[None]:
+    """While this runs, the job is checked as a pipeline step when ``session`` is a
+    PipelineSession (sagemaker 2 or 3, local or not: known by its class name, so that
+    sagemaker need not be imported)."""
+    step = any("PipelineSession" in cls.__name__ for cls in type(session).__mro__)
+    token = _PIPELINE_STEP.set(step)
+    try:
+        yield
+    finally:
+        _PIPELINE_STEP.reset(token)
+
+
+def in_pipeline_step() -> bool:
+    """Whether the job being checked is built into a pipeline step (``pipeline_step``)."""
+    return _PIPELINE_STEP.get()
+
 
 # The SDK's timestamp suffix (sagemaker.utils.sagemaker_timestamp): "-YYYY-mm-dd-HH-MM-SS-mmm".
 _JOB_NAME_SUFFIX = "-2000-01-01-00-00-00-000"
@@ -165,11 +194,31 @@ def request_members(ctx: Context) -> Iterator[Problem]:
         for sub, message in shape_problems(sent, member_shape(member.member), _unknown):
             if isinstance(sent, str) and sent != value and repr(sent) in message:
                 message = message.replace(repr(sent), f"{value!r} (with the SDK's timestamp)")
-            if name == "base_job_name" and ctx.pipeline_variables:
+            if name == "base_job_name" and (ctx.pipeline_variables or in_pipeline_step()):
                 yield _pipeline_job_name(message, member.hint)
                 continue
             # A tag's value under a secret's name ({"Key": "db_password", ...}) stays hidden.
             yield Problem(join_path(name, sub), mask_values_in(message, sent), member.hint)
+        yield from _beyond_documented_maximum(name, sent, member)
+
+
+def _beyond_documented_maximum(name: str, sent: Any, member: Member) -> Iterator[Problem]:
+    """A maximum the model states only in words (``max_run``: "The maximum value is 28 days.",
+    botocore's documentation of StoppingCondition.MaxRuntimeInSeconds); the API refuses more."""
+    if type(sent) is not int:
+        return
+    maximum = documented_maximum(member.member)
+    if maximum is None or sent <= maximum:
+        return
+    days = f" ({maximum // 86400} days)" if maximum % 86400 == 0 else ""
+    yield Problem(
+        name,
+        f"is {sent:,} s ({sent / 86400:.1f} days); the maximum is {maximum:,} s{days}, as "
+        f"botocore's SageMaker model documents {member.member}: CreateTrainingJob refuses the "
+        "job.",
+        f"give max_run={maximum} or less, and save checkpoints (checkpoint_s3_uri) to continue "
+        "in a new job." if name == "max_run" else f"give {maximum:,} or less.",
+    )
 
 
 def _pipeline_job_name(message: str, hint: str) -> Problem:

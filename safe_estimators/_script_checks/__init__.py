@@ -31,7 +31,8 @@ Where things are, so that a new check is one small function in the file named af
   ``rules.padding``, ``rules.amp`` (GradScaler order), ``rules.smp`` (model parallelism fp16),
   ``rules.smp_v1`` (SMP v1 basics), ``rules.launch`` (any multi-process launcher),
   ``rules.smddp``, ``rules.smp_v2`` (torch.sagemaker), ``rules.trainium``, ``rules.outputs``
-  (SM_MODEL_DIR, spot checkpoints). A new check goes into the family's module (or a new module
+  (SM_MODEL_DIR, spot checkpoints), ``rules.groups`` (heterogeneous clusters). A new check
+  goes into the family's module (or a new module
   there) and into ``_RULES`` below.
 
 A rule is a pure function of the program and the context, and reads the context by attribute
@@ -86,13 +87,14 @@ from safe_estimators._script_checks.files import (
     _too_large,
 )
 from safe_estimators._script_checks.findings import Finding, ScriptContext
-from safe_estimators._script_checks.program import _LAUNCHER_OPTIONS, _Program
+from safe_estimators._script_checks.program import _Program
 from safe_estimators._script_checks.rules.amp import (
     _rule_amp_clip_before_unscale,
     _rule_amp_reduce_after_clip,
     _rule_amp_step_before_clip,
 )
 from safe_estimators._script_checks.rules.environ import _rule_environ_values
+from safe_estimators._script_checks.rules.groups import _rule_group_not_detected
 from safe_estimators._script_checks.rules.launch import (
     _rule_device_map_under_launcher,
     _rule_hard_coded_device,
@@ -278,14 +280,18 @@ def _paths(
 
 
 def _program_spawns(path: Path) -> str | None:
-    """A shell entry point that runs a launcher itself (``torchrun --nproc_per_node=32 ...``,
-    as Neuron's ``neuron_parallel_compile`` examples do): ``"spawn"``."""
+    """A shell entry point that runs a launcher itself, one process per GPU
+    (``torchrun --nproc_per_node=32 ...``, as Neuron's ``neuron_parallel_compile`` examples do;
+    ``accelerate launch --num_processes "$NUM_GPUS"``, ``deepspeed``, ``mpirun``, ``tune run``:
+    ``shell.LAUNCHERS``): ``"spawn"``."""
     try:
         with path.open("rb") as file:
             text = file.read(_MAX_BYTES).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
-    return "spawn" if any(option in text for option in _LAUNCHER_OPTIONS) else None
+    from safe_estimators._script_checks.shell import runs_launcher_per_device
+
+    return "spawn" if runs_launcher_per_device(text) else None
 
 
 def _device_use(path: Path, given: Path, base: Path | None) -> str | None:
@@ -410,6 +416,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule_model_outside_model_dir,
     _rule_spot_without_checkpoints,
     _rule_spot_trainer_resume,
+    _rule_group_not_detected,
 )
 
 

@@ -46,6 +46,8 @@ class ScriptContext:
             which turns off Accelerate's refusal of device_map models in distributed mode.
         hyperparameters: the job's hyperparameters as (name, value) pairs, as the script's
             options receive them (``--name value``), for following a value to its option.
+        instance_groups: the groups of a heterogeneous cluster (``"gpu: 2 x
+            ml.p4d.24xlarge"``), empty for one homogeneous cluster.
     """
 
     training_compiler: bool = False
@@ -68,6 +70,7 @@ class ScriptContext:
     transformers_version: str | None = None
     accelerate_device_map_bypass: bool = False
     hyperparameters: tuple[tuple[str, str], ...] = ()
+    instance_groups: tuple[str, ...] = ()
 
     @property
     def multi_process(self) -> bool | None:

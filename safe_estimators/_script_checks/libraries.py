@@ -9,6 +9,12 @@ severity policy in the package docstring).
 Facts are data: a library that is verified to set up the process group itself is one entry in
 ``PROCESS_GROUP_INITIALISERS``, one that is verified to play no part in it one entry in
 ``NEUTRAL``.
+
+A library may act through some of its names and not others: transformers' ``TrainingArguments``
+calls ``smp.init()`` under SMP v1, its ``AutoConfig`` never does. ``INERT_NAMES`` lists, per
+library, the names (a module or a class, with everything below it) known not to do what any
+absence rule looks for: a program that uses only such names of a library sees all of that
+library the rule needs (``_Program.unseen``); another name of it keeps the warning.
 """
 
 from __future__ import annotations
@@ -128,3 +134,73 @@ KNOWN_TO_SMDDP_RULE: Mapping[str, str] = {
     "torch": "registers no smddp backend",
     "smdistributed": "the import the rule looks for",
 }  # fmt: skip
+
+# What the heterogeneous-cluster rule (the script never reads its instance group) knows: these
+# libraries read no SageMaker instance-group variable for the script (the names are SageMaker's
+# own, read from resourceconfig.json by the training toolkit, sagemaker_training.environment).
+_NO_GROUP = "reads no SageMaker instance-group variable (SM_CURRENT_INSTANCE_GROUP, resourceconfig)"
+KNOWN_TO_GROUP_RULE: Mapping[str, str] = {
+    **NEUTRAL,
+    "torch": "torch.distributed reads MASTER_ADDR/RANK, not SageMaker's groups; " + _NO_GROUP,
+    "torchvision": _NO_GROUP,
+    "smdistributed": "runs inside the script's own process when called: it cannot keep the "
+    "script's other code from running on a group without the distribution (the toolkit "
+    "starts the script there as one plain process, without LOCAL_RANK)",
+}  # fmt: skip
+
+# The names of a library known to do none of what the absence rules look for: initialise a
+# process group, call SMP v1's smp.init() or v2's torch.sagemaker.init()/transform(), import
+# torch_smddp (register the smddp backend). library -> {name below it: source}; a name covers
+# everything below it ("datasets" covers torchvision.datasets.FakeData).
+_TORCHVISION = (
+    "pytorch/vision torchvision/: no init_process_group, no init_device_mesh, no smdistributed "
+    "or torch.sagemaker import anywhere in the package (distributed helpers live in its "
+    "references/ scripts, which are not installed)"
+)
+_TRANSFORMERS_MODELS = (
+    "huggingface/transformers src/transformers/: the one smp.init() is at the top of "
+    "training_args.py, under is_sagemaker_mp_enabled(); nothing imports torch.sagemaker or "
+    "torch_smddp outside TrainingArguments and the Trainer; the configuration, model, "
+    "tokenizer and collator modules import neither"
+)
+INERT_NAMES: Mapping[str, Mapping[str, str]] = {
+    "torchvision": {
+        name: _TORCHVISION
+        for name in ("datasets", "transforms", "models", "io", "ops", "utils", "set_image_backend")
+    },
+    "transformers": {
+        name: _TRANSFORMERS_MODELS
+        for name in (
+            "AutoConfig", "AutoTokenizer", "AutoProcessor", "AutoImageProcessor",
+            "AutoFeatureExtractor", "AutoModel", "AutoModelForCausalLM", "AutoModelForMaskedLM",
+            "AutoModelForSeq2SeqLM", "AutoModelForSequenceClassification",
+            "AutoModelForTokenClassification", "AutoModelForQuestionAnswering",
+            "AutoModelForImageClassification", "PretrainedConfig", "PreTrainedModel",
+            "PreTrainedTokenizer", "PreTrainedTokenizerFast", "GenerationConfig",
+            "BitsAndBytesConfig", "LlamaConfig", "LlamaForCausalLM", "LlamaTokenizer",
+            "LlamaTokenizerFast", "GPT2Config", "GPT2LMHeadModel", "GPT2Tokenizer",
+            "GPTNeoXConfig", "GPTNeoXForCausalLM", "MistralConfig", "MistralForCausalLM",
+            "MixtralConfig", "MixtralForCausalLM", "BertConfig", "BertModel", "BertTokenizer",
+            "BertForSequenceClassification", "T5Config", "T5ForConditionalGeneration",
+            "default_data_collator", "DataCollatorForLanguageModeling",
+            "DataCollatorForSeq2Seq", "DataCollatorWithPadding", "DefaultDataCollator",
+            "set_seed", "get_scheduler", "get_linear_schedule_with_warmup",
+            "get_cosine_schedule_with_warmup", "SchedulerType", "logging",
+            "models", "modeling_utils", "configuration_utils", "tokenization_utils_base",
+            "data", "utils",
+        )
+    },
+}  # fmt: skip
+
+# Names of a library known to do it, per absence rule family: the library acts for the script,
+# so the rule has nothing to report. (library, name) -> source.
+SMP_V1_INITIALISERS: Mapping[tuple[str, str], str] = {
+    ("transformers", "TrainingArguments"): "src/transformers/training_args.py: "
+    "`if is_sagemaker_mp_enabled(): import smdistributed.modelparallel.torch as smp; "
+    "smp.init()` at import",
+    ("transformers", "Seq2SeqTrainingArguments"): "a TrainingArguments subclass "
+    "(training_args_seq2seq.py imports training_args)",
+    ("transformers", "Trainer"): "src/transformers/trainer.py imports TrainingArguments "
+    "(smp.init() at import) and wraps the model in smp.DistributedModel",
+}  # fmt: skip
+

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from safe_estimators._problems import Severity
 from safe_estimators._script_checks.findings import Finding
-from safe_estimators._script_checks.libraries import STANDARD_LIBRARY
+from safe_estimators._script_checks.libraries import INERT_NAMES, STANDARD_LIBRARY
 from safe_estimators._script_checks.summary import (
     _Call,
     _dotted,
@@ -61,8 +61,12 @@ _ACCELERATE_TRAINER_PACKAGES = frozenset({"transformers", "trl"})
 _SPAWNERS = frozenset({
     "torch_xla.distributed.xla_multiprocessing.spawn", "torch.multiprocessing.spawn",
 })  # fmt: skip
-# What a script that runs another program passes to the launcher it runs (torchrun, `tune run`).
-_LAUNCHER_OPTIONS = ("--nproc_per_node", "--nproc-per-node")
+# What a script that runs another program passes to the launcher it runs (torchrun, `tune run`,
+# accelerate's launcher; a shell entry point is read command by command: shell.LAUNCHERS).
+_LAUNCHER_OPTIONS = (
+    "--nproc_per_node", "--nproc-per-node", "accelerate launch", "accelerate.commands.launch",
+    "--num_processes", "--multi_gpu", "mpirun",
+)
 # Besides any `*.mark_step()` call (xm.mark_step, a from-import, a re-export).
 _MARK_STEP_NAMES = frozenset({f"{_XM}.mark_step", "torch_xla.sync"})
 _REDUCE_TAILS = frozenset({"reduce_gradients", "all_reduce"})
@@ -120,15 +124,61 @@ class _Program:
                     names.add(top)
         return frozenset(names - self.local_tops - self.local_names)
 
-    def unseen(self, known: Mapping[str, str]) -> list[str]:
+    def unseen(
+        self,
+        known: Mapping[str, str],
+        inert: Mapping[str, Mapping[str, str]] = INERT_NAMES,
+    ) -> list[str]:
         """What a rule that reports an absence cannot see into, given the libraries it
-        ``known``s (a table of ``libraries``): the other libraries the program imports, and the
-        local modules left unread. Empty: the whole program is visible to that rule."""
-        hidden = sorted(name for name in self.libraries if name not in known)
+        ``known``s (a table of ``libraries``): the other libraries the program imports, unless
+        it uses only names of them known not to act (``inert``, by default
+        ``libraries.INERT_NAMES``), and the local modules left unread. Empty: the whole program
+        is visible to that rule."""
+        hidden = []
+        for name in sorted(self.libraries):
+            if name in known:
+                continue
+            if name not in inert:  # importing it may act: judged by its name alone
+                hidden.append(name)
+                continue
+            acting = self.names_beyond(name, inert[name])
+            if acting is not None:
+                shown = ", ".join(f"{name}.{use}" for use in acting[:3])
+                hidden.append(f"{name} ({shown})" if shown else name)
         if self.unread:
             shown = ", ".join(self.unread[:3]) + (", ..." if len(self.unread) > 3 else "")
             hidden.append(f"{len(self.unread)} local module(s) not read ({shown})")
         return hidden
+
+    def names_beyond(self, library: str, names: Mapping[str, str]) -> list[str] | None:
+        """The names of ``library`` the program uses that ``names`` does not cover (a name
+        covers everything below it), sorted; None when it uses only covered names (or none:
+        an import never used). ``[]`` when the library is used as a whole (``import x`` then
+        ``f(x)``), or star-imported."""
+        uses = self.library_uses.get(library, frozenset())
+        beyond = sorted(use for use in uses if not _covered(use, names))
+        if not beyond:
+            return None
+        return [use for use in beyond if use not in ("", "*")]
+
+    @cached_property
+    def library_uses(self) -> dict[str, frozenset[str]]:
+        """Per library the program imports, the names of it the program uses, below the
+        library's top-level name: ``{"torchvision": {"models.resnet50", "datasets"},
+        "transformers": {"AutoConfig"}}``; ``""`` for the module itself used as a value,
+        ``"*"`` for a star import."""
+        libraries = self.libraries
+        found: dict[str, set[str]] = {}
+        for module in self.modules:
+            for name, imported, level in module.raw_imports:
+                top = name.partition(".")[0]
+                if not level and top in libraries and "*" in imported:
+                    found.setdefault(top, set()).add("*")
+            for dotted in _used_names(module):
+                top, _, rest = dotted.partition(".")
+                if top in libraries:
+                    found.setdefault(top, set()).add(rest)
+        return {top: frozenset(uses) for top, uses in found.items()}
 
     def absence(self, known: Mapping[str, str], severity: Severity = "error") -> tuple[
         Severity, str
@@ -406,6 +456,46 @@ class _Program:
                 if site.scope != call.scope or caller_mod is not mod:
                     todo.append((caller_mod, site, depth + 1))
         return False
+
+
+def _covered(use: str, names: Mapping[str, str]) -> bool:
+    """``models.resnet50().cuda`` is covered by ``models``; ``AutoConfig.from_pretrained`` by
+    ``AutoConfig``."""
+    head = use
+    while head:
+        if head in names:
+            return True
+        cut = max(head.rfind("."), head.rfind("("))
+        if cut <= 0:
+            return False
+        head = head[:cut]
+    return False
+
+
+def _used_names(module: _Module) -> Iterator[str]:
+    """The dotted names, resolved through the imports, of every name and attribute chain the
+    module reads: an attribute chain gives its whole name (``torchvision.models.resnet50``),
+    not the name at its root."""
+    aliases = module.aliases
+    if not aliases:
+        return
+    roots: set[int] = set()
+    chains: list[ast.Attribute] = []
+    names: list[ast.Name] = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Attribute):
+            chains.append(node)
+            if isinstance(node.value, ast.Name):
+                roots.add(id(node.value))
+        elif isinstance(node, ast.Name) and node.id in aliases:
+            names.append(node)
+    for name in names:
+        if id(name) not in roots:
+            yield aliases[name.id]
+    for chain in chains:
+        dotted = _dotted(chain, aliases)
+        if not dotted.startswith("?"):
+            yield dotted
 
 
 def _backend(call: _Call) -> str | None:

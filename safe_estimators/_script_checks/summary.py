@@ -236,6 +236,14 @@ class _Module:
         return source.decode("utf-8", "replace") if isinstance(source, bytes) else source
 
     @cached_property
+    def assigns_by_value(self) -> dict[int, list[_Assign]]:
+        """The assignments by the id of the node assigned (``loader = DataLoader(...)``)."""
+        grouped: dict[int, list[_Assign]] = {}
+        for assign in self.assigns:
+            grouped.setdefault(id(assign.value), []).append(assign)
+        return grouped
+
+    @cached_property
     def calls_by_scope(self) -> dict[int, list[_Call]]:
         grouped: dict[int, list[_Call]] = {}
         for call in self.calls:

@@ -70,6 +70,10 @@ def _structure(
             )
         elif name not in values:
             values[name], origins[name], written[name] = value, where, key
+        elif key != written[name]:
+            # Both names with one value (AWS's gpt-neo notebook writes pipeline_parallel_degree
+            # and partitions, both 1): the SDK sends both, so the resolver does too.
+            origins[key] = where
     options = ModelParallel(
         **values, _origins=origins, _torch_distributed=torch_distributed, _mpi=mpi
     )

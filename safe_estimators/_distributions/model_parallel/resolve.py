@@ -12,6 +12,7 @@ from typing import Any
 from packaging.version import Version
 
 from safe_estimators._distributions.model_parallel.facts import (
+    ALIASES,
     DEFAULT_CUSTOM_MPI_OPTIONS,
     FLOAT_PARAMETERS,
     MPI_OPTIONS,
@@ -57,6 +58,8 @@ def resolve_v1(
     for name, value in set_options(mp).items():
         if name == "pipeline_parallel_degree":
             parameters[pipeline_key] = value
+            for alias in _also_written(mp, pipeline_key):
+                parameters[alias] = value  # as the SDK sends them: both names, one value
         elif name in FLOAT_PARAMETERS:
             parameters[name] = float(value)  # the library type-checks: 1 is not a float to it
         elif name not in MPI_OPTIONS:
@@ -146,6 +149,20 @@ def _pipeline_degree_name(mp: ModelParallel, library: Version | None) -> tuple[s
     if origin.rsplit(".", 1)[-1] == "partitions":
         return "partitions", ""  # sent as written: every release reads it
     return "pipeline_parallel_degree", ""
+
+
+def _also_written(mp: ModelParallel, sent: str) -> list[str]:
+    """The other names of the pipeline degree the user wrote beside the one sent (with the same
+    value: different values are a problem). The SDK passes ``parameters`` through as written
+    (``fw_utils.validate_mp_config`` reads them, ``mp_parameters`` is their JSON), and the
+    library reads ``partitions`` as an alias of ``pipeline_parallel_degree``, accepting both
+    when they agree; leaving one out would change what is sent without a reason to record."""
+    first = mp._origins.get("pipeline_parallel_degree", "").rsplit(".", 1)[-1]
+    aliases = [a for a, name in ALIASES.items() if name == "pipeline_parallel_degree"]
+    written = {first, *(a for a in aliases if a in mp._origins)}
+    if "pipeline_parallel_degree" in written and any(a in written for a in aliases):
+        return sorted(written - {sent})
+    return []
 
 
 def _ddp_reason(mp: ModelParallel, layout: ParallelLayout) -> str:

@@ -147,15 +147,83 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
         for _, call in program.calls() for prefix, tail in DATA_SHARDERS
     ):
         return  # the framework builds the training loaders, sharded by rank
-    if program.used("DistributedSampler") or any(
-        program.mentions(name) for name in _SHARDING_NAMES
-    ) or any(
+    samplers = _distributed_samplers(program)
+    if any(program.mentions(name) for name in _SHARDING_NAMES) or any(
         _RANK_SLICE.search(m.text) for m in program.modules
     ):
         return
     if any("IterableDataset" in base for m in program.modules for _, bases in m.class_bases
            for base in bases):
         return  # an iterable dataset of the script's own may shard by rank itself
+    loaders = _loaders_without_sampler(program)
+    if samplers is not None:
+        # A DistributedSampler is used: only a training loader without one, beside samplers
+        # that all serve evaluation data, is a finding.
+        if not samplers or any(not _reads_as(label, _EVAL_WORDS) for label in samplers):
+            return
+        loaders = [(m, c, label) for m, c, label in loaders if _reads_as(label, _TRAIN_WORDS)]
+    for module, call, _ in loaders:
+        shuffled = _is_const(_keyword(call.node, "shuffle", 2), True)
+        order = (
+            "each shuffled on its own, so an epoch costs N times as much and every process "
+            "sees every sample" if shuffled else "in the same order, so an epoch costs N "
+            "times as much and the processes train on identical batches"
+        )
+        only_eval = (
+            " (the script's DistributedSampler serves only the evaluation data)"
+            if samplers else ", and nothing else in the script shards the data"
+        )
+        yield Finding(
+            module.file, call.line, "warning", "no-distributed-sampler",
+            f"`{_short(call)}` at line {call.line} has no DistributedSampler{only_eval}: each "
+            f"of the {_processes(context)} reads the whole dataset, {order}.",
+            "pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)` "
+            "each epoch), or shard the dataset by rank.",
+        )
+        return
+
+
+# What names a loader or a sampler for evaluation, and for training (at the start of a word:
+# `eval_ds`, `val_loader`, `test_set`, not `interval`).
+_EVAL_WORDS = re.compile(r"(?<![a-z])(eval|val|test|dev|holdout)", re.IGNORECASE)
+_TRAIN_WORDS = re.compile(r"(?<![a-z])train", re.IGNORECASE)
+
+
+def _reads_as(label: str, words: re.Pattern[str]) -> bool:
+    """``label`` (a variable name and the call's source) names that purpose and not the
+    other one."""
+    other = _TRAIN_WORDS if words is _EVAL_WORDS else _EVAL_WORDS
+    return bool(words.search(label)) and not other.search(label)
+
+
+def _label(module: _Module, call: _Call) -> str:
+    """What a call's result is called and what it reads: ``eval_loader DataLoader(eval_ds)``."""
+    targets = [a.target for a in module.assigns_by_value.get(id(call.node), ())]
+    return " ".join([*targets, _text(call.node)])
+
+
+def _distributed_samplers(program: _Program) -> list[str] | None:
+    """The labels of the DistributedSampler calls, or None when the program never uses the
+    name (an import alone, a comment or a docstring is not a use). A use that is not a call
+    (a subclass, a name passed on) gives the label ``?``, which reads as neither purpose."""
+    uses = [
+        use for use in program.library_uses.get("torch", ())
+        if use.rpartition(".")[2] == "DistributedSampler" or "DistributedSampler(" in use
+    ]
+    local = any(
+        b.endswith("DistributedSampler") for m in program.modules for _, bases in m.class_bases
+        for b in bases
+    )
+    if not uses and not local and not program.find("DistributedSampler"):
+        return None
+    labels = [
+        _label(module, call) for module, call in program.find("DistributedSampler")
+    ]
+    return labels if labels and not local else [*labels, "?"]
+
+
+def _loaders_without_sampler(program: _Program) -> list[tuple[_Module, _Call, str]]:
+    found = []
     for module, call in program.find("DataLoader"):
         if not (call.name == "DataLoader" or call.name.startswith("torch.utils.data")):
             continue
@@ -164,21 +232,8 @@ def _rule_no_distributed_sampler(program: _Program, context: ScriptContext) -> I
             kw.arg in ("sampler", "batch_sampler") or kw.arg is None for kw in call.node.keywords
         ):
             continue
-        shuffled = _is_const(_keyword(call.node, "shuffle", 2), True)
-        order = (
-            "each shuffled on its own, so an epoch costs N times as much and every process "
-            "sees every sample" if shuffled else "in the same order, so an epoch costs N "
-            "times as much and the processes train on identical batches"
-        )
-        yield Finding(
-            module.file, call.line, "warning", "no-distributed-sampler",
-            f"`{_short(call)}` at line {call.line} has no DistributedSampler, and nothing else "
-            f"in the script shards the data: each of the {_processes(context)} reads the whole "
-            f"dataset, {order}.",
-            "pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)` "
-            "each epoch), or shard the dataset by rank.",
-        )
-        return
+        found.append((module, call, _label(module, call)))
+    return found
 
 
 def _rule_hard_coded_device(program: _Program, context: ScriptContext) -> Iterator[Finding]:

@@ -84,7 +84,7 @@ def _rule_model_outside_model_dir(program: _Program, context: ScriptContext) -> 
         if path.startswith(_KEPT_PREFIXES) or path.startswith(context.checkpoint_dir):
             return  # the model reaches a folder that outlives the instance
         outside.append((module, call, path))
-    if not outside or (unread and any(program.mentions(name) for name in _MODEL_DIR_NAMES)):
+    if not outside or (unread and _model_dir_read(program)):
         return
     module, call, path = outside[0]
     yield Finding(
@@ -94,6 +94,54 @@ def _rule_model_outside_model_dir(program: _Program, context: ScriptContext) -> 
         "folder, so the trained model is lost when the instance stops.",
         "save to `os.environ[\"SM_MODEL_DIR\"]` (for example "
         "`os.path.join(os.environ[\"SM_MODEL_DIR\"], \"model.pt\")`).",
+    )
+
+
+def _model_dir_read(program: _Program) -> bool:
+    """Some code reads the model folder (a destination the checks could not follow may be it):
+    a mention of SM_MODEL_DIR, /opt/ml/model or model_dir counts unless it is only the default
+    of an argparse option that nothing reads (``parser.add_argument("--model-dir",
+    default=os.environ["SM_MODEL_DIR"])`` and never ``args.model_dir``): the value, not the
+    name."""
+    for module in program.modules:
+        text = module.text
+        if not any(name in text for name in _MODEL_DIR_NAMES):
+            continue
+        lines = text.splitlines()
+        for call in module.calls:
+            if call.tail != "add_argument":
+                continue
+            first, last = call.node.lineno, call.node.end_lineno or call.node.lineno
+            span = "\n".join(lines[first - 1 : last])
+            if not any(name in span for name in _MODEL_DIR_NAMES):
+                continue
+            dest = _option_dest(call)
+            if dest is None or _option_read(program, dest):
+                return True
+            lines[first - 1 : last] = [""] * (last - first + 1)
+        if any(name in "\n".join(lines) for name in _MODEL_DIR_NAMES):
+            return True
+    return False
+
+
+def _option_dest(call: _Call) -> str | None:
+    """Where argparse stores an option: ``dest=``, else its first long name."""
+    dest = _keyword(call.node, "dest")
+    if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+        return dest.value
+    for arg in call.node.args:
+        if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
+            return str(arg.value)[2:].replace("-", "_")
+    return None
+
+
+def _option_read(program: _Program, dest: str) -> bool:
+    """Some code reads the parsed option: ``args.model_dir``, ``getattr(args, "model_dir")``,
+    or the whole namespace as a mapping (``vars(args)``), which may hand it anywhere."""
+    return any(
+        f".{dest}" in module.text or f"'{dest}'" in module.text or f'"{dest}"' in module.text
+        or "vars(" in module.text or "__dict__" in module.text
+        for module in program.modules
     )
 
 

@@ -11,7 +11,7 @@ import ast
 from collections.abc import Iterator
 
 from safe_estimators._script_checks.findings import Finding, ScriptContext
-from safe_estimators._script_checks.libraries import KNOWN_TO_SMP_RULES
+from safe_estimators._script_checks.libraries import KNOWN_TO_SMP_RULES, SMP_V1_INITIALISERS
 from safe_estimators._script_checks.program import _Program
 from safe_estimators._script_checks.rules.smp import _custom_smp, _is_smp_name, _smp_calls
 from safe_estimators._script_checks.summary import _dotted
@@ -30,11 +30,20 @@ def _trains(program: _Program) -> bool:
 def _rule_smp_no_init(program: _Program, context: ScriptContext) -> Iterator[Finding]:
     if not _applies(program, context) or _smp_calls(program, "init"):
         return
+    if any(_uses(program, library, name) for library, name in SMP_V1_INITIALISERS):
+        return  # a library name that calls smp.init() itself (transformers' TrainingArguments)
     yield program.absent(
         KNOWN_TO_SMP_RULES, "smp-no-init",
         "the script imports smdistributed.modelparallel but never calls `smp.init()`: the first "
         "smp call fails, or the processes run unpartitioned copies of the model.",
         "call `smp.init()` at the start of the script, before building the model.",
+    )
+
+
+def _uses(program: _Program, library: str, name: str) -> bool:
+    return any(
+        use == name or use.startswith((f"{name}.", f"{name}("))
+        for use in program.library_uses.get(library, ())
     )
 
 
