@@ -38,7 +38,7 @@ from typing import Any
 
 from safe_estimators._bounds import MAX_PROBLEMS, printable
 from safe_estimators._problems import ConfigError, Problem
-from safe_estimators._report import FORMATS, Entry, Reporter, located
+from safe_estimators._report import FORMATS, CiSafeStream, Entry, Reporter, located
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -107,6 +107,42 @@ def _quiet(verbose: bool, sdk: bool = True) -> Iterator[None]:
                 warnings._filters_mutated()  # type: ignore[attr-defined]
                 if not had_variable:
                     os.environ.pop(_V2_WARNING, None)
+
+
+# stdout and stderr are CI-safe (see _report.CiSafeStream) while any main() runs: put in place by
+# the first of concurrent calls, taken away by the last.
+_output_lock = threading.Lock()
+_output_calls = 0
+_output_saved: tuple[Any, Any] = (None, None)
+
+
+@contextlib.contextmanager
+def _ci_safe_output() -> Iterator[None]:
+    """Every line printed on stdout or stderr (ours, the SDK's, argparse's) passes through
+    ``ci_safe_line``: no workflow command, no control character, whatever the input."""
+    global _output_calls, _output_saved
+    with _output_lock:
+        if _output_calls == 0:
+            _output_saved = (sys.stdout, sys.stderr)
+            if sys.stdout is not None and not isinstance(sys.stdout, CiSafeStream):
+                sys.stdout = CiSafeStream(sys.stdout)
+            if sys.stderr is not None and not isinstance(sys.stderr, CiSafeStream):
+                sys.stderr = CiSafeStream(sys.stderr)
+        _output_calls += 1
+    try:
+        yield
+    finally:
+        with _output_lock:
+            _output_calls -= 1
+            if _output_calls == 0:
+                for name, saved in zip(("stdout", "stderr"), _output_saved, strict=True):
+                    current = getattr(sys, name)
+                    if isinstance(current, CiSafeStream) and current is not saved:
+                        with contextlib.suppress(OSError, ValueError):  # a reader that left
+                            current.close_line()
+                        if current.raw is saved:  # replaced since by someone else: leave it
+                            setattr(sys, name, saved)
+                _output_saved = (None, None)
 
 
 def _problems_json(source: str | None, problems: Sequence[Problem]) -> list[dict[str, Any]]:
@@ -841,7 +877,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     if _signal.getsignal(_signal.SIGINT) is _interrupted_while_loading:
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # main's own handling
-    code = _main(argv)
+    with _ci_safe_output():
+        code = _main(argv)
     if argv is None and _is_the_command():
         _exit_now(code)
     return code
@@ -888,6 +925,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS), _recipes_from(args.recipes):
             result: Any = args.run(args)
+        report.finish()  # in the guard: a document that cannot be written is an internal error
     except _UsageError as exc:
         return _usage(parser, str(exc), args.format)
     except ConfigError as error:
@@ -914,14 +952,17 @@ def _main(argv: Sequence[str] | None) -> int:
             internal = Problem("<internal>", message, "run again with --verbose and report it.")
             _emit_json(_failure(None, [internal]))
         elif report.format != "text":
-            report.finish(failure=message)
+            try:
+                report.finish(failure=message)
+            except Exception:  # the problems themselves cannot be written: the failure alone
+                report.entries = []
+                report.finish(failure=message)
         print(
             f"safe-estimators: {message}\n"
             "Run again with --verbose for the traceback, and please report it.",
             file=sys.stderr,
         )
         return EXIT_INTERNAL
-    report.finish()
     return int(result)
 
 
