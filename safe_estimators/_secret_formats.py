@@ -1076,6 +1076,23 @@ def masked(value: Any) -> Any:
     )
 
 
+def masked_plain(value: Any) -> Any:
+    """A copy of ``value`` to print as data (``port``'s program): each suspected secret in it
+    replaced by a plain ``str`` of its first characters and "…", each name that is one by its
+    masked form (accepted in ``accept_exposure`` or not); ``value`` itself when it holds none."""
+    hidden = {at: raw for at, _, raw in _suspects((), value)}
+    return _rewritten(value, hidden, lambda _, raw: _cut(str(raw)), _cut_name)
+
+
+def _cut(text: str) -> str:
+    return f"{text[: _shown_length(len(text))]}…"
+
+
+def _cut_name(name: str) -> str:
+    shown = mask_text(name)
+    return shown if shown != name else _cut(name)
+
+
 def _rewritten(
     value: Any,
     found: dict[tuple[Any, ...], Any],
