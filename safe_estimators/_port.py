@@ -231,11 +231,11 @@ def _masked_arguments(
     shown = masked_plain(parts)
     if shown is parts:
         return arguments, image, False
-    distributed = shown["distributed"]
+    launcher = arguments.distributed
     changed = attrs.evolve(
         arguments,
         configs=shown["configs"],
-        distributed=(arguments.distributed[0], distributed[1]) if distributed else None,
+        distributed=(launcher[0], shown["distributed"][1]) if launcher else None,
         smp=shown["smp"],
         inputs=tuple(shown["inputs"]),
         with_calls=shown["with_calls"],
