@@ -156,8 +156,18 @@ def _omitted(problems: Sequence[object]) -> dict[str, int]:
 
 
 def _emit_json(document: Any) -> None:
-    # Strict JSON: a NaN or Infinity would break the reader's parser (see _plan for the check).
-    print(json.dumps(document, indent=2, default=str, allow_nan=False))
+    # Strict JSON: a NaN or Infinity would break the reader's parser (see _plan for the check);
+    # no credential printed whole, wherever in the document it is (a file name, a skipped spec).
+    from safe_estimators._report import masked_texts
+
+    print(json.dumps(masked_texts(document), indent=2, default=str, allow_nan=False))
+
+
+def _shown(path: str) -> str:
+    """A file name in a line of text: no control character, no credential printed whole."""
+    from safe_estimators._secret_formats import mask_text
+
+    return printable(mask_text(path))
 
 
 def _failure(source: str | None, problems: Sequence[Problem]) -> dict[str, Any]:
@@ -248,9 +258,9 @@ def _validate(args: argparse.Namespace) -> int:
     for source, problems in results:
         report.add(problems)
         if report.human and not any(p.severity == "error" for p in problems):
-            print(f"{printable(source)}: valid")
+            print(f"{_shown(source)}: valid")
     for path in skipped if report.human else ():
-        print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
+        print(f"{_shown(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if invalid else EXIT_OK
 
 
@@ -467,11 +477,11 @@ entry.as_json() for found in entries.values() for entry in found]
                 print(printable(mask_text(str(attrs.evolve(finding, file=entry.file)))))
             if len(findings) > MAX_PROBLEMS:
                 more = len(findings) - MAX_PROBLEMS
-                print(f"{printable(target)}: ... and {more:,} more findings")
+                print(f"{_shown(target)}: ... and {more:,} more findings")
         if not findings and report.human:
-            print(f"{printable(target)}: no findings")
+            print(f"{_shown(target)}: no findings")
     for path in skipped if report.human else ():
-        print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
+        print(f"{_shown(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if failed else EXIT_OK
 
 
@@ -524,7 +534,7 @@ def _fits(path: str, as_json: bool, report: Reporter) -> int:
         return EXIT_OK
     if not found:
         if report.format == "text":
-            print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 "
+            print(f"{_shown(path)}: fits on no instance type of the catalog (up to 64 "
                   "instances)")  # fmt: skip
         else:
             nowhere = Problem(

@@ -35,6 +35,7 @@ import attrs
 
 from safe_estimators._bounds import MAX_PROBLEMS, printable, shortened
 from safe_estimators._problems import Problem
+from safe_estimators._secret_formats import mask_text
 
 FORMATS = ("text", "json", "github", "sarif", "codeclimate")
 
@@ -62,7 +63,15 @@ OMITTED_RULE = "omitted"
 
 
 def _text(value: str) -> str:
-    return shortened(value) if isinstance(value, str) else value
+    """A message, fix or path as an entry holds it: a credential in it cut to its first
+    characters (a script's line may hold one; a file or key may be named after one) and a value
+    quoted whole cut short."""
+    return shortened(mask_text(value)) if isinstance(value, str) else value
+
+
+def _name(value: str | None) -> str | None:
+    """A file name as an entry holds it: a credential in it cut short (``ghp_….py``)."""
+    return mask_text(value) if isinstance(value, str) else value
 
 
 @attrs.frozen
@@ -70,13 +79,13 @@ class Entry:
     """One problem as reported: what the command was given, the problem, and where it is
     written (``file``, ``line``, ``column``; None where that is not known)."""
 
-    source: str | None
+    source: str | None = attrs.field(converter=_name)
     path: str = attrs.field(converter=_text)
     message: str = attrs.field(converter=_text)
     hint: str = attrs.field(default="", converter=_text)
     severity: str = "error"
     rule: str | None = None
-    file: str | None = None
+    file: str | None = attrs.field(default=None, converter=_name)
     line: int | None = None
     column: int | None = None
 
@@ -296,8 +305,49 @@ def codeclimate_issues(entries: Sequence[Entry]) -> list[dict[str, Any]]:
 
 
 def write_document(out: TextIO, document: Any) -> None:
-    # Strict JSON: a NaN or Infinity would break the reader's parser.
-    out.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
+    """``document`` as JSON (strict: a NaN or Infinity would break the reader's parser), with
+    every credential in its texts cut to its first characters (``masked_texts``)."""
+    out.write(json.dumps(masked_texts(document), indent=2, default=str, allow_nan=False) + "\n")
+
+
+def masked_texts(document: Any) -> Any:
+    """A copy of a JSON document with ``mask_text`` applied to every string in it, keys too (a
+    file name, a skipped spec, a value quoted in a plan); the document itself when that changes
+    nothing. Iterative, and no deeper than ``_MAX_DOCUMENT_DEPTH`` (a cycle json.dumps refuses
+    anyway)."""
+    if isinstance(document, str):
+        return mask_text(document)
+    if not isinstance(document, dict | list):
+        return document
+    root: list[Any] = [document]
+    # (container, key, depth) of each value to visit
+    stack: list[tuple[Any, Any, int]] = [(root, 0, 0)]
+    copied: set[int] = set()
+    while stack:
+        parent, key, depth = stack.pop()
+        value = parent[key]
+        if depth > _MAX_DOCUMENT_DEPTH:
+            continue
+        if isinstance(value, str):
+            shown = mask_text(value)
+            if shown != value:
+                parent[key] = shown
+        elif isinstance(value, dict):
+            if id(value) not in copied:
+                value = parent[key] = {mask_text(k) if isinstance(k, str) else k: v
+                                       for k, v in value.items()}  # fmt: skip
+                copied.add(id(value))
+            stack.extend((value, k, depth + 1) for k in value)
+        elif isinstance(value, list):
+            if id(value) not in copied:
+                value = parent[key] = list(value)
+                copied.add(id(value))
+            stack.extend((value, i, depth + 1) for i in range(len(value)))
+    return root[0]
+
+
+# Deeper than any document the commands print (a spec is at most _bounds.MAX_DEPTH deep).
+_MAX_DOCUMENT_DEPTH = 200
 
 
 def _message(entry: Entry) -> str:
