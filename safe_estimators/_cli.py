@@ -40,7 +40,7 @@ from typing import Any
 
 from safe_estimators._bounds import MAX_PROBLEMS, printable
 from safe_estimators._problems import ConfigError, Problem, problem_source, tagged
-from safe_estimators._report import FORMATS, Entry, Reporter, located
+from safe_estimators._report import FORMATS, CiSafeStream, Entry, Reporter, located
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -111,6 +111,42 @@ def _quiet(verbose: bool, sdk: bool = True) -> Iterator[None]:
                     os.environ.pop(_V2_WARNING, None)
 
 
+# stdout and stderr are CI-safe (see _report.CiSafeStream) while any main() runs: put in place by
+# the first of concurrent calls, taken away by the last.
+_output_lock = threading.Lock()
+_output_calls = 0
+_output_saved: tuple[Any, Any] = (None, None)
+
+
+@contextlib.contextmanager
+def _ci_safe_output() -> Iterator[None]:
+    """Every line printed on stdout or stderr (ours, the SDK's, argparse's) passes through
+    ``ci_safe_line``: no workflow command, no control character, whatever the input."""
+    global _output_calls, _output_saved
+    with _output_lock:
+        if _output_calls == 0:
+            _output_saved = (sys.stdout, sys.stderr)
+            if sys.stdout is not None and not isinstance(sys.stdout, CiSafeStream):
+                sys.stdout = CiSafeStream(sys.stdout)
+            if sys.stderr is not None and not isinstance(sys.stderr, CiSafeStream):
+                sys.stderr = CiSafeStream(sys.stderr)
+        _output_calls += 1
+    try:
+        yield
+    finally:
+        with _output_lock:
+            _output_calls -= 1
+            if _output_calls == 0:
+                for name, saved in zip(("stdout", "stderr"), _output_saved, strict=True):
+                    current = getattr(sys, name)
+                    if isinstance(current, CiSafeStream) and current is not saved:
+                        with contextlib.suppress(OSError, ValueError):  # a reader that left
+                            current.close_line()
+                        if current.raw is saved:  # replaced since by someone else: leave it
+                            setattr(sys, name, saved)
+                _output_saved = (None, None)
+
+
 def _problems_json(source: str | None, problems: Sequence[Problem]) -> list[dict[str, Any]]:
     """The first MAX_PROBLEMS problems, as the text output shows them (``_omitted`` counts the
     rest): one bad value repeated 9,000 times was 8 MB of JSON."""
@@ -122,8 +158,18 @@ def _omitted(problems: Sequence[object]) -> dict[str, int]:
 
 
 def _emit_json(document: Any) -> None:
-    # Strict JSON: a NaN or Infinity would break the reader's parser (see _plan for the check).
-    print(json.dumps(document, indent=2, default=str, allow_nan=False))
+    # Strict JSON: a NaN or Infinity would break the reader's parser (see _plan for the check);
+    # no credential printed whole, wherever in the document it is (a file name, a skipped spec).
+    from safe_estimators._report import masked_texts
+
+    print(json.dumps(masked_texts(document), indent=2, default=str, allow_nan=False))
+
+
+def _shown(path: str) -> str:
+    """A file name in a line of text: no control character, no credential printed whole."""
+    from safe_estimators._secret_formats import mask_text
+
+    return printable(mask_text(path))
 
 
 def _failure(source: str | None, problems: Sequence[Problem]) -> dict[str, Any]:
@@ -218,9 +264,9 @@ def _validate(args: argparse.Namespace) -> int:
     for source, problems in results:
         report.add(problems)
         if report.human and not any(p.severity == "error" for p in problems):
-            print(f"{printable(source)}: valid")
+            print(f"{_shown(source)}: valid")
     for path in skipped if report.human else ():
-        print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
+        print(f"{_shown(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if invalid else EXIT_OK
 
 
@@ -445,7 +491,7 @@ def _lint(args: argparse.Namespace) -> int:
         if not entries and report.human:
             print(f"{printable(target)}: no findings")
     for path in skipped if report.human else ():
-        print(f"{printable(path)}: skipped (names no estimator: not a job spec)")
+        print(f"{_shown(path)}: skipped (names no estimator: not a job spec)")
     return EXIT_INVALID if failed else EXIT_OK
 
 
@@ -500,7 +546,7 @@ def _fits(path: str, as_json: bool, report: Reporter) -> int:
         return EXIT_OK
     if not found:
         if report.format == "text":
-            print(f"{printable(path)}: fits on no instance type of the catalog (up to 64 "
+            print(f"{_shown(path)}: fits on no instance type of the catalog (up to 64 "
                   "instances)")  # fmt: skip
         else:
             nowhere = Problem(
@@ -936,7 +982,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     if _signal.getsignal(_signal.SIGINT) is _interrupted_while_loading:
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # main's own handling
-    code = _main(argv)
+    with _ci_safe_output():
+        code = _main(argv)
     if argv is None and _is_the_command():
         _exit_now(code)
     return code
@@ -988,6 +1035,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS), _recipes_from(args.recipes):
             result: Any = args.run(args)
+        report.finish()  # in the guard: a document that cannot be written is an internal error
     except _UsageError as exc:  # the command's usage, not the top level's
         command = parser.commands.get(args.command, parser)
         return _usage(exc.parser or command, str(exc), args.format)
@@ -1015,14 +1063,17 @@ def _main(argv: Sequence[str] | None) -> int:
             internal = Problem("<internal>", message, "run again with --verbose and report it.")
             _emit_json(_failure(None, [internal]))
         elif report.format != "text":
-            report.finish(failure=message)
+            try:
+                report.finish(failure=message)
+            except Exception:  # the problems themselves cannot be written: the failure alone
+                report.entries = []
+                report.finish(failure=message)
         print(
             f"safe-estimators: {message}\n"
             "Run again with --verbose for the traceback, and please report it.",
             file=sys.stderr,
         )
         return EXIT_INTERNAL
-    report.finish()
     return int(result)
 
 

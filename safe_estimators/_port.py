@@ -4,14 +4,27 @@ For teams moving from the estimators (sagemaker 2.x) to ModelTrainer (sagemaker 
 is checked and resolved as ``plan`` resolves it for the ModelTrainer target, then written out
 as plain SDK code (no safe_estimators import) that builds the same ModelTrainer; a test runs the
 code and compares its request with the plan's.
+
+The program is printed in a CI log and may be run: nothing the input chose is ever code in it
+(``tests/test_hostile_round3_output.py`` compiles it for hostile names and values and reads its
+calls), and no credential is printed whole.
 """
 
 from __future__ import annotations
 
+import ast
+import keyword
+import math
 import os
+from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
+from safe_estimators._bounds import quote
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
+from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._secret_formats import mask_text, masked_plain
 from safe_estimators._trainer import TrainerArguments
 
 # Where each SDK generation keeps ModelTrainer, its configs and its launchers.
@@ -35,22 +48,83 @@ _WITH_CLASSES = {
 
 
 def _call(name: str, fields: dict[str, Any], code: dict[str, str] | None = None) -> str:
-    """``Name(field=value, ...)``: ``fields`` as literals, ``code`` as written."""
-    parts = [f"{k}={v!r}" for k, v in fields.items()]
+    """``Name(field=value, ...)``: ``fields`` as literals, ``code`` (ours) as written. A field
+    whose name is not a Python keyword argument (a user's SMP option ``"a b"``) is passed in
+    ``**{...}``: no name the input chose is ever written as code."""
+    named = {k: v for k, v in fields.items() if _is_keyword_name(k)}
+    parts = [f"{k}={_literal(v)}" for k, v in named.items()]
+    rest = {k: v for k, v in fields.items() if k not in named}
+    if rest:
+        parts.append(f"**{_literal(rest)}")
     parts += [f"{k}={v}" for k, v in (code or {}).items()]
     return f"{name}({', '.join(parts)})"
+
+
+def _is_keyword_name(name: object) -> bool:
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+class _NotLiteral(Exception):
+    """A value port cannot write as a Python literal (a pipeline parameter, an object)."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(type(value).__name__)
+        self.value = value
+
+
+def _literal(value: Any) -> str:
+    """``value`` as the text of a Python literal that evaluates to it: built by ``repr`` of a
+    plain copy (a ``str`` or ``int`` subclass, whose ``repr`` may be anything, as its base
+    type), and read back by ``ast.literal_eval`` before it is written, so that it can hold
+    nothing but data."""
+    text = repr(_plain(value))
+    ast.literal_eval(text)  # raises on anything that is not a literal: never printed
+    return text
+
+
+def _plain(value: Any) -> Any:
+    """A copy of ``value`` made only of str, int, float, bool, None, list and dict."""
+    if value is None or isinstance(value, bool):
+        return bool(value) if value is not None else None
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotLiteral(value)
+        return float(value)
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    raise _NotLiteral(value)
+
+
+def _docstring_text(text: str) -> str:
+    """``text`` inside a ``\"\"\"`` docstring, reading back as itself: the body of its
+    ``repr`` (every control character, quote and backslash escaped), its ``"`` escaped too."""
+    return repr(str.__str__(text))[1:-1].replace('"', '\\"')
 
 
 def trainer_code(
     arguments: TrainerArguments, image: str, source: str | None, region: str, assumed: str = ""
 ) -> str:
     """The Python code of a bare ModelTrainer with ``arguments`` (the installed generation's
-    imports), as a function ``model_trainer(sagemaker_session=None)``."""
+    imports), as a function ``model_trainer(sagemaker_session=None)``.
+
+    Every value of the job, and every text the input chose (the spec's file name, option and
+    channel names), is written as a literal (``_literal``) or inside the docstring escaped; the
+    calls, names and imports are the template's own. What looks like a credential is cut to its
+    first characters, as every other output shows it, accepted in ``accept_exposure`` or not.
+    """
+    arguments, image, masked = _masked_arguments(arguments, image)
     generation = 3 if sdk_generation() >= 3 else 2
     trainer_module, configs_module, distributed_module = _MODULES[generation]
     classes: set[str] = set()
     lines = ["    trainer = ModelTrainer(", "        sagemaker_session=sagemaker_session,"]
-    lines.append(f"        training_image={image!r},")
+    lines.append(f"        training_image={_literal(image)},")
+    keywords: dict[str, str] = {}
     for name, value in arguments.configs.items():
         if name == "source_code":
             value = {**value, "source_dir": os.path.normpath(value["source_dir"])}
@@ -65,25 +139,28 @@ def trainer_code(
                 # 2.x's Networking requires both lists: empty ones send no VpcConfig, which is
                 # the only way 2.x sends the encryption flag without a VPC.
                 value = {"subnets": [], "security_group_ids": [], **value}
-            lines.append(f"        {name}={_call(cls, value)},")
+            keywords[name] = _call(cls, value)
         elif name == "tags":
             classes.add("Tag")
-            lines.append(f"        tags=[{', '.join(_call('Tag', t) for t in value)}],")
+            keywords[name] = f"[{', '.join(_call('Tag', t) for t in value)}]"
         else:
-            lines.append(f"        {name}={value!r},")
-    launchers: set[str] = set()
+            keywords[name] = _literal(value)
     if arguments.distributed is not None:
         kind, fields = arguments.distributed
-        launchers.add(kind)
+        if kind not in _LAUNCHERS:  # ours (see _trainer._launcher), never the input's
+            raise ValueError(f"unknown launcher {kind!r}")
         smp = {}
         if arguments.smp is not None:
-            launchers.add("SMP")
             smp = {"smp": _call("SMP", arguments.smp)}
-        lines.append(f"        distributed={_call(kind, fields, smp)},")
+        keywords["distributed"] = _call(kind, fields, smp)
     if arguments.inputs:
         classes.add("InputData")
         channels = ", ".join(_call("InputData", channel) for channel in arguments.inputs)
-        lines.append(f"        input_data_config=[{channels}],")
+        keywords["input_data_config"] = f"[{channels}]"
+    for name, code in keywords.items():
+        if not _is_keyword_name(name):  # ModelTrainer's own arguments (see _trainer)
+            raise ValueError(f"not a ModelTrainer argument: {name!r}")
+        lines.append(f"        {name}={code},")
     lines.append("    )")
     for method, value in arguments.with_calls.items():
         cls = _WITH_CLASSES[method]
@@ -95,14 +172,29 @@ def trainer_code(
         )
         lines.append(f"    trainer = trainer.{method}({argument})")
     lines.append("    return trainer")
-    what = f"The job in {source}" if source else "The job"
+    launchers = sorted(
+        {arguments.distributed[0]} | ({"SMP"} if arguments.smp is not None else set())
+        if arguments.distributed is not None
+        else set()
+    )
+    what = f"The job in {_docstring_text(mask_text(source))}" if source else "The job"
     header = [
-        f"# Region {region}{assumed}: the training image below is that region's.",
+        f"# Region {_docstring_text(region)}{assumed}: the training image below is that region's.",
         f'"""{what} as a bare ModelTrainer (written by safe-estimators port for sagemaker '
-        f"{sdk_version()}).",
+        f"{_docstring_text(sdk_version())}).",
         "",
-        f"The training image is the one the SageMaker SDK's estimator picks in {region}; paths",
+        f"The training image is the one the SageMaker SDK's estimator picks in "
+        f"{_docstring_text(region)}; paths",
         "are relative to the folder safe-estimators port ran in.",
+    ]
+    if masked:
+        header += [
+            "",
+            "Values that look like credentials are cut to their first characters (…), as",
+            "safe-estimators prints them everywhere: put them back, or better, pass the name of",
+            "an AWS Secrets Manager secret and read it in the training script.",
+        ]
+    header += [
         '"""',
         "",
         f"from {trainer_module} import ModelTrainer",
@@ -110,7 +202,7 @@ def trainer_code(
     if classes:
         header.append(f"from {configs_module} import {', '.join(sorted(classes))}")
     if launchers:
-        header.append(f"from {distributed_module} import {', '.join(sorted(launchers))}")
+        header.append(f"from {distributed_module} import {', '.join(launchers)}")
     body = [
         "",
         "",
@@ -123,6 +215,38 @@ def trainer_code(
         "    model_trainer().train()",
     ]
     return "\n".join(header + body) + "\n"
+
+
+# The launchers _trainer writes, as ModelTrainer's distributed module names them.
+_LAUNCHERS = frozenset(("Torchrun", "MPI"))
+
+
+def _masked_arguments(
+    arguments: TrainerArguments, image: str
+) -> tuple[TrainerArguments, str, bool]:
+    """``arguments`` and ``image`` with what looks like a credential cut short (see
+    ``_secret_formats.masked_plain``), and whether anything was."""
+    parts = {
+        "configs": arguments.configs,
+        "distributed": list(arguments.distributed) if arguments.distributed else None,
+        "smp": arguments.smp,
+        "inputs": list(arguments.inputs),
+        "with_calls": arguments.with_calls,
+        "image": image,
+    }
+    shown = masked_plain(parts)
+    if shown is parts:
+        return arguments, image, False
+    launcher = arguments.distributed
+    changed = attrs.evolve(
+        arguments,
+        configs=shown["configs"],
+        distributed=(launcher[0], shown["distributed"][1]) if launcher else None,
+        smp=shown["smp"],
+        inputs=tuple(shown["inputs"]),
+        with_calls=shown["with_calls"],
+    )
+    return changed, shown["image"], True
 
 
 def port(
@@ -139,7 +263,6 @@ def port(
     from safe_estimators._build.model_trainer import training_image
     from safe_estimators._files import job_arguments, offline_problems
     from safe_estimators._plan import REGION_SOURCES, job_region
-    from safe_estimators._problems import ConfigError, Problem
     from safe_estimators._resolve import resolve_arguments
     from safe_estimators._trainer import trainer_arguments
     from safe_estimators._validate import offline
@@ -164,5 +287,18 @@ def port(
                 ],
                 source=source,
             )
-        image = training_image(trainer, region)
-        return trainer_code(trainer, image, source, region, assumed)
+        try:
+            image = training_image(trainer, region)
+            return trainer_code(trainer, image, source, region, assumed)
+        except _NotLiteral as exc:
+            raise ConfigError(
+                [
+                    Problem(
+                        "<port>",
+                        f"{quote(exc.value)} ({type(exc.value).__name__}) cannot be written as "
+                        "a Python literal.",
+                        "pass plain values (a SageMaker Pipelines parameter as its value).",
+                    )
+                ],
+                source=source,
+            ) from None

@@ -19,10 +19,22 @@ Severity = Literal["error", "warning"]
 
 def _masked(text: str) -> str:
     """Every part of a problem may quote the user's values: none shows more than the first
-    characters of a suspected credential (``_secret_formats.mask_text``)."""
+    characters of a suspected credential (``_secret_formats.mask_text``), nor more than the
+    first characters of a value quoted whole (``_bounds.shortened``)."""
     from safe_estimators._secret_formats import mask_text
 
-    return mask_text(text) if isinstance(text, str) else text
+    if not isinstance(text, str):
+        return text
+    text = mask_text(text)
+    if len(text) > _SHORT:
+        from safe_estimators._bounds import shortened
+
+        text = shortened(text)
+    return text
+
+
+# No text shorter than this can hold a word ``shortened`` cuts (see _bounds.MAX_WORD).
+_SHORT = 256
 
 
 @attrs.frozen

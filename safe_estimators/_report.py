@@ -13,19 +13,29 @@
 Every message has been masked where it was written (``quote`` never prints a suspected secret)
 and is passed through ``printable`` here in every format, so no format carries a control
 character of the user's.
+
+Every line any command prints also passes one choke point, ``CiSafeStream`` (``_cli`` puts it in
+front of stdout and stderr): a CI log is read by the runner, which acts on workflow commands in
+it. ``ci_safe_line`` escapes what the GitHub Actions runner would read as one (``::`` at the start
+of a line, ``##[`` anywhere: actions/runner's ``ActionCommand.TryParseV2`` and ``TryParse``) and
+every control or separator character; only the annotations of ``--format github`` are written
+as commands, through ``write_command``.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 import attrs
 
-from safe_estimators._bounds import MAX_PROBLEMS, printable
+from safe_estimators._bounds import MAX_PROBLEMS, printable, shortened
 from safe_estimators._problems import Problem
+from safe_estimators._secret_formats import mask_text
 
 FORMATS = ("text", "json", "github", "sarif", "codeclimate")
 
@@ -42,6 +52,27 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _MAX_LINE = 2_000
 _MAX_PATH = 200
 
+# Problems in one SARIF log or Code Climate report: MAX_PROBLEMS per file, as text and JSON show,
+# and this many in all. GitHub code scanning rejects a run of over 25,000 results (or 25,000
+# rules) and keeps only 5,000 of one ("SARIF results exceed one or more limits", GitHub docs);
+# 3 specs with 9,000 unknown keys each made 27,000 results, and the whole upload failed. Each
+# result names one location, and a rule is named by a result: a run has at most this many
+# rules too (plus the one of the notes saying what was left out).
+MAX_RUN_RESULTS = 5_000
+OMITTED_RULE = "omitted"
+
+
+def _text(value: str) -> str:
+    """A message, fix or path as an entry holds it: a credential in it cut to its first
+    characters (a script's line may hold one; a file or key may be named after one) and a value
+    quoted whole cut short."""
+    return shortened(mask_text(value)) if isinstance(value, str) else value
+
+
+def _name(value: str | None) -> str | None:
+    """A file name as an entry holds it: a credential in it cut short (``ghp_….py``)."""
+    return mask_text(value) if isinstance(value, str) else value
+
 
 @attrs.frozen
 class Entry:
@@ -51,13 +82,13 @@ class Entry:
     ``path`` (a missing key is placed at the key that would hold it). ``script``: a finding in a
     training script, whose ``path`` is the script's file, not a dotted spec path."""
 
-    source: str | None
-    path: str
-    message: str
-    hint: str = ""
+    source: str | None = attrs.field(converter=_name)
+    path: str = attrs.field(converter=_text)
+    message: str = attrs.field(converter=_text)
+    hint: str = attrs.field(default="", converter=_text)
     severity: str = "error"
     rule: str | None = None
-    file: str | None = None
+    file: str | None = attrs.field(default=None, converter=_name)
     line: int | None = None
     column: int | None = None
     written: str | None = None
@@ -175,7 +206,8 @@ def github_line(entry: Entry) -> str:
     """``::error file=F,line=L,col=C,title=T::message`` (``::warning`` for a warning)."""
     properties = []
     if entry.file:
-        properties.append(f"file={escape_property(_repository_path(entry.file))}")
+        shown = printable(_bounded(_repository_path(entry.file), _MAX_LINE))
+        properties.append(f"file={escape_property(shown)}")
     if entry.line is not None:
         properties.append(f"line={entry.line}")
         if entry.column is not None:
@@ -188,8 +220,10 @@ def github_line(entry: Entry) -> str:
 
 
 def write_github(out: TextIO, entries: Sequence[Entry]) -> None:
-    for entry in entries:
-        out.write(github_line(entry) + "\n")
+    for entry in entries[:MAX_PROBLEMS]:
+        write_command(out, github_line(entry))
+    if len(entries) > MAX_PROBLEMS:
+        write_command(out, github_line(_omitted_entry(entries[0].source, entries)))
 
 
 # --- sarif ----------------------------------------------------------------------------------
@@ -243,10 +277,12 @@ def sarif_log(entries: Sequence[Entry], *, failure: str | None = None) -> dict[s
 def _artifact(file: str) -> dict[str, Any]:
     from urllib.parse import quote as url_quote
 
-    shown = _repository_path(file)
+    # The file name's own bytes, percent-encoded: a name that is not UTF-8 (b"\xff", read by
+    # Python as a surrogate) is %FF, as the file system holds it.
+    shown = os.fsencode(_repository_path(file).replace(os.sep, "/"))
     if os.path.isabs(shown):
-        return {"uri": "file://" + url_quote(shown.replace(os.sep, "/"))}
-    return {"uri": url_quote(shown.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
+        return {"uri": "file://" + url_quote(shown)}
+    return {"uri": url_quote(shown), "uriBaseId": "%SRCROOT%"}
 
 
 # --- sarif: regions and rules ---------------------------------------------------------------
@@ -342,7 +378,7 @@ def codeclimate_issues(entries: Sequence[Entry]) -> list[dict[str, Any]]:
                 "severity": _CODECLIMATE_SEVERITY.get(entry.severity, "major"),
                 "fingerprint": _fingerprint(entry),
                 "location": {
-                    "path": _repository_path(entry.file or entry.source or "."),
+                    "path": printable(_repository_path(entry.file or entry.source or ".")),
                     "lines": {"begin": entry.line or 1},
                 },
             }
@@ -354,8 +390,49 @@ def codeclimate_issues(entries: Sequence[Entry]) -> list[dict[str, Any]]:
 
 
 def write_document(out: TextIO, document: Any) -> None:
-    # Strict JSON: a NaN or Infinity would break the reader's parser.
-    out.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
+    """``document`` as JSON (strict: a NaN or Infinity would break the reader's parser), with
+    every credential in its texts cut to its first characters (``masked_texts``)."""
+    out.write(json.dumps(masked_texts(document), indent=2, default=str, allow_nan=False) + "\n")
+
+
+def masked_texts(document: Any) -> Any:
+    """A copy of a JSON document with ``mask_text`` applied to every string in it, keys too (a
+    file name, a skipped spec, a value quoted in a plan); the document itself when that changes
+    nothing. Iterative, and no deeper than ``_MAX_DOCUMENT_DEPTH`` (a cycle json.dumps refuses
+    anyway)."""
+    if isinstance(document, str):
+        return mask_text(document)
+    if not isinstance(document, dict | list):
+        return document
+    root: list[Any] = [document]
+    # (container, key, depth) of each value to visit
+    stack: list[tuple[Any, Any, int]] = [(root, 0, 0)]
+    copied: set[int] = set()
+    while stack:
+        parent, key, depth = stack.pop()
+        value = parent[key]
+        if depth > _MAX_DOCUMENT_DEPTH:
+            continue
+        if isinstance(value, str):
+            shown = mask_text(value)
+            if shown != value:
+                parent[key] = shown
+        elif isinstance(value, dict):
+            if id(value) not in copied:
+                value = parent[key] = {mask_text(k) if isinstance(k, str) else k: v
+                                       for k, v in value.items()}  # fmt: skip
+                copied.add(id(value))
+            stack.extend((value, k, depth + 1) for k in value)
+        elif isinstance(value, list):
+            if id(value) not in copied:
+                value = parent[key] = list(value)
+                copied.add(id(value))
+            stack.extend((value, i, depth + 1) for i in range(len(value)))
+    return root[0]
+
+
+# Deeper than any document the commands print (a spec is at most _bounds.MAX_DEPTH deep).
+_MAX_DOCUMENT_DEPTH = 200
 
 
 def _message(entry: Entry) -> str:
@@ -397,6 +474,7 @@ class Reporter:
         self.format = format
         self.out = out
         self.entries: list[Entry] = []
+        self.omitted = 0  # problems past MAX_RUN_RESULTS, left out of the document
         self.printed = False  # the command printed its own document (schema)
 
     @property
@@ -408,20 +486,172 @@ class Reporter:
         self.add(located(source, problems))
 
     def add(self, entries: Sequence[Entry]) -> None:
+        """The problems of one file (a spec, a script)."""
         if self.format == "text":
             write_text(self.out, entries)
         elif self.format == "github":
             write_github(self.out, entries)
         else:
-            self.entries += entries
+            kept = bounded_entries(entries)
+            room = max(0, MAX_RUN_RESULTS - len(self.entries))
+            self.omitted += max(0, len(kept) - room)
+            self.entries += kept[:room]
 
     def finish(self, failure: str | None = None) -> None:
         """Print the document of a document format; ``failure``: the run did not finish."""
         if self.printed:
             return
+        entries = self.entries
+        if self.omitted:
+            entries = [*entries, _run_omitted_entry(self.omitted)]
         if self.format == "sarif":
-            write_document(self.out, sarif_log(self.entries, failure=failure))
+            write_document(self.out, sarif_log(entries, failure=failure))
         elif self.format == "codeclimate":
-            write_document(self.out, codeclimate_issues(self.entries))
+            write_document(self.out, codeclimate_issues(entries))
         elif self.format == "github" and failure is not None:
-            self.out.write(f"::error title=safe-estimators::{escape_data(printable(failure))}\n")
+            failed = f"::error title=safe-estimators::{escape_data(printable(failure))}"
+            write_command(self.out, failed)
+
+
+# --- bounded documents ----------------------------------------------------------------------
+
+
+def bounded_entries(entries: Sequence[Entry]) -> list[Entry]:
+    """One file's problems as a document holds them: the first MAX_PROBLEMS, and a note saying
+    how many more there are."""
+    if len(entries) <= MAX_PROBLEMS:
+        return list(entries)
+    return [*entries[:MAX_PROBLEMS], _omitted_entry(entries[0].source, entries)]
+
+
+def _omitted_entry(source: str | None, entries: Sequence[Entry]) -> Entry:
+    more = len(entries) - MAX_PROBLEMS
+    return Entry(
+        source,
+        "<output>",
+        f"... and {more:,} more problems in this file (the first {MAX_PROBLEMS} are shown).",
+        "fix these and run again, or run validate on the file for its text output.",
+        "warning",
+        rule=OMITTED_RULE,
+        file=source,
+    )
+
+
+def _run_omitted_entry(more: int) -> Entry:
+    return Entry(
+        None,
+        "<output>",
+        f"... and {more:,} more problems in other files (the first {MAX_RUN_RESULTS:,} are "
+        "shown).",
+        "fix these and run again, or check fewer files at once.",
+        "warning",
+        rule=OMITTED_RULE,
+    )
+
+
+# --- every printed line: safe in a CI log ----------------------------------------------------
+
+# What the GitHub Actions runner reads as a command in a line of a step's output (actions/runner,
+# src/Runner.Common/ActionCommand.cs): ``::name props::data`` once the line's leading white space
+# is trimmed (TryParseV2), and the legacy ``##[name props]data`` anywhere in the line (TryParse);
+# a ``::stop-commands::TOKEN`` makes it ignore every command up to ``::TOKEN::``. Each is broken
+# by writing its first character as ``\u0023`` or ``\u003a``: a JSON document and a Python
+# program (port's) read back the same text (the character is inside a string literal there),
+# and a person reads the escape as text and control characters read.
+_LEGACY_COMMAND = "##["
+_LEGACY_ESCAPED = "\\u0023#["
+_COMMAND_START = "::"
+_COLON_ESCAPED = "\\u003a"
+
+
+def ci_safe_line(line: str) -> str:
+    """``line`` (one line, without its end) as it may be printed in a CI log: every control or
+    separator character escaped (``printable``: ESC, BEL, CR, U+0085, U+2028, bidi controls,
+    every Unicode space but " "), and no workflow command. Applying it twice changes nothing."""
+    line = printable(line)
+    if _LEGACY_COMMAND in line:
+        line = line.replace(_LEGACY_COMMAND, _LEGACY_ESCAPED)
+    # After printable, " " is the only character left that the runner's TrimStart removes.
+    stripped = line.lstrip(" ")
+    if stripped.startswith(_COMMAND_START):
+        line = line[: len(line) - len(stripped)] + _COLON_ESCAPED + stripped[1:]
+    return line
+
+
+def write_command(out: TextIO, line: str) -> None:
+    """Write one of our own workflow commands (an annotation of ``--format github``), whose
+    values ``github_line`` escaped: the one kind of line that stays a command."""
+    command = printable(line).replace(_LEGACY_COMMAND, _LEGACY_ESCAPED)
+    if isinstance(out, CiSafeStream):
+        out.write_command(command)
+    else:
+        out.write(command + "\n")
+
+
+class CiSafeStream(io.TextIOBase):
+    """A text stream that passes every line written to it on through ``ci_safe_line``.
+
+    ``_cli`` puts one in front of stdout and stderr for the whole of a command: every print, ours
+    or a library's, is one line of a CI log, whatever the format (text, JSON, SARIF, a plan, a
+    port's program, a usage error). A line is passed on when its end is written (the checks see
+    the whole line); ``close_line`` passes on what is left.
+    """
+
+    def __init__(self, raw: TextIO) -> None:
+        self.raw = raw
+        self._partial = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            if "\n" not in text:
+                self._partial += text
+                return len(text)
+            lines = (self._partial + text).split("\n")
+            self._partial = lines.pop()
+            self.raw.write("\n".join(map(ci_safe_line, lines)) + "\n")
+        return len(text)
+
+    def write_command(self, command: str) -> None:
+        """Write ``command`` as a line of its own, unchanged (see ``write_command``)."""
+        with self._lock:
+            if self._partial:
+                self.raw.write(ci_safe_line(self._partial) + "\n")
+                self._partial = ""
+            self.raw.write(command + "\n")
+
+    def close_line(self) -> None:
+        """Pass on a last line written without its end."""
+        with self._lock:
+            if self._partial:
+                partial, self._partial = self._partial, ""
+                self.raw.write(ci_safe_line(partial))
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def close(self) -> None:
+        """Close the stream written to as well (``_cli`` closes stderr when the reader left)."""
+        self.close_line()
+        self.raw.close()
+        super().close()
+
+    def __del__(self) -> None:
+        pass  # IOBase's closes the stream; the one written to is not this one's to close
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self.raw.isatty()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.raw.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self.raw.errors

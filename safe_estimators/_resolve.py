@@ -32,6 +32,7 @@ from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
 from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._rules.resources import warm_pool_injections
 from safe_estimators._rules.targets import estimator_needs_sdk2, recipe_needs_estimator
+from safe_estimators._secrets import is_secret_problem, secrets_in_arguments
 from safe_estimators._spec import (
     SPEC_FIELDS,
     JobSpec,
@@ -593,8 +594,10 @@ def _resolved_job(
     ctx: Context, problems: list[Problem], findings: list[Finding], source: str | None = None
 ) -> ResolvedJob:
     errors = [p for p in problems if p.severity == "error"]
-    if errors:
-        raise ConfigError(errors, source=source)
+    if errors:  # with the credentials found: a refused job still says what it would expose
+        raise ConfigError(
+            [p for p in problems if p.severity == "error" or is_secret_problem(p)], source=source
+        )
     spec = ctx.spec
     kwargs, injections, layout = _kwargs(ctx)
     warnings = tuple(p for p in problems if p.severity == "warning")
@@ -642,11 +645,13 @@ def check_arguments(
     arguments, problems = recipe_arguments(arguments)
     spec, found_in_spec = structure_spec(arguments)
     problems = tagged(structure_spec, found_in_spec) + tagged(recipe_arguments, problems)
-    if spec is None:
-        return None, problems, []
+    if spec is None:  # the secrets rule never runs: the same scan, on the arguments as given
+        return None, problems + secrets_in_arguments(arguments), []
     ctx, found, findings = check(spec)
     skipped = skipped_paths(problems)
     problems += [p for p in found if p.path.split(".", 1)[0] not in skipped]
+    if skipped:  # options the rules did not see: a malformed entry must not hide a credential
+        problems += secrets_in_arguments(arguments, skipped)
     return ctx, problems, findings
 
 

@@ -338,10 +338,13 @@ _BODY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 
 def mask_text(text: str) -> str:
     """``text`` with every suspected credential cut to its first characters (``ghp_…``): the
-    token formats, and the values a quoted mapping in it holds under a secret's name
-    (``{'password': 'hunter2'}``, as ``repr`` writes one)."""
+    token formats, the values a quoted mapping in it holds under a secret's name
+    (``{'password': 'hunter2'}``, as ``repr`` writes one), and those assigned to one
+    (``password=hunter2``, a hyperparameter's name or a command line's word)."""
     if ": " in text and ("'" in text or '"' in text):
         text = _QUOTED_ENTRY().sub(_masked_entry, text)
+    if "=" in text:
+        text = _NAMED_ASSIGNMENT().sub(_masked_assignment, text)
     parts: list[str] = []
     pos = 0
     for _, start, end in find_tokens(text):
@@ -364,6 +367,19 @@ def _masked_entry(entry: re.Match[str]) -> str:
     quote = entry.group(3)
     shown = value[: _shown_length(len(value))]
     return f"{entry.group(1)}{name}{entry.group(1)}: {quote}{shown}…{quote}"
+
+
+# NAME=value inside a text: a name not inside a longer word (so a name starts only where a word
+# does: linear), a value up to a space, quote or separator.
+_NAMED_ASSIGNMENT = _lazy(r"""(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,127})=([^\s'",;&…]+)""")
+
+
+def _masked_assignment(assignment: re.Match[str]) -> str:
+    name, value = assignment.group(1), assignment.group(2)
+    end = assignment.end()
+    if assignment.string[end : end + 1] == "…" or not (secret_name(name) and _holds_secret(value)):
+        return assignment.group()  # masked already, or not a secret
+    return f"{name}={value[: _shown_length(len(value))]}…"
 
 
 def _shown_length(length: int) -> int:
@@ -740,7 +756,7 @@ _UNSEEN: Any = object()
 
 def _text_entry(key: str, text: str) -> Any:
     """(``_name_token(key)``, ``_secret_kind(key, text, False)``), or _CLEAN."""
-    token = _name_token(key) if len(key) >= _SHORTEST or "@" in key else None
+    token = _name_token(key) if _may_hold_token(key) else None
     kind = _secret_kind(key, text, False)
     entry = (token, kind) if token or kind else _CLEAN
     if len(key) <= _MEMO_MAX and len(text) <= _MEMO_MAX:
@@ -752,7 +768,7 @@ def _text_entry(key: str, text: str) -> Any:
 
 def _number_entry(key: str) -> Any:
     """(``_name_token(key)``, ``secret_name(key, numeric=True)``), or _CLEAN."""
-    token = _name_token(key) if len(key) >= _SHORTEST or "@" in key else None
+    token = _name_token(key) if _may_hold_token(key) else None
     named = _secret_name(key, True)
     entry = (token, named) if token or named else _CLEAN
     if len(key) <= _MEMO_MAX:
@@ -762,12 +778,21 @@ def _number_entry(key: str) -> Any:
     return entry
 
 
+def _may_hold_token(key: str) -> bool:
+    """A name can be a token only if it holds a format's literal (15 characters at least), is
+    a URL with a password (an "@") or assigns a value (``password=...``, ``--token x``)."""
+    return len(key) >= _SHORTEST or "@" in key or "=" in key or " " in key
+
+
 def _name_token(key: str) -> str | None:
     """``_value_kind(key, False)``: the token a mapping's key is, remembered."""
     token = _NAME_TOKENS.get(key, _UNSEEN)
     if token is not _UNSEEN:
         return token  # type: ignore[no-any-return]
     token = _find_value_kind(key, False)
+    if token is None and ("=" in key or " " in key):
+        # A name that is a command line's words or an assignment: password=Xk9#mP2vL8qR4wT6.
+        token = _argument_kind(_SEPARATORS().split(key))
     if len(key) <= _MEMO_MAX:
         if len(_NAME_TOKENS) >= _MEMO_ENTRIES:
             _NAME_TOKENS.clear()
@@ -880,9 +905,7 @@ def _collect(where: tuple[Any, ...], value: Any, found: list[Suspect]) -> None:
                     continue
             if isinstance(step, str):
                 key = step
-                # A name is a token only if it holds a format's literal (15 characters at
-                # least) or is a URL with a password (an "@").
-                if len(step) >= _SHORTEST or "@" in step:
+                if _may_hold_token(step):
                     token = _name_token(step)
                     if token:
                         found.append(((*at, (_KEY, step)), token, step))
@@ -1051,6 +1074,23 @@ def masked(value: Any) -> Any:
     return _rewritten(
         value, hidden, lambda _, raw: _Hidden(redacted(raw)), lambda key: _Hidden(mask_text(key))
     )
+
+
+def masked_plain(value: Any) -> Any:
+    """A copy of ``value`` to print as data (``port``'s program): each suspected secret in it
+    replaced by a plain ``str`` of its first characters and "…", each name that is one by its
+    masked form (accepted in ``accept_exposure`` or not); ``value`` itself when it holds none."""
+    hidden = {at: raw for at, _, raw in _suspects((), value)}
+    return _rewritten(value, hidden, lambda _, raw: _cut(str(raw)), _cut_name)
+
+
+def _cut(text: str) -> str:
+    return f"{text[: _shown_length(len(text))]}…"
+
+
+def _cut_name(name: str) -> str:
+    shown = mask_text(name)
+    return shown if shown != name else _cut(name)
 
 
 def _rewritten(

@@ -15,7 +15,7 @@ value looks like is ``_secret_formats``; what it means here (README, "Secrets"):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from safe_estimators._bounds import quote
 from safe_estimators._problems import Problem, warning
@@ -23,6 +23,7 @@ from safe_estimators._secret_formats import (
     SPEC_FILE_TYPES,
     URL_PASSWORD,
     Suspect,
+    accepted_paths,
     dotted,
     find_suspects,
     find_suspects_in,
@@ -67,6 +68,44 @@ def secrets_in_options(
     return problems
 
 
+# Options that hold no value of the job's (as the secrets rule, _rules.safety, reads a spec).
+_NOT_VALUES = frozenset(
+    ["accept_exposure", "check_script", "estimator", "model", "training_compiler", "extra"]
+)
+
+
+def secrets_in_arguments(
+    arguments: object, names: Iterable[str] | None = None
+) -> list[Problem]:
+    """The secrets rule on keyword arguments (or a spec file's options) as given, before any
+    type check: for the options ``names`` (every one when None), those a malformed entry kept
+    out of the spec the rule reads. One bad entry (``{"HF_TOKEN": "hf_...", "BAD": 5}``) never
+    hides a credential beside it."""
+    if not isinstance(arguments, Mapping):
+        return []
+    try:
+        accepted = accepted_paths(arguments.get("accept_exposure"))
+        wanted = None if names is None else frozenset(names)
+        options = [
+            (name, value)
+            for name, value in arguments.items()
+            if isinstance(name, str)
+            and name not in _NOT_VALUES
+            and (wanted is None or name in wanted)
+        ]
+        return secrets_in_options(options, accepted)
+    except Exception:  # a user mapping whose items() or keys raise: the type checks said so
+        return []
+
+
+def is_secret_problem(problem: Problem) -> bool:
+    """``problem`` is one of the secrets rule's (a suspected credential)."""
+    return problem.message.startswith(_LOOKS_LIKE)
+
+
+_LOOKS_LIKE = "looks like "
+
+
 def _secret_problems(name: str, found: list[Suspect], accepted: tuple[str, ...]) -> list[Problem]:
     problems = []
     for at, kind, raw in found:
@@ -86,7 +125,7 @@ def _secret_problem(path: str, option: str, kind: str, raw: object) -> Problem:
     if url and str(raw)[:5].lower() == "s3://":
         return Problem(
             path,
-            f"looks like {kind}: {shown}. S3 URIs take no user or password: the SDK reads "
+            f"{_LOOKS_LIKE}{kind}: {shown}. S3 URIs take no user or password: the SDK reads "
             "what stands before the bucket as part of its name, which S3 refuses.",
             "write s3://bucket/prefix; the job's role gives it access to the bucket.",
         )
@@ -98,7 +137,7 @@ def _secret_problem(path: str, option: str, kind: str, raw: object) -> Problem:
     if type(raw) in SPEC_FILE_TYPES:
         return Problem(
             path,
-            f"looks like {kind}: {shown}, written in the spec file: it is in the repository "
+            f"{_LOOKS_LIKE}{kind}: {shown}, written in the spec file: it is in the repository "
             f"for everyone who can read it, and {exposed}.",
             "revoke it; store it in AWS Secrets Manager and pass the secret's name or ARN "
             "(read it in the script with boto3), or pass a value read at run time from Python; "
@@ -106,7 +145,7 @@ def _secret_problem(path: str, option: str, kind: str, raw: object) -> Problem:
         )
     return warning(
         path,
-        f"looks like {kind}: {shown}; {exposed}.",
+        f"{_LOOKS_LIKE}{kind}: {shown}; {exposed}.",
         "store it in AWS Secrets Manager and pass the secret's name or ARN instead (read it in "
         f"the script with boto3); accept_exposure=[{path!r}] accepts the exposure.",
     )

@@ -627,7 +627,6 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
         problems += found
         # Leave out the options in error and try once more, for the rules' sake.
         bad = {_top_level(p.path, path) for p in found}
-        problems += _secrets_of_skipped(bad, fields)
         runnable = runnable and not bad & {"estimator", "entry_point", machines}
         try:
             kept = {k: v for k, v in fields.items() if k not in bad}
@@ -1075,20 +1074,6 @@ def _v2_names(data: Mapping[Any, Any], path: str) -> tuple[dict[Any, Any], list[
             )
         )
     return renamed, problems
-
-
-def _secrets_of_skipped(bad: set[str], fields: Mapping[str, Any]) -> list[Problem]:
-    # A malformed entry leaves the whole mapping out of the spec, and the secrets rule with it.
-    from safe_estimators._secret_formats import accepted_paths
-    from safe_estimators._secrets import secrets_in
-
-    accepted = accepted_paths(fields.get("accept_exposure"))
-    return [
-        problem
-        for name in ("hyperparameters", "environment")
-        if name in bad and isinstance(fields.get(name), Mapping)
-        for problem in secrets_in(name, fields[name], accepted)
-    ]
 
 
 def _top_level(problem_path: str, base: str) -> str:

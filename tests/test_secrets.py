@@ -13,7 +13,6 @@ from sdk_generations import ParameterString
 
 from safe_estimators._problems import Problem
 from safe_estimators._resolve import check_arguments
-from safe_estimators._spec import structure_spec
 
 A = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"  # 36 characters
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THs"
@@ -162,7 +161,7 @@ def test_no_message_prints_a_secret_beyond_its_first_characters() -> None:
 
 
 def test_one_malformed_entry_does_not_hide_the_secrets_in_the_others() -> None:
-    _, problems = structure_spec(
+    _, problems, _ = check_arguments(
         {**BASE, "environment": {"BAD": [1, 2], "PASSWORD": 12345678, "HF": "hf_" + A}}
     )
     paths = {p.path: p.message for p in problems}

@@ -40,6 +40,18 @@ _REFERENCE = re.compile(
 )
 _SEPARATORS = re.compile(r"[\s;&?]+")
 _QUOTED_ENTRY = re.compile(r"""(['"])([A-Za-z0-9_.-]{1,128})\1: (['"])([^'"\\\n]{1,2500})\3""")
+# NAME=value: the name where a word starts, the value up to a separator; one masked already
+# ("…" after it) is left alone.
+_ASSIGNED = re.compile(
+    r"""(?<![\w.-])([A-Za-z_][\w.-]{0,127})=([^\s'",;&…]+)(?![^\s'",;&])""", re.ASCII
+)
+
+
+def _reference_assignment(found: re.Match[str]) -> str:
+    name, value = found.group(1), found.group(2)
+    if not (secrets.secret_name(name) and _holds_secret(value)):
+        return found.group()
+    return f"{name}={value[: secrets._shown_length(len(value))]}…"
 
 
 def reference_tokens(text: str, aws_context: bool = False) -> list[tuple[str, int, int]]:
@@ -77,6 +89,8 @@ def reference_tokens(text: str, aws_context: bool = False) -> list[tuple[str, in
 def reference_mask(text: str) -> str:
     if ": " in text and ("'" in text or '"' in text):
         text = _QUOTED_ENTRY.sub(secrets._masked_entry, text)
+    if "=" in text:
+        text = _ASSIGNED.sub(_reference_assignment, text)
     parts: list[str] = []
     pos = 0
     for _, start, end in reference_tokens(text):
