@@ -29,7 +29,15 @@ from safe_estimators._preflight.price import Price
 from safe_estimators._preflight.runner import TIME_LIMIT, run
 from safe_estimators._problems import ConfigError, Problem
 
-__all__ = ["ALLOWED", "TIME_LIMIT", "PreflightResult", "preflight", "run_job"]
+__all__ = [
+    "ALLOWED",
+    "TIME_LIMIT",
+    "PreflightResult",
+    "plan_price",
+    "preflight",
+    "preflight_request",
+    "run_job",
+]
 
 
 @attrs.frozen
@@ -188,3 +196,30 @@ def preflight(
             f"estimator or a ModelTrainer, not {type(target).__name__}"
         )
     return run_job(job, session, price=price, fits=fits, time_limit=time_limit, source=source)
+
+
+def preflight_request(
+    request: Mapping[str, Any], region: str, source: str | None = None
+) -> PreflightResult:
+    """The preflight of the CreateTrainingJob request ``submit`` is about to send, with boto3's
+    standard credentials in ``region``."""
+    import boto3
+
+    return run_job(from_request(request, region), boto3.Session(region_name=region), source=source)
+
+
+def plan_price(planned: Any, session: Any = None) -> Price | None:
+    """The price of a ``Plan`` (on-demand rate, ceiling, cheaper fits for a spec file with
+    ``model:``), read from the AWS Price List with ``session``'s credentials."""
+    import boto3
+
+    from safe_estimators._build.shared import PLACEHOLDER_REGION
+    from safe_estimators._plan import job_region
+    from safe_estimators._preflight.price import price
+
+    region = getattr(session, "region_name", None) or job_region() or PLACEHOLDER_REGION
+    job = from_request(planned.request, region)
+    source = planned.source
+    fits = _fits(source) if isinstance(source, str) and os.path.isfile(source) else []
+    clients = Clients(session if session is not None else boto3.Session(), region)
+    return price(clients, job, fits)
