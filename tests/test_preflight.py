@@ -485,6 +485,38 @@ def test_a_training_plan_with_fewer_free_instances_is_a_warning(account):
     assert "has 1 free instance now (of 2); the job asks for 2" in problem.message
 
 
+# --- the public entry points ---------------------------------------------------------------
+
+SCRIPT = str(__import__("pathlib").Path(__file__).parent / "fixtures" / "jobs" / "train.py")
+
+
+def test_a_factory_with_preflight_true_refuses_what_the_account_settles(account):
+    import sagemaker
+
+    import safe_estimators
+    from safe_estimators import ConfigError
+
+    account.aws("s3", "eu-west-1").create_bucket(
+        Bucket="elsewhere", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    session = sagemaker.Session(boto_session=account.session, default_bucket="elsewhere")
+    arguments = dict(
+        entry_point=SCRIPT, role=f"arn:aws:iam::{ACCOUNT}:role/Nobody", py_version="py310",
+        instance_type="ml.g5.2xlarge", framework_version="2.0", sagemaker_session=session,
+        output_path="s3://elsewhere/models",
+    )  # fmt: skip
+    estimator = safe_estimators.pytorch(**arguments)  # offline by default: built
+    with pytest.raises(ConfigError) as caught:
+        safe_estimators.pytorch(**arguments, preflight=True)
+    errors = {p.path: p.message for p in caught.value.problems if p.severity == "error"}
+    assert set(errors) == {"output_path", "role"}
+    assert "is in eu-west-1, the job in us-west-2" in errors["output_path"]
+
+    result = safe_estimators.preflight(estimator)  # the same, on an estimator built before
+    assert {p.path for p in result.errors} == {"output_path", "role"}
+    assert result.region == REGION and result.account == ACCOUNT
+
+
 # --- the guard and the time bound -----------------------------------------------------------
 
 

@@ -53,11 +53,12 @@ def _key(ctx: Context, path: str, key: str) -> list[Problem]:
             )
         ]
     spec = metadata.get("KeySpec", metadata.get("CustomerMasterKeySpec"))
-    if metadata.get("KeyUsage") != "ENCRYPT_DECRYPT" or spec not in (None, "SYMMETRIC_DEFAULT"):
+    usage = metadata.get("KeyUsage")
+    if usage not in (None, "ENCRYPT_DECRYPT") or spec not in (None, "SYMMETRIC_DEFAULT"):
         return [
             Problem(
                 path,
-                f"the KMS key {key} is a {spec} key for {metadata.get('KeyUsage')}: SageMaker "
+                f"the KMS key {key} is a {spec} key for {usage}: SageMaker "
                 "encrypts with symmetric encryption keys only.",
                 "use a symmetric encryption key (KeySpec SYMMETRIC_DEFAULT).",
             )
