@@ -54,6 +54,7 @@ class PreflightResult:
 
     @property
     def errors(self) -> tuple[Problem, ...]:
+        """The problems that stop the job."""
         return tuple(p for p in self.problems if p.severity == "error")
 
     @property
@@ -67,6 +68,7 @@ class PreflightResult:
             raise ConfigError(self.problems, source=self.source)
 
     def lines(self) -> list[str]:
+        """The result as text lines: the verdict, each problem, the price."""
         where = f"{self.region}" + (f", account {self.account}" if self.account else "")
         verdict = "ok" if self.ok else f"{len(self.errors)} error(s)"
         out = [f"preflight ({where}): {verdict}"]
@@ -78,6 +80,8 @@ class PreflightResult:
         return "\n".join(self.lines())
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready document: region, account, unfinished checks, price (the problems go
+        where each output format puts problems)."""
         return {
             "region": self.region,
             "account": self.account,

@@ -137,6 +137,7 @@ class Price:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready document of the price (USD)."""
         return {
             "region": self.region,
             "hours": self.hours,
