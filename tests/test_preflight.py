@@ -20,7 +20,7 @@ from botocore.stub import Stubber
 
 from safe_estimators._preflight import PreflightResult, run_job
 from safe_estimators._preflight.guard import ALLOWED, Clients, ReadOnlyViolation, seen_calls
-from safe_estimators._preflight.job import from_request
+from safe_estimators._preflight.job import Job, from_request, from_trainer
 from safe_estimators._preflight.runner import run
 
 REGION = "us-west-2"
@@ -103,8 +103,8 @@ class Account:
             {"ServiceCode": "sagemaker", "QuotaCode": code, "MaxResults": 20},
         )
 
-    def run(self, request: dict[str, Any], **options: Any) -> PreflightResult:
-        job = from_request(request, REGION)
+    def run(self, request: dict[str, Any] | Job, **options: Any) -> PreflightResult:
+        job = request if isinstance(request, Job) else from_request(request, REGION)
         if job.instances and ("service-quotas", "") not in self.stubs:
             self.quotas({})  # no quota listed: nothing to compare
         result = run_job(job, clients=self.clients, **options)
@@ -515,6 +515,47 @@ def test_a_factory_with_preflight_true_refuses_what_the_account_settles(account)
     result = safe_estimators.preflight(estimator)  # the same, on an estimator built before
     assert {p.path for p in result.errors} == {"output_path", "role"}
     assert result.region == REGION and result.account == ACCOUNT
+
+
+def test_a_model_trainer_is_read_for_its_account_facing_values(account, monkeypatch, tmp_path):
+    import safe_estimators
+    from safe_estimators._build.model_trainer import offline_trainer_session
+
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
+    s3 = account.aws("s3")
+    s3.create_bucket(Bucket="data", CreateBucketConfiguration={"LocationConstraint": REGION})
+    account.aws("s3", "eu-west-1").create_bucket(
+        Bucket="elsewhere", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    trainer = safe_estimators.model_trainer(
+        entry_point="train.py", source_dir=str(tmp_path), instance_type="ml.g5.2xlarge",
+        framework_version="2.3.0", py_version="py311", role=f"arn:aws:iam::{ACCOUNT}:role/R",
+        inputs={"train": "s3://data/empty"}, output_path="s3://elsewhere/out",
+        use_spot_instances=True, max_wait=7200, max_run=3600,
+        checkpoint_s3_uri="s3://data/checkpoints",
+        sagemaker_session=offline_trainer_session(REGION),
+    )  # fmt: skip
+    job = from_trainer(trainer, REGION)
+    assert (job.spot, job.max_run_seconds) == (True, 3600)
+    assert [(loc.path, loc.kind) for loc in job.locations] == [
+        ("output_path", "output"), ("checkpoint_s3_uri", "output"), ("inputs.train", "input")
+    ]  # fmt: skip
+    result = account.run(job)
+    errors = {p.path: p.message for p in result.errors}
+    assert set(errors) == {"inputs.train", "output_path", "role"}
+    assert "s3://data/empty holds no object" in errors["inputs.train"]
+
+
+def test_a_result_shows_as_a_table_in_a_notebook(account):
+    account.aws("s3", "eu-west-1").create_bucket(
+        Bucket="elsewhere", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    result = account.run(_job(OutputDataConfig={"S3OutputPath": "s3://elsewhere/models"}))
+    table = result._repr_markdown_()
+    assert table.splitlines()[0] == "| | path | problem | fix |"
+    assert "| error | `output_path` | the bucket 'elsewhere'" in table
+    assert str(result).startswith(f"preflight ({REGION}, account {ACCOUNT}): 1 error(s)")
 
 
 # --- the guard and the time bound -----------------------------------------------------------
