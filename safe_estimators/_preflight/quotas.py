@@ -13,6 +13,20 @@ user cache per account and region; the applied value (GetServiceQuota) wins over
 Warm pools: AWS's default warm-pool quota is 0, and a job whose warm-pool quota is too small
 still runs, only no pool is kept ("train-warm-pools-resource-limits" in the SageMaker developer
 guide): that is a warning, never an error.
+
+Sources of the names: the SageMaker developer guide (train-warm-pools-resource-limits: the
+warm-pool quotas are per instance type, under Amazon SageMaker in the Service Quotas console,
+and count against the training quota); the Service Quotas API reference
+(ListAWSDefaultServiceQuotas lists every quota with its default, while ListServiceQuotas leaves
+out a quota whose applied value is not available, so it cannot be the name -> code table);
+the ``^<type> for (spot )?training job usage$`` and ``for training warm pool usage`` patterns
+of the open-source aws_quota_exporter, and ``list-service-quotas --service-code sagemaker``
+output quoted in public projects (``ml.m5.large for spot training job usage``,
+``Number of instances across all training jobs`` with code L-00C91CB5). A name the listing
+does not hold is not compared, never guessed.
+
+Which running jobs count: on-demand jobs against the on-demand quotas, spot jobs against the
+spot quotas (each quota is compared with the job's own kind of capacity only).
 """
 
 from __future__ import annotations
