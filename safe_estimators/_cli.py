@@ -235,9 +235,13 @@ def _plan(args: argparse.Namespace) -> int:
             if args.price:  # opt-in: the only part of plan that calls AWS (the Price List)
                 from safe_estimators._preflight import plan_price
 
-                price = plan_price(result)
+                price, unpriced = plan_price(result)
                 document["price"] = price.to_dict() if price is not None else None
-                prices[len(texts)] = price.lines() if price is not None else []
+                document["problems"] += _problems_json(result.source, unpriced)
+                prices[len(texts)] = [
+                    *(price.lines() if price is not None else ()),
+                    *(f"warning: {problem}" for problem in unpriced),
+                ]
             if args.json:
                 _strict_json(document, path)
         except ConfigError as error:

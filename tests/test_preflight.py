@@ -288,6 +288,19 @@ def test_access_denied_on_our_own_call_is_a_warning_naming_the_permission(accoun
     assert "allow servicequotas:ListAWSDefaultServiceQuotas" in problem.hint
 
 
+def test_a_quota_is_still_compared_when_the_running_jobs_cannot_be_listed(account):
+    account.quotas({ON_DEMAND_P4D: ("L-0P4D0001", 0.0)})
+    account.applied("L-0P4D0001", None)
+    account.no_pending_increase("L-0P4D0001")
+    account.stub("sagemaker").add_client_error("list_training_jobs", "AccessDeniedException")
+    result = account.run(_job("ml.p4d.24xlarge"))
+    assert f"'{ON_DEMAND_P4D}' is 0" in _only(result).message  # the job alone exceeds it
+    denied = _only(result, "warning")
+    assert denied.message == (
+        "could not check: AccessDeniedException on sagemaker:ListTrainingJobs."
+    )
+
+
 # --- S3 -------------------------------------------------------------------------------------
 
 
@@ -366,6 +379,22 @@ def test_a_denied_simulation_is_a_warning_that_says_what_it_cannot_see(account):
     assert problem.path == "output_path"
     assert "do not allow s3:PutObject on arn:aws:s3:::out/models*" in problem.message
     assert "service control policies, permission boundaries" in problem.message
+
+
+def test_a_denied_simulation_leaves_the_trust_policys_verdict(account):
+    trust = {**ROLE_TRUST_SAGEMAKER, "Statement": [
+        {**ROLE_TRUST_SAGEMAKER["Statement"][0], "Principal": {"Service": "ec2.amazonaws.com"}}]}
+    arn = account.aws("iam").create_role(
+        RoleName="NotForSageMaker", AssumeRolePolicyDocument=json.dumps(trust)
+    )["Role"]["Arn"]  # fmt: skip
+    account.stub("iam", "simulation").add_client_error(
+        "simulate_principal_policy", "AccessDenied", http_status_code=403
+    )
+    result = account.run(_job(RoleArn=arn))
+    assert "does not let sagemaker.amazonaws.com assume it" in _only(result).message
+    assert _only(result, "warning").message == (
+        "could not check: AccessDenied on iam:SimulatePrincipalPolicy."
+    )
 
 
 # --- network --------------------------------------------------------------------------------
@@ -483,6 +512,45 @@ def test_a_training_plan_with_fewer_free_instances_is_a_warning(account):
     request = _job("ml.p5.48xlarge", 2, ResourceConfig={"TrainingPlanArn": PLAN})
     problem = _only(account.run(request), "warning")
     assert "has 1 free instance now (of 2); the job asks for 2" in problem.message
+
+
+def _price_list(account: Account, rates: dict[str, float]) -> Stubber:
+    stub = account.stub("pricing", region="us-east-1")
+    products = [
+        json.dumps({
+            "product": {"attributes": {"instanceName": name, "regionCode": REGION,
+                                       "component": "Training"}},
+            "terms": {"OnDemand": {"T": {"priceDimensions": {"D": {
+                "unit": "Hrs", "pricePerUnit": {"USD": str(rate)}}}}}},
+        })
+        for name, rate in rates.items()
+    ]  # fmt: skip
+    stub.add_response("get_products", {"PriceList": products})
+    return stub
+
+
+def test_the_price_is_the_training_rate_times_instances_times_max_run(account):
+    _price_list(account, {"ml.g5.12xlarge": 7.09, "ml.g5.48xlarge": 20.36, "ml.g6.12xlarge": 5.6})
+    result = account.run(
+        _job("ml.g5.48xlarge", 2), price=True,
+        fits=[("ml.g5.12xlarge", 4), ("ml.g6.12xlarge", 8), ("ml.p5.48xlarge", 1)],
+    )  # fmt: skip
+    price = result.price
+    assert price is not None and price.ceiling == pytest.approx(2 * 20.36 * 24)
+    # 4 x 7.09 x 24 = 680.64 < 977.28; 8 x 5.6 x 24 = 1075.2 is dearer; p5 has no rate here
+    assert [(f.instance_type, f.count) for f in price.cheaper] == [("ml.g5.12xlarge", 4)]
+    assert price.lines()[1] == "ceiling: $977.28 if the job runs its whole max_run of 24 h"
+
+
+def test_a_denied_price_list_is_a_warning_naming_the_permission(account):
+    account.stub("pricing", region="us-east-1").add_client_error(
+        "get_products", "AccessDeniedException"
+    )
+    result = account.run(_job(), price=True)
+    assert result.price is None
+    assert _only(result, "warning").message == (
+        "could not read the price: AccessDeniedException on pricing:GetProducts."
+    )
 
 
 # --- the public entry points ---------------------------------------------------------------

@@ -219,16 +219,33 @@ def preflight_request(
     return run_job(from_request(request, region), source=source)
 
 
-def plan_price(planned: Any, session: Any = None) -> Price | None:
+def plan_price(planned: Any, session: Any = None) -> tuple[Price | None, list[Problem]]:
     """The price of a ``Plan`` (on-demand rate, ceiling, cheaper fits for a spec file with
-    ``model:``), read from the AWS Price List with ``session``'s credentials."""
+    ``model:``), read from the AWS Price List with ``session``'s credentials, and a warning
+    when it could not be read."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     from safe_estimators._build.shared import PLACEHOLDER_REGION
     from safe_estimators._plan import job_region
+    from safe_estimators._preflight.context import CouldNotCheck, error_code
     from safe_estimators._preflight.price import price
+    from safe_estimators._problems import warning
 
     region = getattr(session, "region_name", None) or job_region() or PLACEHOLDER_REGION
     job = from_request(planned.request, region)
     source = planned.source
     fits = _fits(source) if isinstance(source, str) and os.path.isfile(source) else []
     clients = Clients(session if session is not None else _default_session(), region)
-    return price(clients, job, fits)
+    try:
+        return price(clients, job, fits), []
+    except CouldNotCheck as denied:
+        return None, [denied.problem]
+    except (BotoCoreError, ClientError) as exc:
+        reason = f"{error_code(exc)}: {str(exc)[:200]}"
+        return None, [
+            warning(
+                "instance_type",
+                f"could not read the price from the AWS Price List ({reason}).",
+                "check the AWS credentials and the network, or leave out --price.",
+            )
+        ]

@@ -94,6 +94,18 @@ class Context:
         futures = [self.pool.submit(function, item) for item in items]
         return [future.result() for future in futures]
 
+    def each(self, function: Callable[[T], list[Problem]], items: Iterable[T]) -> list[Problem]:
+        """``function``'s problems for each item, concurrently; an item that could not be
+        checked gives its warning and the others still count."""
+
+        def guarded(item: T) -> list[Problem]:
+            try:
+                return function(item)
+            except CouldNotCheck as denied:
+                return [denied.problem]
+
+        return [p for found in self.map(guarded, items) for p in found]
+
     def once(self, name: str, derive: Callable[[], Any]) -> Any:
         """``derive()`` made once per run and shared by the checks that need it (the first
         caller derives it; the others wait for it)."""

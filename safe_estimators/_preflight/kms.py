@@ -14,7 +14,7 @@ def check(ctx: Context) -> list[Problem]:
     job = ctx.job
     if not job.remote:
         return []
-    return [p for found in ctx.map(lambda key: _key(ctx, *key), job.keys) for p in found]
+    return ctx.each(lambda key: _key(ctx, *key), job.keys)
 
 
 def _key(ctx: Context, path: str, key: str) -> list[Problem]:

@@ -21,8 +21,10 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._preflight.context import DENIED, CouldNotCheck, error_code
 from safe_estimators._preflight.guard import Clients
 from safe_estimators._preflight.job import Job
+from safe_estimators._problems import warning
 
 SERVICE_CODE = "AmazonSageMaker"
 MAX_PAGES = 20  # 100 products a page
@@ -54,6 +56,24 @@ def _rates_of(price_list: Sequence[Any]) -> dict[str, float]:
     return {name: next(iter(found)) for name, found in rates.items() if len(found) == 1}
 
 
+def _get_products(client: Any, params: dict[str, Any]) -> Any:
+    from botocore.exceptions import ClientError
+
+    try:
+        return client.get_products(**params)
+    except ClientError as exc:
+        code = error_code(exc)
+        if code in DENIED:
+            raise CouldNotCheck(
+                warning(
+                    "instance_type",
+                    f"could not read the price: {code} on pricing:GetProducts.",
+                    "allow pricing:GetProducts to the credentials, or leave out --price.",
+                )
+            ) from exc
+        raise
+
+
 def training_rates(clients: Clients, region: str) -> dict[str, float]:
     """Instance type -> on-demand USD per hour for training in ``region`` (cached a month)."""
     from safe_estimators._cache import remembered
@@ -74,7 +94,7 @@ def training_rates(clients: Clients, region: str) -> dict[str, float]:
             }
             if token:
                 params["NextToken"] = token
-            page = client.get_products(**params)
+            page = _get_products(client, params)
             found += page.get("PriceList", [])
             token = page.get("NextToken")
             if not token:

@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._preflight.context import Context, error_code
+from safe_estimators._preflight.context import Context, CouldNotCheck, error_code
 from safe_estimators._problems import Problem, count, warning
 
 SERVICE = "sagemaker"
@@ -260,14 +260,19 @@ def check(ctx: Context) -> list[Problem]:
     for name in wanted:
         if name in quotas.quotas:
             values[name] = applied(ctx, *quotas.quotas[name])
-    held = running.result()
-    problems = []
+    problems: list[Problem] = []
+    try:
+        held = running.result()
+        complete = held.complete
+    except CouldNotCheck as denied:  # the job's own need is still a lower bound
+        problems.append(denied.problem)
+        held, complete = Usage(Counter(), Counter(), 0, False), True  # (said once, above)
     for instance_type, need in needs.items():
         name = kind(instance_type)
         if name in values:
             problems += _against(
                 ctx, paths[instance_type], name, quotas.quotas[name][0], values[name], need,
-                *held.of(instance_type, job.spot), held.complete,
+                *held.of(instance_type, job.spot), complete,
             )  # fmt: skip
     total = sum(needs.values())
     every = ALL_SPOT if job.spot else ALL_ON_DEMAND
@@ -275,7 +280,7 @@ def check(ctx: Context) -> list[Problem]:
         path = next(iter(paths.values()), "instance_type")
         problems += _against(
             ctx, path, every, quotas.quotas[every][0], values[every], total,
-            *held.of(None, job.spot), held.complete,
+            *held.of(None, job.spot), complete,
         )  # fmt: skip
     for instance_type, need in needs.items() if job.keep_alive_seconds else ():
         name = warm_pool(instance_type)

@@ -15,7 +15,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from safe_estimators._preflight.context import Context, error_code
+from safe_estimators._preflight.context import Context, CouldNotCheck, error_code
 from safe_estimators._problems import Problem, warning
 
 SAGEMAKER = "sagemaker.amazonaws.com"
@@ -83,7 +83,10 @@ def check(ctx: Context) -> list[Problem]:
                 "to the role's trust relationship.",
             )
         )
-    return problems + _simulated(ctx, role)
+    try:
+        return problems + _simulated(ctx, role)
+    except CouldNotCheck as denied:  # the trust policy's verdict stands
+        return [*problems, denied.problem]
 
 
 def _needs(ctx: Context) -> list[tuple[str, list[str], list[str]]]:

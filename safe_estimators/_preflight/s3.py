@@ -34,13 +34,9 @@ def check(ctx: Context) -> list[Problem]:
     by_bucket: dict[str, list[Location]] = {}
     for location in locations:
         by_bucket.setdefault(location.bucket, []).append(location)
-    problems = [
-        p for found in ctx.map(lambda b: _bucket(ctx, b, by_bucket[b]), sorted(by_bucket))
-        for p in found
-    ]  # fmt: skip
+    problems = ctx.each(lambda b: _bucket(ctx, b, by_bucket[b]), sorted(by_bucket))
     inputs = [loc for loc in locations if loc.kind == "input" and not _missing(problems, loc)]
-    problems += [p for found in ctx.map(lambda loc: _holds(ctx, loc), inputs) for p in found]
-    return problems
+    return problems + ctx.each(lambda loc: _holds(ctx, loc), inputs)
 
 
 def _placeholder_bucket() -> str:
