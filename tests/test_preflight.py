@@ -483,6 +483,42 @@ def test_an_aws_framework_image_is_not_checked(account):
     assert account.run(request).problems == ()
 
 
+SHARED = "999999999999.dkr.ecr.us-west-2.amazonaws.com/shared:v1"
+
+
+@pytest.mark.parametrize(
+    ("principal", "pullable"),
+    [
+        ({"Service": "sagemaker.amazonaws.com"}, True),
+        ({"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, True),
+        ({"AWS": "arn:aws:iam::111111111111:root"}, False),
+    ],
+)
+def test_an_image_in_another_account_needs_a_policy_that_lets_this_account_pull(
+    account, principal, pullable
+):
+    # moto keeps each account's registry to itself: the cross-account read is stubbed.
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": principal,
+              "Action": ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]}]}  # fmt: skip
+    account.stub("ecr").add_response(
+        "get_repository_policy",
+        {"registryId": "999999999999", "repositoryName": "shared",
+         "policyText": json.dumps(policy)},
+        {"registryId": "999999999999", "repositoryName": "shared"},
+    )  # fmt: skip
+    spec = {"TrainingInputMode": "File", "TrainingImage": SHARED}
+    result = account.run(_job(AlgorithmSpecification=spec))
+    if pullable:
+        assert result.problems == ()
+    else:
+        problem = _only(result)
+        assert problem.path == "image_uri"
+        assert (
+            "grants no pull (ecr:BatchGetImage, ecr:GetDownloadUrlForLayer) to this account "
+            f"({ACCOUNT}) or to sagemaker.amazonaws.com" in problem.message
+        )
+
+
 PLAN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/p5-week"
 
 

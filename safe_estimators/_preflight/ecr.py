@@ -139,10 +139,19 @@ def _pullable(ctx: Context, image: Image) -> list[Problem]:
             registryId=image.account, repositoryName=image.repository,
         )  # fmt: skip
     except Exception as exc:
-        if error_code(exc) == "RepositoryPolicyNotFoundException":
-            answer = {"policyText": "{}"}
-        else:
+        code = error_code(exc)
+        if code == "RepositoryNotFoundException":
+            return [
+                Problem(
+                    "image_uri",
+                    f"the ECR repository {image.repository!r} does not exist in account "
+                    f"{image.account}, {image.region}: SageMaker cannot pull the image.",
+                    "fix the image URI, or ask the account's owner for the repository's name.",
+                )
+            ]
+        if code != "RepositoryPolicyNotFoundException":
             raise
+        answer = {"policyText": "{}"}  # no policy: no other account may pull
     if _grants(json.loads(answer.get("policyText") or "{}"), ctx.account):
         return []
     return [
