@@ -245,7 +245,6 @@ def check(ctx: Context) -> list[Problem]:
     job = ctx.job
     if not job.remote:
         return []
-    running = ctx.pool.submit(usage, ctx)  # meanwhile, the quota values
     quotas = table(ctx)
     kind = spot if job.spot else on_demand
     needs: Counter[str] = Counter()
@@ -254,15 +253,17 @@ def check(ctx: Context) -> list[Problem]:
         needs[instances.instance_type] += instances.count
         paths.setdefault(instances.instance_type, instances.path)
     values: dict[str, float] = {}
-    wanted = [kind(t) for t in needs]
-    wanted += [ALL_SPOT if job.spot else ALL_ON_DEMAND]
-    wanted += [warm_pool(t) for t in needs] if job.keep_alive_seconds else []
-    for name in wanted:
+    counted = [kind(t) for t in needs] + [ALL_SPOT if job.spot else ALL_ON_DEMAND]
+    warm = [warm_pool(t) for t in needs] if job.keep_alive_seconds else []
+    # The running jobs are listed only for a quota they count against, while the values are read.
+    listing = any(name in quotas.quotas for name in counted)
+    running = ctx.pool.submit(usage, ctx) if listing else None
+    for name in counted + warm:
         if name in quotas.quotas:
             values[name] = applied(ctx, *quotas.quotas[name])
     problems: list[Problem] = []
     try:
-        held = running.result()
+        held = running.result() if running else Usage(Counter(), Counter(), 0, True)
         complete = held.complete
     except CouldNotCheck as denied:  # the job's own need is still a lower bound
         problems.append(denied.problem)
