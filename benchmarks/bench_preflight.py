@@ -142,8 +142,7 @@ def _quota_stub(stub: Any) -> None:
 
 
 def _simulation(stub: Any) -> None:
-    for _ in range(5):  # inputs (2), outputs, keys, logs
-        stub.add_response("simulate_principal_policy", {"EvaluationResults": []})
+    stub.add_response("simulate_principal_policy", {"EvaluationResults": []})
 
 
 def _once(

@@ -371,8 +371,12 @@ def test_a_denied_simulation_is_a_warning_that_says_what_it_cannot_see(account):
     )["Role"]["Arn"]
     s3 = account.aws("s3")
     s3.create_bucket(Bucket="out", CreateBucketConfiguration={"LocationConstraint": REGION})
-    _simulation(account, ("s3:PutObject", "arn:aws:s3:::out/models*", "implicitDeny"))
-    _simulation(account, ("logs:CreateLogStream", LOGS, "allowed"))
+    _simulation(
+        account,
+        ("s3:PutObject", "arn:aws:s3:::out/models*", "implicitDeny"),
+        ("s3:PutObject", LOGS, "implicitDeny"),  # a pair the job does not need: not reported
+        ("logs:CreateLogStream", LOGS, "allowed"),
+    )
     result = account.run(_job(RoleArn=arn, OutputDataConfig={"S3OutputPath": "s3://out/models"}))
     problem = _only(result, "warning")
     assert result.ok
