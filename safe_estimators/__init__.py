@@ -6,7 +6,8 @@ from the instance catalog, check everything, report all problems at once in one 
 and return the real SageMaker estimator; ``model_trainer()`` builds the same job as a
 ``ModelTrainer`` (sagemaker 2.x's ``sagemaker.modules.train`` or 3.x's ``sagemaker.train``).
 Spec files go through the same path: ``load_spec``, ``build`` and ``plan`` (an offline
-CreateTrainingJob request). Importing this package does not import ``sagemaker``; only building
+CreateTrainingJob request); ``preflight`` checks a job against the AWS account, read-only.
+Importing this package does not import ``sagemaker``; only building
 does.
 """
 
@@ -23,6 +24,7 @@ __all__ = [
     "ModelShape",
     "ParallelLayout",
     "Plan",
+    "PreflightResult",
     "Problem",
     "ScriptContext",
     "TrainingCompiler",
@@ -34,6 +36,7 @@ __all__ = [
     "load_spec",
     "model_trainer",
     "plan",
+    "preflight",
     "pytorch",
     "remote",
 ]
@@ -52,6 +55,7 @@ _HOMES = {
     "ModelShape": "_memory",
     "ParallelLayout": "_distributions.model_parallel",
     "Plan": "_plan",
+    "PreflightResult": "_preflight",
     "Problem": "_problems",
     "ScriptContext": "_script_checks",
     "TrainingCompiler": "_spec",
@@ -63,6 +67,7 @@ _HOMES = {
     "load_spec": "_validate",
     "model_trainer": "_factories",
     "plan": "_plan",
+    "preflight": "_preflight",
     "pytorch": "_factories",
     "remote": "_factories",
 }
@@ -73,6 +78,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from safe_estimators._factories import build, huggingface, model_trainer, pytorch, remote
     from safe_estimators._memory import MemoryEstimate, ModelShape
     from safe_estimators._plan import Plan, plan
+    from safe_estimators._preflight import PreflightResult, preflight
     from safe_estimators._problems import ConfigError, Problem
     from safe_estimators._resolved import Explanation, Injection
     from safe_estimators._script_checks import Finding, ScriptContext, check_script, check_source

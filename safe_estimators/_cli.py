@@ -278,12 +278,23 @@ def _plan(args: argparse.Namespace) -> int:
 
     documents: list[dict[str, Any]] = []
     texts: list[Any] = []
+    prices: dict[int, list[str]] = {}  # --price: the lines of the plan at that index
     failed = False
     for path in args.files:
         try:
             targets = {"target": args.target} if args.target else {}
             result = plan(path, project_root=args.project_root, **targets)
             document = {"ok": True, "problems": _warnings_json(result), **result.to_dict()}
+            if args.price:  # opt-in: the only part of plan that calls AWS (the Price List)
+                from safe_estimators._preflight import plan_price
+
+                price, unpriced = plan_price(result)
+                document["price"] = price.to_dict() if price is not None else None
+                document["problems"] += _problems_json(result.source, unpriced)
+                prices[len(texts)] = [
+                    *(price.lines() if price is not None else ()),
+                    *(f"warning: {problem}" for problem in unpriced),
+                ]
             if args.json:
                 _strict_json(document, path)
         except ConfigError as error:
@@ -309,6 +320,8 @@ def _plan(args: argparse.Namespace) -> int:
                 continue
             if report.human:
                 print(item)
+                for line in prices.get(index, ()):
+                    print(printable(line))
             if report.format != "text":  # the text of a plan shows its warnings
                 report.problems(item.source, item.explanation.warnings)
     return EXIT_INVALID if failed else EXIT_OK
@@ -397,8 +410,11 @@ def _submit(args: argparse.Namespace) -> int:
     if region is None:
         raise ConfigError(_submit_settings(f"no AWS region: none is set in {REGION_SOURCES}."),
                           source=path)  # fmt: skip
+    found: list[Problem] = []  # the preflight's warnings (its errors stop the job)
     try:
-        name = _start_job(path, region, args.wait, args.project_root)
+        name = _start_job(
+            path, region, args.wait, args.project_root, None if args.no_preflight else found
+        )
     except ConfigError:
         raise
     except Exception as exc:
@@ -407,8 +423,15 @@ def _submit(args: argparse.Namespace) -> int:
             raise
         raise ConfigError([problem], source=path) from exc
     if args.json:
-        _emit_json({"ok": True, "problems": [], "source": path, "job_name": name})
-    elif args.report.human:
+        _emit_json(
+            {"ok": True, "problems": _problems_json(path, found), "source": path, "job_name": name}
+        )
+        return EXIT_OK
+    if args.report.format == "text":  # stdout stays the job's name alone
+        Reporter("text", sys.stderr).problems(path, found)
+    else:
+        args.report.problems(path, found)
+    if args.report.human:
         print(name)
     return EXIT_OK
 
@@ -432,7 +455,15 @@ def _submit_settings(no_region: str | None) -> list[Problem]:
     return tagged(_submit_settings, [problem])
 
 
-def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> str:
+def _start_job(
+    path: str,
+    region: str,
+    wait: bool,
+    project_root: str | None,
+    preflight: list[Problem] | None = None,
+) -> str:
+    """Start the job of the spec at ``path``; with ``preflight`` (a list for its warnings), the
+    preflight checks the very request first, and its errors stop it before it is sent."""
     from safe_estimators._build import build_estimator, configured_role, submitting_session
     from safe_estimators._files import job_arguments
     from safe_estimators._plan import request_problems
@@ -445,6 +476,12 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
         problems = request_problems(params, model)
         if problems:
             raise ConfigError(problems, source=source)
+        if preflight is not None:
+            from safe_estimators._preflight import preflight_request
+
+            result = preflight_request(params, region, source)
+            result.raise_for_errors()
+            preflight.extend(result.problems)
 
     if job.target == "model_trainer":
         from safe_estimators._build.model_trainer import submit_model_trainer
@@ -459,6 +496,47 @@ def _start_job(path: str, region: str, wait: bool, project_root: str | None) -> 
     estimator.fit(inputs=dict(inputs) if isinstance(inputs, dict) else inputs, wait=wait, logs=wait)
     name: str = estimator.latest_training_job.name
     return name
+
+
+# --- preflight ------------------------------------------------------------------------------
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    from safe_estimators._preflight import preflight
+
+    results: list[tuple[str, list[Problem], Any]] = []
+    for path in args.files:
+        try:
+            result = preflight(
+                path, price=args.price, time_limit=args.time_limit, project_root=args.project_root
+            )
+        except ConfigError as error:  # the offline checks come first
+            results.append((error.source or path, list(error.problems), None))
+            continue
+        results.append((path, list(result.problems), result))
+    failed = any(p.severity == "error" for _, problems, _ in results for p in problems)
+    if args.json:
+        files = [
+            {
+                "source": source,
+                "ok": not any(p.severity == "error" for p in problems),
+                "problems": [{**e, "rule": "preflight"} for e in _problems_json(source, problems)],
+                **(result.to_dict() if result is not None else {}),
+            }
+            for source, problems, result in results
+        ]
+        problems_json = [p for file in files for p in file["problems"]]
+        _emit_json({"ok": not failed, "problems": problems_json, "files": files})
+        return EXIT_INVALID if failed else EXIT_OK
+    report: Reporter = args.report
+    for source, problems, result in results:
+        report.problems(source, problems)
+        if report.human and result is not None:
+            if result.ok:
+                print(f"{printable(source)}: preflight passed ({result.region})")
+            for line in result.price.lines() if result.price is not None else ():
+                print(f"{printable(source)}: {line}")
+    return EXIT_INVALID if failed else EXIT_OK
 
 
 # --- lint -----------------------------------------------------------------------------------
@@ -833,13 +911,48 @@ def _plan_options(plan: argparse.ArgumentParser) -> None:
         "spec's, else the installed SageMaker SDK's: estimator with sagemaker 2, "
         "model_trainer with sagemaker 3)",
     )
+    plan.add_argument(
+        "--price",
+        action="store_true",
+        help="add the on-demand price, the ceiling over max_run and cheaper types that fit "
+        "(calls the AWS Price List; plan is otherwise offline)",
+    )
     plan.set_defaults(run=_plan)
 
 
 def _submit_options(submit: argparse.ArgumentParser) -> None:
     submit.add_argument("files", nargs=1, metavar="FILE")
     submit.add_argument("--wait", action="store_true", help="wait for the job and show its logs")
+    submit.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="send the job without checking it against the account first (see preflight)",
+    )
     submit.set_defaults(run=_submit)
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def _preflight_options(preflight: argparse.ArgumentParser) -> None:
+    preflight.add_argument("files", nargs="+", metavar="FILE")
+    preflight.add_argument(
+        "--price",
+        action="store_true",
+        help="also read the on-demand price (AWS Price List) and the cheaper types that fit",
+    )
+    preflight.add_argument(
+        "--time-limit",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="the whole preflight's time bound (default 30); what did not finish is named",
+    )
+    preflight.set_defaults(run=_preflight)
 
 
 def _lint_options(lint: argparse.ArgumentParser) -> None:
@@ -891,6 +1004,7 @@ def _port_options(port: argparse.ArgumentParser) -> None:
 _COMMANDS = {
     "validate": ("check spec files or folders of them (no AWS, no sagemaker)", _validate_options),
     "plan": ("show the resolved job and its request, offline", _plan_options),
+    "preflight": ("check specs against the AWS account, read-only (calls AWS)", _preflight_options),
     "submit": ("start the training job (calls AWS)", _submit_options),
     "lint": ("check training scripts, or the scripts of specs", _lint_options),
     "catalog": ("list training instance types", _catalog_options),
@@ -970,7 +1084,7 @@ def _requested_format(arguments: Sequence[str]) -> str:
 
 
 # The commands that load the SageMaker SDK; the others never load logging just to quiet it.
-_SDK_COMMANDS = (_plan, _submit, _port)
+_SDK_COMMANDS = (_plan, _submit, _port, _preflight)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,6 +56,21 @@ def _inputs_noted(job: ResolvedJob) -> ResolvedJob:
     return attrs.evolve(job, warnings=(*job.warnings, problem))
 
 
+def _preflighted(built: Any, preflight: bool) -> Any:
+    """``preflight=True``: the built estimator or ModelTrainer checked against the AWS account
+    it would run in (read-only, see ``safe_estimators.preflight``); its errors raise the one
+    ConfigError, its warnings are logged."""
+    if preflight:
+        from safe_estimators._preflight import preflight as check_account
+
+        result = check_account(built)
+        for problem in result.problems:
+            if problem.severity == "warning":
+                logging.getLogger("safe_estimators").warning("%s", problem)
+        result.raise_for_errors()
+    return built
+
+
 def huggingface(
     *,
     entry_point: str,
@@ -74,6 +89,7 @@ def huggingface(
     model: ModelShape | Mapping[str, Any] | None = None,
     sagemaker_session: Any = None,
     check_script: bool = True,
+    preflight: bool = False,
     **kwargs: Any,
 ) -> HuggingFace:
     """Build a checked ``sagemaker.huggingface.HuggingFace`` estimator.
@@ -101,6 +117,8 @@ def huggingface(
     - ``instance_type`` may be a SageMaker Pipelines ``ParameterString``: it is checked against
       its ``default_value``; jobs with GPU-derived values (compiler, model parallelism) also need
       ``enum_values`` that all have the default's GPU count.
+    - ``preflight``: also check the built estimator against the AWS account it would run in
+      (read-only: quotas, the role, buckets, network, keys; ``safe_estimators.preflight``).
 
     Every problem found is reported at once in one ``ConfigError`` before anything is built.
     ``safe_estimators.explain(estimator)`` tells what was injected and why.
@@ -128,7 +146,7 @@ def huggingface(
     with pipeline_step(sagemaker_session):
         job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     with sdk_quiet():  # the SDK's banners and INFO lines are not the caller's output
-        return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
+        return _preflighted(build_estimator(job, sagemaker_session), preflight)
 
 
 def pytorch(
@@ -150,6 +168,7 @@ def pytorch(
     check_script: bool = True,
     training_recipe: str | None = None,
     recipe_overrides: Mapping[str, Any] | None = None,
+    preflight: bool = False,
     **kwargs: Any,
 ) -> PyTorch:
     """Build a checked ``sagemaker.pytorch.PyTorch`` estimator.
@@ -188,7 +207,7 @@ def pytorch(
     with pipeline_step(sagemaker_session):
         job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     with sdk_quiet():
-        return build_estimator(job, sagemaker_session)  # type: ignore[no-any-return]
+        return _preflighted(build_estimator(job, sagemaker_session), preflight)
 
 
 def model_trainer(
@@ -211,6 +230,7 @@ def model_trainer(
     inputs: str | Mapping[str, str] | None = None,
     sagemaker_session: Any = None,
     check_script: bool = True,
+    preflight: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Build a checked ``ModelTrainer`` (``sagemaker.modules.train`` in sagemaker 2.x,
@@ -263,7 +283,7 @@ def model_trainer(
     with pipeline_step(sagemaker_session):
         job = resolve_arguments(_given(named, kwargs))
     with sdk_quiet():
-        return build_model_trainer(job, sagemaker_session)
+        return _preflighted(build_model_trainer(job, sagemaker_session), preflight)
 
 
 def remote(
@@ -300,13 +320,15 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
     estimator, or a ModelTrainer (``target: model_trainer``; the default under sagemaker 3).
 
     Keyword ``overrides`` replace the spec's options; pass ``sagemaker_session=`` to use your own
-    session (a PipelineSession, say). Raises ConfigError with every problem found.
+    session (a PipelineSession, say), ``preflight=True`` to check the built job against the AWS
+    account too (see ``safe_estimators.preflight``). Raises ConfigError with every problem found.
     """
     from safe_estimators._files import job_arguments
 
     session = overrides.pop("sagemaker_session", None)
+    preflight = bool(overrides.pop("preflight", False))
     arguments, source, prior = job_arguments(spec, overrides)
     with pipeline_step(session):
         job = resolve_arguments(arguments, source, prior)
     with sdk_quiet():
-        return build_target(job, session)
+        return _preflighted(build_target(job, session), preflight)

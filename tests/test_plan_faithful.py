@@ -1,5 +1,7 @@
 """`plan` shows exactly what `submit` sends: the CreateTrainingJob request, checked against boto3.
 
+(`submit --no-preflight` here: the account checks have their own tests, test_preflight*.py.)
+
 A job is submitted through the CLI to moto's server on 127.0.0.1; a botocore event hook records
 the CreateTrainingJob parameters boto3 actually sends, and they must equal `plan --json`'s
 "request" once the job name (a timestamp) is set aside. The plan is computed for the same
@@ -126,7 +128,7 @@ def test_submit_sends_exactly_the_planned_request(example, aws, sent, tmp_path, 
     planned = json.loads(capsys.readouterr().out)
     assert sent == [], "plan sends nothing"
 
-    assert main(["submit", str(spec)]) == 0, capsys.readouterr()
+    assert main(["submit", str(spec), "--no-preflight"]) == 0, capsys.readouterr()
     submitted_name = capsys.readouterr().out.strip()
 
     assert len(sent) == 1, "submit calls CreateTrainingJob once"
@@ -156,7 +158,7 @@ def test_submitted_job_reaches_the_endpoint(aws, sent, tmp_path, capsys):
     import boto3
 
     spec = _spec_for_account(EXAMPLES / "compiler-single-gpu" / "job.yaml", tmp_path)
-    assert main(["submit", str(spec)]) == 0, capsys.readouterr()
+    assert main(["submit", str(spec), "--no-preflight"]) == 0, capsys.readouterr()
     name = capsys.readouterr().out.strip()
     assert name.startswith("bert-mlm-trcomp-")  # the spec's base_job_name
 
@@ -208,7 +210,7 @@ def test_submit_refuses_what_validate_refuses_and_sends_nothing(
     expected = [p for p in validate_file(spec) if p.severity == "error"]
     assert [p.path for p in expected] == [option]
 
-    assert main(["submit", str(spec), "--json"]) == 1
+    assert main(["submit", str(spec), "--json", "--no-preflight"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert [(p["path"], p["message"]) for p in document["problems"]] == [
         (p.path, p.message) for p in expected
@@ -231,7 +233,7 @@ def test_submit_checks_the_request_it_sends(aws, sent, tmp_path, capsys, monkeyp
     data = json.loads(spec.read_text())
     data["tags"] = {"team": "nlp"}  # one of the job's own: 51 with the organisation's 50
     spec.write_text(json.dumps(data))
-    assert main(["submit", str(spec)]) == 1
+    assert main(["submit", str(spec), "--no-preflight"]) == 1
     out = capsys.readouterr().out
     assert "request.Tags: has 51 entries; the maximum is 50" in out
     assert sent == []  # refused before the parameters were built
@@ -242,7 +244,7 @@ def test_submit_honours_aws_region_like_plan(aws, sent, tmp_path, capsys, monkey
     spec = _spec_for_account(EXAMPLES / "compiler-single-gpu" / "job.yaml", tmp_path)
     assert main(["plan", str(spec), "--json"]) == 0
     planned = json.loads(capsys.readouterr().out)
-    assert main(["submit", str(spec)]) == 0, capsys.readouterr()
+    assert main(["submit", str(spec), "--no-preflight"]) == 0, capsys.readouterr()
     assert planned["request"]["HyperParameters"]["sagemaker_region"] == json.dumps(REGION)
     assert sent[0]["HyperParameters"]["sagemaker_region"] == json.dumps(REGION)
 
@@ -280,7 +282,7 @@ def test_submit_sends_exactly_the_planned_model_trainer_request(
     assert main(["plan", str(spec), "--json"]) == 0, capsys.readouterr()
     planned = json.loads(capsys.readouterr().out)
     assert sent == [], "plan sends nothing"
-    assert main(["submit", str(spec)]) == 0, capsys.readouterr()
+    assert main(["submit", str(spec), "--no-preflight"]) == 0, capsys.readouterr()
     name = capsys.readouterr().out.strip()
     assert len(sent) == 1 and sent[0]["TrainingJobName"] == name
 
