@@ -12,8 +12,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 _HERE = Path(__file__).parent
+
+# No verdict may depend on the machine's load: hypothesis's per-example deadline (200 ms) and its
+# too_slow health check time the examples in wall seconds, which a busy 2-core box stretches
+# tenfold. Settings a test gives override these, field by field.
+settings.register_profile(
+    "load-independent", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("load-independent")
 
 # Set before anything imports boto3 or sagemaker.
 os.environ.update(

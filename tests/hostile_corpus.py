@@ -351,7 +351,9 @@ OUTSIDE = "SECRETBYTES-from-outside-the-project"
 class Case2(Case):
     env: tuple[tuple[str, str], ...] = ()
     umask: int | None = None
-    max_seconds: float | None = None  # a work bound: well under what the unbounded walk took
+    # A work bound in CPU seconds of the case's process (not wall time, which load stretches):
+    # well under what the unbounded walk took.
+    max_seconds: float | None = None
     expected: str = ""  # text validate (or the first command) must print
 
 

@@ -269,9 +269,9 @@ def test_image_name_is_renamed_to_image_uri_as_framework_renames_it(sagemaker_se
 
 def test_past_the_budget_names_are_not_compared_and_stay_fast():
     many = {f"unknown_option_{i}": i for i in range(2_000)}
-    start = time.monotonic()
+    start = time.process_time()  # CPU seconds: a busy machine does not stretch them
     problems = _problems("pytorch", **many, hyperparamters={})
-    elapsed = time.monotonic() - start
+    elapsed = time.process_time() - start
     assert problems["hyperparamters"].severity == "warning"  # the 2,001st: not compared
     assert all(p.severity == "warning" for p in problems.values())
     assert elapsed < 5, elapsed  # a hang detector: about 50 difflib comparisons, not 2,000
