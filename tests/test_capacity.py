@@ -10,7 +10,6 @@ import yaml
 import safe_estimators
 from safe_estimators import ConfigError
 from safe_estimators._facts.limits import training_plan_instance_types
-from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._validate import validate_file
 
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
@@ -44,6 +43,7 @@ def _errors(path):
     return [p for p in _problems(path) if p.severity == "error"]
 
 
+@pytest.mark.both_sdks
 def test_the_plan_instance_types_come_from_botocore():
     types = training_plan_instance_types()
     assert "ml.p5.48xlarge" in types and "ml.trn2.48xlarge" in types
@@ -80,7 +80,8 @@ def test_a_plan_on_each_instance_group_is_checked_per_group(tmp_path):
     assert paths == ["instance_groups.1.instance_type"]
 
 
-def test_the_estimator_sends_the_plan_arn(role, sagemaker_session, tmp_path):
+@pytest.mark.sdk2_only
+def test_the_estimator_sends_the_plan_arn(tmp_path):
     path = _spec(tmp_path, instance_type="ml.p5.48xlarge", training_plan=PLAN)
     plan = safe_estimators.plan(path)
     assert plan.request["ResourceConfig"]["TrainingPlanArn"] == PLAN
@@ -130,7 +131,7 @@ def test_a_volume_key_on_an_ebs_type_is_sent(tmp_path):
     assert safe_estimators.plan(path).request["ResourceConfig"]["VolumeKmsKeyId"] == KEY
 
 
-@pytest.mark.skipif(sdk_generation() >= 3, reason="the estimator exists on sagemaker 2 only")
+@pytest.mark.sdk2_only
 def test_the_estimator_sends_a_volume_key_it_is_given_so_the_job_is_refused(tmp_path):
     # sagemaker 2's estimator drops only a key from its config file on g5; one passed to it is
     # sent, and CreateTrainingJob refuses it there.
@@ -141,7 +142,7 @@ def test_the_estimator_sends_a_volume_key_it_is_given_so_the_job_is_refused(tmp_
         safe_estimators.plan(path)
 
 
-@pytest.mark.skipif(sdk_generation() >= 3, reason="the estimator exists on sagemaker 2 only")
+@pytest.mark.sdk2_only
 def test_the_estimator_sends_a_volume_key_on_nvme_types_its_list_misses(tmp_path):
     # ml.trn2.48xlarge has NVMe storage, but its family is not in the SDK's list: the estimator
     # sends the key and CreateTrainingJob refuses it.
