@@ -7,6 +7,7 @@ step hands to the SDK unchanged.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ from safe_estimators._rules.targets import estimator_needs_sdk2, recipe_needs_es
 from safe_estimators._secrets import is_secret_problem, secrets_in_arguments
 from safe_estimators._spec import (
     SPEC_FIELDS,
+    CountValue,
+    InstanceTypeValue,
     JobSpec,
     TrainingCompiler,
     count_of,
@@ -358,7 +361,53 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
     problems += [finding_problem(f, folder) for f in findings if f.severity == "error"]
     problems = _checked_fixes(spec, problems)
     problems = in_own_words(problems, spec.trainer)  # at the path the user wrote
+    if spec.trainer is not None and len(spec.trainer.preferences) > 1:
+        problems = _on_every_preference(spec, problems)
     return ctx, judged_by_default(problems, ctx.pipeline_variables), findings
+
+
+_PREFERENCE = re.compile(r"compute\.instance_preferences\.\d+")
+
+
+def _on_every_preference(spec: JobSpec, first: list[Problem]) -> list[Problem]:
+    """The rules again for each preferred instance type after the first (``first`` holds the
+    first's problems): SageMaker grants whichever has capacity, so the job must be right on
+    each. A problem every type has is reported once; one that only some have says which type
+    it holds for, at that preference's path."""
+    words = spec.trainer
+    assert words is not None
+    preferences = words.preferences
+    runs = [first]
+    for index, (kind, instances) in enumerate(preferences[1:], start=1):
+        at = f"compute.instance_preferences.{index}"
+        paths = {**words.paths, "instance_type": f"{at}.instance_type"}
+        other = attrs.evolve(
+            spec, instance_type=InstanceTypeValue(kind), trainer=attrs.evolve(words, paths=paths)
+        )
+        if instances is not None:
+            paths["instance_count"] = f"{at}.instance_count"
+            other = attrs.evolve(other, instance_count=CountValue(instances))
+        ctx, found = _job_rules(other)
+        found += tagged(check_memory, check_memory(ctx)[1])
+        runs.append(in_own_words(_checked_fixes(other, found), other.trainer))
+    key = lambda p: (_PREFERENCE.sub("compute.instance_preferences.N", p.path), p.message)  # noqa: E731
+    everywhere = set.intersection(*({key(p) for p in run} for run in runs))
+    merged: list[Problem] = [p for p in first if key(p) in everywhere]
+    seen = {(p.path, p.message) for p in merged}
+    for index, run in enumerate(runs):
+        kind = preferences[index][0]
+        for problem in run:
+            if key(problem) in everywhere or (problem.path, problem.message) in seen:
+                continue
+            seen.add((problem.path, problem.message))
+            merged.append(
+                attrs.evolve(
+                    problem,
+                    message=f"{problem.message} (if {kind} is granted: preference {index + 1} "
+                    f"of {len(preferences)} in compute.instance_preferences)",
+                )
+            )
+    return merged
 
 
 def _job_rules(spec: JobSpec) -> tuple[Context, list[Problem]]:

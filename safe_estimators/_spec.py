@@ -206,6 +206,9 @@ class TrainerWords:
     requirements: str | None = None
     hyperparameters_file: str | None = None
     launcher: str | None = None
+    # Compute.instance_preferences (sagemaker 3.x): each preferred instance type with its own
+    # instance count (None: the top-level count); the first stands in instance_type.
+    preferences: tuple[tuple[str, int | None], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -783,8 +786,43 @@ def _own_config(
                 put("disable_output_compression", True, where)
         elif field == "instance_groups" and isinstance(given, (list, tuple)):
             put("instance_groups", [_fields_of(g) or g for g in given], where)
+        elif field == "instance_preferences":
+            _own_preferences(given, put, join_path(path, where), problems, found)
         elif table[field] is not None:
             put(table[field], given, where)
+
+
+def _own_preferences(
+    value: object, put: Any, at: str, problems: list[Problem], found: dict[str, Any]
+) -> None:
+    """Compute.instance_preferences: the preferred types in order, each with its count. The
+    first (what SageMaker tries first) stands in ``instance_type`` for the rules, which the
+    check runs again for each of the others (``_resolve``)."""
+    items = [_fields_of(item) for item in value] if isinstance(value, (list, tuple)) else None
+    preferences = []
+    for index, item in enumerate(items or ()):
+        kind = item.get("instance_type") if item is not None else None
+        count = item.get("instance_count") if item is not None else None
+        if not isinstance(kind, str) or not (count is None or type(count) is int):
+            problems.append(
+                Problem(
+                    f"{at}.{index}",
+                    "must be an InstancePreference: an instance_type (a string) and an optional "
+                    "instance_count (a whole number).",
+                    "write {instance_type: ml.p5.48xlarge, instance_count: 2}.",
+                )
+            )
+            return
+        preferences.append((kind, count))
+    if not preferences:
+        problems.append(
+            Problem(at, "must be a non-empty list of InstancePreference.", "list the types.")
+        )
+        return
+    found["preferences"] = tuple(preferences)
+    put("instance_type", preferences[0][0], "compute.instance_preferences.0.instance_type")
+    if preferences[0][1] is not None:
+        put("instance_count", preferences[0][1], "compute.instance_preferences.0.instance_count")
 
 
 _OWN_EXAMPLES = {

@@ -211,7 +211,7 @@ def _stopping_condition(job: ResolvedJob, record: list[Injection]) -> dict[str, 
     return fields
 
 
-def _compute(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def _compute(kwargs: Mapping[str, Any], job: ResolvedJob) -> dict[str, Any]:
     fields: dict[str, Any] = (
         {"instance_groups": list(kwargs["instance_groups"])}  # sagemaker 3.x only
         if kwargs.get("instance_groups")
@@ -220,6 +220,13 @@ def _compute(kwargs: Mapping[str, Any]) -> dict[str, Any]:
             "instance_count": kwargs.get("instance_count", 1),
         }
     )
+    words = job.spec.trainer
+    if words is not None and words.preferences:
+        # The first preference stood in instance_type for the rules; Compute takes the list
+        # (given) and no instance_type, and a count only where the user gave one at the top.
+        fields.pop("instance_type", None)
+        if any(count is not None for _, count in words.preferences):
+            fields.pop("instance_count", None)
     fields["volume_size_in_gb"] = kwargs.get("volume_size", 30)  # the estimator's default
     for ours, theirs in (
         ("volume_kms_key", "volume_kms_key_id"),
@@ -272,7 +279,7 @@ def trainer_arguments(job: ResolvedJob) -> TrainerArguments:
     record: list[Injection] = list(job.injections)
     configs: dict[str, Any] = {
         "source_code": _source_code(job, record),
-        "compute": _compute(kwargs),
+        "compute": _compute(kwargs, job),
         "stopping_condition": _stopping_condition(job, record),
         "environment": dict(kwargs.get("environment") or {}),
         "hyperparameters": dict(kwargs.get("hyperparameters") or {}),

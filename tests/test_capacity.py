@@ -150,3 +150,41 @@ def test_the_estimator_sends_a_volume_key_on_nvme_types_its_list_misses(tmp_path
                  framework_version="2.1.2", py_version="py310")
     errors = [p for p in _errors(path) if p.path == "volume_kms_key"]
     assert len(errors) == 1 and "refuses" in errors[0].message
+
+
+def _own_words_spec(tmp_path, compute, stopping_condition=None):
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    data = {
+        "estimator": "pytorch", "target": "model_trainer", "entry_point": "train.py",
+        "framework_version": "2.3.0", "py_version": "py311", "role": ROLE, "compute": compute,
+        **({"stopping_condition": stopping_condition} if stopping_condition else {}),
+    }
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.both_sdks
+def test_a_training_plan_in_modeltrainers_words_is_checked_where_written(tmp_path):
+    path = _own_words_spec(
+        tmp_path, {"instance_type": "ml.g5.xlarge", "training_plan_arn": PLAN}
+    )
+    (problem,) = _errors(path)
+    assert problem.path == "compute.instance_type" and "training plan" in problem.message
+    ok = _own_words_spec(tmp_path, {"instance_type": "ml.p5.48xlarge", "training_plan_arn": PLAN})
+    assert _errors(ok) == []
+    assert safe_estimators.plan(ok).request["ResourceConfig"]["TrainingPlanArn"] == PLAN
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize(("instance_type", "warned"), [("ml.m5.xlarge", True),
+                                                       ("ml.g5.xlarge", False)])
+def test_max_pending_time_on_a_cpu_type_warns(tmp_path, instance_type, warned):
+    path = _own_words_spec(
+        tmp_path, {"instance_type": instance_type},
+        {"max_runtime_in_seconds": 3600, "max_pending_time_in_seconds": 7200},
+    )
+    found = [p for p in _problems(path) if "MaxPendingTimeInSeconds" in p.message]
+    assert [p.severity for p in found] == (["warning"] if warned else [])
+    if warned:
+        assert found[0].path == "stopping_condition.max_pending_time_in_seconds"

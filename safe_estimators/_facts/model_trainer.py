@@ -62,7 +62,7 @@ OWN_WORDS: dict[str, dict[str, str | None]] = {
         "volume_size_in_gb": "volume_size", "volume_kms_key_id": "volume_kms_key",
         "keep_alive_period_in_seconds": "keep_alive_period_in_seconds",
         "enable_managed_spot_training": "use_spot_instances",
-        "instance_groups": "instance_groups", "training_plan_arn": None,
+        "instance_groups": "instance_groups", "training_plan_arn": "training_plan",
         "instance_placement_config": None,
         # sagemaker 3.x only (flexible instance types: Compute picks the selected ones).
         "instance_preferences": None, "selected_instance_type": None,

@@ -13,7 +13,11 @@ from __future__ import annotations
 from safe_estimators._context import Context, Rule
 from safe_estimators._problems import Problem, tagged
 from safe_estimators._rules.cache import cache_trusted
-from safe_estimators._rules.capacity import training_plan_instance_type, volume_key_on_local_storage
+from safe_estimators._rules.capacity import (
+    max_pending_on_cpu,
+    training_plan_instance_type,
+    volume_key_on_local_storage,
+)
 from safe_estimators._rules.compiler import (
     compiler_debugging_tools,
     compiler_distribution,
@@ -52,6 +56,7 @@ from safe_estimators._rules.platform import (
     host_architecture,
     sdk_instance_deprecation,
 )
+from safe_estimators._rules.preferences import instance_preferences
 from safe_estimators._rules.request import (
     option_types,
     request_members,
@@ -102,6 +107,7 @@ RULES: tuple[Rule, ...] = (
     instance_storage,
     training_plan_instance_type,
     volume_key_on_local_storage,
+    max_pending_on_cpu,
     unknown_pipeline_values,
     pipeline_source_code,
     pipeline_output_kms_key,
@@ -111,6 +117,7 @@ RULES: tuple[Rule, ...] = (
     local_gpu_single_instance,
     model_trainer_counterparts,
     model_trainer_words,
+    instance_preferences,
     dependency_contents,
     input_channels,
     cache_trusted,

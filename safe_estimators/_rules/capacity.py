@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import instance_catalog
 from safe_estimators._context import Context
 from safe_estimators._facts.limits import training_plan_instance_types
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, warning
 from safe_estimators._rules.resources import instance_types_of
 from safe_estimators._spec import value_of
 
@@ -72,3 +72,27 @@ def volume_key_problem(path: str, entry: instance_catalog.InstanceType) -> Probl
         f"remove volume_kms_key on {entry.name} (its storage is encrypted by the instance), "
         "or pick an EBS-backed instance type to encrypt the volume with your key.",
     )
+
+
+def max_pending_on_cpu(ctx: Context) -> Iterator[Problem]:
+    """ModelTrainer's ``stopping_condition.max_pending_time_in_seconds`` on a type without
+    accelerators: botocore's documentation of MaxPendingTimeInSeconds says it has no effect on
+    jobs that request CPU-only instance types (a warning: the job runs, without that limit)."""
+    words = ctx.spec.trainer
+    given = words.given.get("stopping_condition") if words is not None else None
+    if isinstance(given, dict):
+        seconds = given.get("max_pending_time_in_seconds")
+    else:
+        seconds = getattr(given, "max_pending_time_in_seconds", None)
+    if type(seconds) is not int:
+        return
+    for path, entry in instance_types_of(ctx):
+        if entry.accelerator_kind is None:
+            yield warning(
+                "stopping_condition.max_pending_time_in_seconds",
+                f"is {seconds} s, and {path} {entry.name} has no GPU or other accelerator; "
+                "botocore's documentation of MaxPendingTimeInSeconds: it has no effect on jobs "
+                "that request CPU-only instance types, so the job may wait longer.",
+                "remove it on a CPU instance type (it limits the wait for accelerated capacity, "
+                "such as a training plan's).",
+            )
