@@ -81,7 +81,7 @@ def _misspelt(name: str, rng: random.Random) -> str:
 def misspelt_ratio(folder: Path) -> tuple[float, float]:
     """Median seconds to validate a spec with a misspelt instance type, and spelt right."""
     from instance_catalog import instance_types
-    from safe_estimators._validate import validate_file
+    from safe_estimators._commands.validate import validate_file
 
     rng = random.Random(3)
     names = [t.name for t in instance_types()]

@@ -45,9 +45,9 @@ from _measure import (
     sdk_construction,
 )
 
-from safe_estimators._files import read_spec_data, relative_to_file
+from safe_estimators._commands.validate import validate_file
 from safe_estimators._resolve import check_arguments, resolve_arguments
-from safe_estimators._validate import validate_file
+from safe_estimators._spec_files.read import read_spec_data, relative_to_file
 
 FILES = 1_000
 TARGET_PER_SECOND = 3_000

@@ -177,7 +177,7 @@ def breakdown(session: Any, iterations: int) -> dict[str, float]:
 
 
 def _config_lookup(session: Any) -> Any:
-    """One SDK defaults lookup, as the SDK and safe_estimators._build make them."""
+    """One SDK defaults lookup, as the SDK and safe_estimators._targets make them."""
     from sagemaker.config import TRAINING_JOB_ENVIRONMENT_PATH
     from sagemaker.utils import get_sagemaker_config_value
 

@@ -42,7 +42,7 @@ YAML_11 = ("on", "1:20", "0777", "yes", "1_000")
 
 VALIDATE = """
 import json, sys
-from safe_estimators._validate import validate_file
+from safe_estimators._commands.validate import validate_file
 paths = open(sys.argv[1]).read().split("\\n")
 print(json.dumps({p: [[x.path, x.message, x.hint, x.severity] for x in validate_file(p)]
                   for p in paths}))

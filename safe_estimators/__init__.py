@@ -54,36 +54,42 @@ _HOMES = {
     "ModelParallel": "_distributions.model_parallel",
     "ModelShape": "_memory",
     "ParallelLayout": "_distributions.model_parallel",
-    "Plan": "_plan",
+    "Plan": "_commands.plan",
     "PreflightResult": "_preflight",
     "Problem": "_problems",
     "ScriptContext": "_script_checks",
     "TrainingCompiler": "_spec",
-    "build": "_factories",
+    "build": "_commands.factories",
     "check_script": "_script_checks",
     "check_source": "_script_checks",
-    "explain": "_build",
-    "huggingface": "_factories",
-    "load_spec": "_validate",
-    "model_trainer": "_factories",
-    "plan": "_plan",
+    "explain": "_targets",
+    "huggingface": "_commands.factories",
+    "load_spec": "_commands.validate",
+    "model_trainer": "_commands.factories",
+    "plan": "_commands.plan",
     "preflight": "_preflight",
-    "pytorch": "_factories",
-    "remote": "_factories",
+    "pytorch": "_commands.factories",
+    "remote": "_commands.factories",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
-    from safe_estimators._build import explain
+    from safe_estimators._commands.factories import (
+        build,
+        huggingface,
+        model_trainer,
+        pytorch,
+        remote,
+    )
+    from safe_estimators._commands.plan import Plan, plan
+    from safe_estimators._commands.validate import load_spec
     from safe_estimators._distributions.model_parallel import ModelParallel, ParallelLayout
-    from safe_estimators._factories import build, huggingface, model_trainer, pytorch, remote
     from safe_estimators._memory import MemoryEstimate, ModelShape
-    from safe_estimators._plan import Plan, plan
     from safe_estimators._preflight import PreflightResult, preflight
     from safe_estimators._problems import ConfigError, Problem
     from safe_estimators._resolved import Explanation, Injection
     from safe_estimators._script_checks import Finding, ScriptContext, check_script, check_source
     from safe_estimators._spec import JobSpec, TrainingCompiler
-    from safe_estimators._validate import load_spec
+    from safe_estimators._targets import explain
 else:
     # Not shown to type checkers: a module __getattr__ would make every misspelt name valid.
 

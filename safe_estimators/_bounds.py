@@ -20,8 +20,6 @@ from typing import Any
 
 import attrs
 
-from safe_estimators._problems import MAX_PROBLEMS
-
 __all__ = [
     "MAX_PROBLEMS",
     "is_inside",
@@ -44,8 +42,10 @@ MAX_NODES = 20_000
 # parameters.x, or a DeepSpeed config in a hyperparameter); the SDK's own code recurses.
 MAX_DEPTH = 64
 
-# MAX_PROBLEMS (imported above, defined beside ConfigError): problems shown in one message; a
-# human fixes the first ones, and more than that is one mistake repeated.
+# Problems shown in one message (a ConfigError's, a JSON document's); a human fixes the first
+# ones, and more than that is one mistake repeated. _problems takes it from here, so that this
+# module (which every stage imports) imports nothing of the package.
+MAX_PROBLEMS = 50
 
 # No value of CreateTrainingJob holds a longer number: top-level numbers are 64-bit, and a
 # hyperparameter is sent as text of at most 2,500 characters (Python cannot even print an int

@@ -197,8 +197,8 @@ def _targets(args: argparse.Namespace) -> tuple[list[tuple[str, bool]], list[str
             # verdict from building the spec classes and converter (25 ms).
             out.append((os.fspath(target), False))
             continue
-        from safe_estimators._files import SUFFIXES
-        from safe_estimators._validate import is_job_spec, spec_files
+        from safe_estimators._commands.validate import is_job_spec, spec_files
+        from safe_estimators._spec_files.read import SUFFIXES
 
         files = spec_files(target)
         kept = {p for p in files if not p.lower().endswith(SUFFIXES) or is_job_spec(p)}
@@ -223,7 +223,7 @@ def _empty_folder() -> list[Problem]:
 
 def _validate(args: argparse.Namespace) -> int:
     def check(path: str, project_root: str | os.PathLike[str] | None) -> list[Entry]:
-        from safe_estimators._validate import validate_file
+        from safe_estimators._commands.validate import validate_file
 
         return located(path, validate_file(path, project_root=project_root))
 
@@ -274,7 +274,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from safe_estimators._plan import plan
+    from safe_estimators._commands.plan import plan
 
     documents: list[dict[str, Any]] = []
     texts: list[Any] = []
@@ -401,7 +401,7 @@ def _aws_problem(exc: Exception) -> Problem | None:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from safe_estimators._plan import REGION_SOURCES, job_region
+    from safe_estimators._commands.plan import REGION_SOURCES, job_region
 
     if len(args.files) != 1:
         raise _UsageError("submit takes one spec file")
@@ -464,10 +464,10 @@ def _start_job(
 ) -> str:
     """Start the job of the spec at ``path``; with ``preflight`` (a list for its warnings), the
     preflight checks the very request first, and its errors stop it before it is sent."""
-    from safe_estimators._build import build_estimator, configured_role, submitting_session
-    from safe_estimators._files import job_arguments
-    from safe_estimators._plan import request_problems
+    from safe_estimators._commands.plan import request_problems
     from safe_estimators._resolve import resolve_arguments
+    from safe_estimators._spec_files.read import job_arguments
+    from safe_estimators._targets import build_estimator, configured_role, submitting_session
 
     arguments, source, prior = job_arguments(path, {}, project_root=project_root)
     job = resolve_arguments(arguments, source, prior)
@@ -484,7 +484,7 @@ def _start_job(
             preflight.extend(result.problems)
 
     if job.target == "model_trainer":
-        from safe_estimators._build.model_trainer import submit_model_trainer
+        from safe_estimators._targets.model_trainer import submit_model_trainer
 
         return submit_model_trainer(job, region, check, wait)
 
@@ -545,7 +545,7 @@ def _preflight(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     """A spec's problems as validate finds them (one verdict) and its script's findings, each
     where it is written; a bare script's findings."""
-    from safe_estimators._validate import lint_target
+    from safe_estimators._commands.validate import lint_target
 
     targets, skipped = _targets(args)
     results: list[tuple[str, list[Entry]]] = []
@@ -578,7 +578,7 @@ def _finding_entry(target: str, finding: Any) -> Entry:
     or as the command line gave it; a finding about the whole file (line 0) has no line."""
     file = finding.file
     if not os.path.isfile(file) and file != target:
-        from safe_estimators._files import read_spec_data
+        from safe_estimators._spec_files.read import read_spec_data
 
         data, _ = read_spec_data(target)
         source_dir = data.get("source_dir") if data else None
@@ -770,7 +770,7 @@ def _rule(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from safe_estimators._schema import spec_schema
+    from safe_estimators._spec_files.schema import spec_schema
 
     _emit_json(spec_schema())  # in every format: the schema is what was asked for
     args.report.printed = True
@@ -1045,7 +1045,7 @@ def _parser(arguments: Sequence[str] | None = None) -> _Parser:
 
 
 def _port(args: argparse.Namespace) -> int:
-    from safe_estimators._port import port
+    from safe_estimators._commands.port import port
 
     code = port(args.files[0], project_root=args.project_root, region=args.region)
     if args.json:

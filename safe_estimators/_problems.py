@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 
+from safe_estimators._bounds import MAX_PROBLEMS
+
 if TYPE_CHECKING:
     from instance_catalog._suggest import CloseMatches
 
-# Shown in a ConfigError's message (all of them stay in ``problems``); see _bounds.
-MAX_PROBLEMS = 50
+# MAX_PROBLEMS: shown in a ConfigError's message (all of them stay in ``problems``).
 
 Severity = Literal["error", "warning"]
 

@@ -117,7 +117,7 @@ def located(source: str | None, problems: Iterable[Problem]) -> list[Entry]:
     problems = list(problems)
     locator = None
     if source is not None and problems and os.path.isfile(source):
-        from safe_estimators._locations import Locator
+        from safe_estimators._spec_files.locations import Locator
 
         paths = frozenset(p.path for p in problems)
         # A file that did not parse as a spec has a <file> problem; without one, it parsed.

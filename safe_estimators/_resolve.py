@@ -25,6 +25,7 @@ from safe_estimators._distributions.instance_groups.spec import (
 from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_launchers
 from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
+from safe_estimators._facts.targets import ESTIMATOR, REMOTE_FUNCTION
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Fix, Problem, count, problem_source, tagged
 from safe_estimators._recipes import recipe_arguments, recipe_of
@@ -48,7 +49,6 @@ from safe_estimators._spec import (
     structure_spec,
     value_of,
 )
-from safe_estimators._targets import ESTIMATOR, REMOTE_FUNCTION
 
 if TYPE_CHECKING:  # imported where used: a spec without a local script never loads the checks
     from safe_estimators._distributions.model_parallel import ParallelLayout

@@ -84,8 +84,8 @@ def _validate_cached(
         found = _read(current, shard, name, key, path)
         if found is not None:
             return found
-    from safe_estimators import _validate
     from safe_estimators._cache import take_doubts
+    from safe_estimators._commands import validate as _validate
     from safe_estimators._rules.cache import doubt_warning
 
     if key is None:
@@ -277,8 +277,8 @@ def _dependencies(
         model = arguments.get("model")
         if isinstance(model, dict) and isinstance(model.get("config"), str):
             named.append(model["config"])
-        from safe_estimators._files import _PARAMETERS_PATH
         from safe_estimators._problems import value_at
+        from safe_estimators._spec_files.read import _PARAMETERS_PATH
 
         parameters = value_at(arguments, _PARAMETERS_PATH)
         if isinstance(parameters, str):

@@ -42,9 +42,9 @@ def verdict(arguments: dict[str, Any] | None, path: Path | None, target: str | N
     """The problems of one case built as ``target`` (None: the spec's own, or the SDK's
     default), each as ``severity path: message (hint)`` with the SDK version written out."""
     from safe_estimators._facts.sdk_files import sdk_version
-    from safe_estimators._files import job_arguments
     from safe_estimators._problems import ConfigError
     from safe_estimators._resolve import check_arguments
+    from safe_estimators._spec_files.read import job_arguments
 
     overrides = {} if target is None else {"target": target}
     try:

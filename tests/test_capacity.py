@@ -9,8 +9,8 @@ import yaml
 
 import safe_estimators
 from safe_estimators import ConfigError
+from safe_estimators._commands.validate import validate_file
 from safe_estimators._facts.limits import training_plan_instance_types
-from safe_estimators._validate import validate_file
 
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
 PLAN = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/my-plan"

@@ -19,7 +19,7 @@ from conftest import SDK3, runs_here
 
 import instance_catalog
 from safe_estimators._cli import main, size_order
-from safe_estimators._schema import spec_schema
+from safe_estimators._spec_files.schema import spec_schema
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*/job.*"))
@@ -202,12 +202,12 @@ def test_help_exits_0(capsys):
 
 
 def test_an_internal_error_exits_3_with_a_one_line_report(capsys, monkeypatch):
-    import safe_estimators._plan
+    import safe_estimators._commands.plan
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(safe_estimators._plan, "plan", broken)
+    monkeypatch.setattr(safe_estimators._commands.plan, "plan", broken)
     code, out, err = run(capsys, "plan", EXAMPLES[0])
     assert code == 3
     assert out == ""
@@ -325,7 +325,7 @@ def test_every_example_has_an_expected_summary():
 
 @pytest.mark.sdk2_only  # the model parallel library v1: the estimator's only
 def test_a_plan_renders_as_a_markdown_table_with_the_injected_values():
-    from safe_estimators._plan import plan
+    from safe_estimators._commands.plan import plan
 
     result = plan(ROOT / "examples/model-parallel-fp16/job.yaml")
     markdown = result._repr_markdown_()

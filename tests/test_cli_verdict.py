@@ -78,9 +78,9 @@ def test_usage_errors_are_json_too(capsys):
 
 
 def test_an_internal_error_is_json_with_json(capsys, monkeypatch):
-    import safe_estimators._plan
+    import safe_estimators._commands.plan
 
-    monkeypatch.setattr(safe_estimators._plan, "plan", lambda *_: 1 / 0)
+    monkeypatch.setattr(safe_estimators._commands.plan, "plan", lambda *_: 1 / 0)
     code, out, _err = run(capsys, "plan", EXAMPLES[0], "--json")
     assert code == 3
     assert json.loads(out)["problems"][0]["path"] == "<internal>"

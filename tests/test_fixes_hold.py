@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from safe_estimators._files import read_spec
 from safe_estimators._resolve import check_arguments
+from safe_estimators._spec_files.read import read_spec
 
 HERE = Path(__file__).parent
 EXAMPLES = HERE.parent / "examples"

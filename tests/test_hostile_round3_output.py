@@ -447,7 +447,10 @@ def _hostile_spec(folder: Path, name: str) -> Path:
 def test_port_output_holds_no_call_of_the_inputs_and_sends_its_values(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from safe_estimators._build.model_trainer import capture_train_request, offline_trainer_session
+    from safe_estimators._targets.model_trainer import (
+        capture_train_request,
+        offline_trainer_session,
+    )
 
     monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
     spec = _hostile_spec(tmp_path, name)
@@ -466,7 +469,7 @@ def test_port_output_holds_no_call_of_the_inputs_and_sends_its_values(
 
 
 def test_port_writes_a_name_that_is_no_keyword_argument_as_data() -> None:
-    from safe_estimators._port import _call
+    from safe_estimators._commands.port import _call
 
     code = _call("SMP", {"ok": 1, "a=__import__('os')": 2, "class": 3})
     call = ast.parse(code, mode="eval").body

@@ -26,7 +26,7 @@ from test_launchers_sdk_agreement import _arguments as _launcher_arguments
 from test_launchers_sdk_agreement import bare_estimator
 
 import safe_estimators
-from safe_estimators._build import capture_request, offline_session
+from safe_estimators._targets import capture_request, offline_session
 
 JOB_NAME = "differential-job"
 

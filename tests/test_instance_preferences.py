@@ -9,8 +9,8 @@ import yaml
 
 import safe_estimators
 from safe_estimators import ConfigError
+from safe_estimators._commands.validate import validate_file
 from safe_estimators._facts.sdk_files import sdk_generation
-from safe_estimators._validate import validate_file
 
 pytestmark = pytest.mark.both_sdks
 SDK3 = sdk_generation() >= 3

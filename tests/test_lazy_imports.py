@@ -17,7 +17,11 @@ import safe_estimators
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
-HEAVY = ["safe_estimators._build", "safe_estimators._plan", "safe_estimators._factories"]
+HEAVY = [
+    "safe_estimators._targets",
+    "safe_estimators._commands.plan",
+    "safe_estimators._commands.factories",
+]
 SCRIPT_CHECKS = "safe_estimators._script_checks"
 
 

@@ -24,9 +24,9 @@ import pytest
 
 from safe_estimators import _cache
 from safe_estimators._facts import limits
-from safe_estimators._files import read_spec_data, relative_to_file
 from safe_estimators._resolve import check_arguments
 from safe_estimators._rules.request import MEMBERS
+from safe_estimators._spec_files.read import read_spec_data, relative_to_file
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 GOLDEN = Path(__file__).parent / "fixtures" / "golden-requests.json"

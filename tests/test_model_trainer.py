@@ -11,8 +11,8 @@ import pytest
 
 import safe_estimators
 from safe_estimators import ConfigError
-from safe_estimators._build.model_trainer import _sdk, offline_trainer_session
 from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._targets.model_trainer import _sdk, offline_trainer_session
 
 pytestmark = pytest.mark.both_sdks
 

@@ -16,12 +16,12 @@ import pytest
 
 import safe_estimators
 from safe_estimators import ConfigError
-from safe_estimators._build.model_trainer import (
+from safe_estimators._cli import main
+from safe_estimators._targets.model_trainer import (
     _sdk,
     capture_train_request,
     offline_trainer_session,
 )
-from safe_estimators._cli import main
 
 pytestmark = pytest.mark.both_sdks
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import safe_estimators
-from safe_estimators._plan import job_region
+from safe_estimators._commands.plan import job_region
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"

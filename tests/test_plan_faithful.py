@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from safe_estimators._cli import main
-from safe_estimators._files import read_spec_data
+from safe_estimators._spec_files.read import read_spec_data
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 REGION = "us-west-2"
@@ -201,7 +201,7 @@ def test_plan_opens_no_socket_at_all(capsys, monkeypatch):
 def test_submit_refuses_what_validate_refuses_and_sends_nothing(
     option, value, aws, sent, tmp_path, capsys
 ):
-    from safe_estimators._validate import validate_file
+    from safe_estimators._commands.validate import validate_file
 
     spec = _spec_for_account(EXAMPLES / "compiler-single-gpu" / "job.yaml", tmp_path)
     data = json.loads(spec.read_text())

@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 import instance_catalog
 import safe_estimators
 from safe_estimators import ConfigError
+from safe_estimators._commands.validate import validate_file
 from safe_estimators._facts import cuda
 from safe_estimators._facts.sdk_refusals import instance_deprecations
 from safe_estimators._facts.versions import _training_config, framework_container
 from safe_estimators._resolve import check_arguments
-from safe_estimators._validate import validate_file
 
 SCRIPT = "import torch\nprint(torch.cuda.is_available())\n"
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"

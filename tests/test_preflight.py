@@ -627,7 +627,7 @@ def test_a_factory_with_preflight_true_refuses_what_the_account_settles(account)
 
 def test_a_model_trainer_is_read_for_its_account_facing_values(account, monkeypatch, tmp_path):
     import safe_estimators
-    from safe_estimators._build.model_trainer import offline_trainer_session
+    from safe_estimators._targets.model_trainer import offline_trainer_session
 
     monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
     s3 = account.aws("s3")

@@ -16,8 +16,8 @@ import pytest
 from botocore.stub import Stubber
 
 from safe_estimators._cli import main
-from safe_estimators._files import read_spec_data
 from safe_estimators._preflight import guard
+from safe_estimators._spec_files.read import read_spec_data
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 REGION = "us-west-2"

@@ -100,7 +100,7 @@ def test_trainium_is_counted_in_neuroncores():
 
 
 def test_decorating_makes_no_aws_call(monkeypatch):
-    import safe_estimators._build.remote as built
+    import safe_estimators._targets.remote as built
 
     def refuse():
         raise AssertionError("the SDK's decorator was applied at decoration time")

@@ -16,8 +16,8 @@ import yaml
 
 import safe_estimators
 from safe_estimators import ConfigError
+from safe_estimators._commands.validate import validate_file
 from safe_estimators._facts import limits
-from safe_estimators._validate import validate_file
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 TWENTY_EIGHT_DAYS = 28 * 24 * 60 * 60

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 import instance_catalog
 from safe_estimators._distributions.model_parallel import ModelParallel
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR, MISPLACED, OTHER_ESTIMATORS, RENAMED
-from safe_estimators._files import read_spec_data
 from safe_estimators._memory.shape import ModelShape
-from safe_estimators._schema import spec_schema
 from safe_estimators._spec import SPEC_FIELDS, JobSpec, TrainingCompiler
+from safe_estimators._spec_files.read import read_spec_data
+from safe_estimators._spec_files.schema import spec_schema
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*/job.*"))
 SPECS = Path(__file__).parent / "fixtures" / "specs"
@@ -160,7 +160,7 @@ def test_instance_type_enumerates_the_catalog(schema):
 
 def test_a_new_field_appears_without_touching_the_schema_module(monkeypatch):
     """The schema is generated from the classes, not a copy of them."""
-    import safe_estimators._schema as module
+    import safe_estimators._spec_files.schema as module
 
     @attrs.frozen(kw_only=True)
     class Extended(JobSpec):

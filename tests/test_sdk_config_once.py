@@ -20,7 +20,7 @@ import yaml
 from sagemaker.config.config_schema import SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA
 
 import safe_estimators
-from safe_estimators._build import estimator as _build
+from safe_estimators._targets import estimator as _build
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 JOB = EXAMPLES / "compiler-multi-gpu" / "job.yaml"
@@ -232,7 +232,7 @@ def test_a_plan_uses_the_remembered_schema_check():
     safe_estimators.plan(JOB)
     once = sdk_config.validate_sagemaker_config  # once per content, over ...
     # ... the remembered check
-    assert once.__wrapped__.__module__ == "safe_estimators._build.estimator"
+    assert once.__wrapped__.__module__ == "safe_estimators._targets.estimator"
     assert once.__wrapped__.__wrapped__.__module__ == "sagemaker.config.config"
 
 

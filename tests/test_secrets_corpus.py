@@ -16,9 +16,9 @@ from secrets_corpus import BASE, BENIGN, CREDENTIALS, FIELDS, applies, leaks, ru
 
 from safe_estimators import _secret_formats as secrets
 from safe_estimators._cli import main
+from safe_estimators._commands.validate import validate_file
 from safe_estimators._problems import Problem
 from safe_estimators._resolve import check_arguments
-from safe_estimators._validate import validate_file
 
 
 def _problems(arguments: dict[str, Any]) -> list[Problem]:

@@ -19,7 +19,7 @@ import pytest
 
 import safe_estimators
 from safe_estimators import ConfigError
-from safe_estimators._validate import validate_file
+from safe_estimators._commands.validate import validate_file
 
 SCRIPT = str(Path(__file__).parent / "fixtures" / "jobs" / "train.py")
 TOKEN = "hf_" + "Xy9" * 12  # what HfFolder.get_token() returns: fabricated

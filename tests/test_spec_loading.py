@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from safe_estimators._files import read_spec_data
+from safe_estimators._spec_files.read import read_spec_data
 
 HEAD = "estimator: pytorch\nentry_point: train.py\ninstance_type: ml.p3.2xlarge\n"
 
@@ -135,7 +135,7 @@ SMP_V1 = (
 def test_a_model_parallel_parameters_file_is_relative_to_the_spec_and_inside_the_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from safe_estimators._validate import validate_file
+    from safe_estimators._commands.validate import validate_file
 
     project = tmp_path / "project"
     (project / "jobs").mkdir(parents=True)

@@ -102,15 +102,15 @@ def test_the_model_trainer_job_is_the_recorded_estimator_job(spec):
 @pytest.mark.both_sdks
 def test_the_model_trainer_target_sends_what_a_bare_model_trainer_sends(tmp_path, monkeypatch):
     """The torchrun FSDP example, written as the SDK's documentation writes a ModelTrainer."""
-    from safe_estimators._build.model_trainer import (
+    from safe_estimators._resolve import resolve_arguments
+    from safe_estimators._spec_files.read import job_arguments
+    from safe_estimators._targets.model_trainer import (
         _sdk,
         capture_train_request,
         offline_trainer_session,
         training_image,
     )
-    from safe_estimators._files import job_arguments
-    from safe_estimators._resolve import resolve_arguments
-    from safe_estimators._trainer import trainer_arguments
+    from safe_estimators._targets.trainer_args import trainer_arguments
 
     monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
     spec = EXAMPLES / "model-trainer" / "torchrun-fsdp.yaml"
@@ -149,8 +149,11 @@ def test_port_writes_a_bare_model_trainer_that_sends_the_planned_request(
 ):
     """`safe-estimators port FILE` prints SDK code without safe_estimators; run, it sends what
     plan shows for the ModelTrainer target."""
-    from safe_estimators._build.model_trainer import capture_train_request, offline_trainer_session
     from safe_estimators._cli import main
+    from safe_estimators._targets.model_trainer import (
+        capture_train_request,
+        offline_trainer_session,
+    )
 
     monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
     written = tmp_path / "job.json"

@@ -215,7 +215,7 @@ def test_generated_pipeline_defines_offline(project):
 )
 def test_every_kind_of_project_validates_without_findings(tmp_path, answers):
     # No SageMaker objects are built here: validation and the script checks are fast.
-    from safe_estimators._validate import lint_target, validate_file
+    from safe_estimators._commands.validate import lint_target, validate_file
 
     project = render(tmp_path / "project", **answers)
     assert validate_file(project / "job.yaml") == []
@@ -240,7 +240,7 @@ def _offered() -> list[str]:
 def test_any_offered_gpu_type_renders_a_project_that_validates_and_lints_clean(
     tmp_path, instance_type
 ):
-    from safe_estimators._validate import lint_target, validate_file
+    from safe_estimators._commands.validate import lint_target, validate_file
 
     # Alternate the estimators so both meet every GPU count.
     estimator = ("huggingface", "pytorch")[_offered().index(instance_type) % 2]

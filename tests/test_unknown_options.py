@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import safe_estimators
 from safe_estimators import ConfigError
 from safe_estimators._cli import main
+from safe_estimators._commands.validate import validate_file
 from safe_estimators._facts.sdk_arguments import (
     BY_ESTIMATOR,
     MISPLACED,
@@ -29,7 +30,6 @@ from safe_estimators._facts.sdk_arguments import (
 )
 from safe_estimators._problems import MAX_PROBLEMS, closest
 from safe_estimators._spec import SPEC_FIELDS, structure_spec
-from safe_estimators._validate import validate_file
 
 SCRIPT = str(Path(__file__).parent / "fixtures" / "jobs" / "train.py")
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"

@@ -20,8 +20,8 @@ from sagemaker.workflow.parameters import ParameterBoolean, ParameterInteger, Pa
 
 import safe_estimators
 from safe_estimators import ConfigError
+from safe_estimators._commands.validate import validate_file
 from safe_estimators._facts.limits import member_shape, shape_problems
-from safe_estimators._validate import validate_file
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 XLA_SCRIPT = str(EXAMPLES / "compiler-multi-gpu" / "train.py")
@@ -426,7 +426,7 @@ def test_sdk_defaults_table_matches_the_sdk():
 
     from sagemaker.estimator import EstimatorBase
 
-    from safe_estimators._plan import SDK_DEFAULTS
+    from safe_estimators._commands.plan import SDK_DEFAULTS
 
     parameters = inspect.signature(EstimatorBase.__init__).parameters
     assert {

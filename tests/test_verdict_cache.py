@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import safe_estimators._validate
+import safe_estimators._commands.validate
 import safe_estimators._verdicts as verdicts
 from safe_estimators._cli import main
 
@@ -35,13 +35,13 @@ def checks(monkeypatch):
     """How many specs were really checked (not read back)."""
     calls: list[str] = []
     for name in ("validate_spec",):
-        real = getattr(safe_estimators._validate, name)
+        real = getattr(safe_estimators._commands.validate, name)
 
         def counted(path, real=real, **kwargs):
             calls.append(str(path))
             return real(path, **kwargs)
 
-        monkeypatch.setattr(safe_estimators._validate, name, counted)
+        monkeypatch.setattr(safe_estimators._commands.validate, name, counted)
     return calls
 
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.selection import huggingface_launcher
 from safe_estimators._distributions.smddp import p5_class
+from safe_estimators._facts.targets import ESTIMATOR, only_for
 from safe_estimators._problems import Problem
-from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.instance_groups.spec import group_note
 from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
+from safe_estimators._facts.targets import ESTIMATOR
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._resolved import Injection
-from safe_estimators._targets import ESTIMATOR
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
+from safe_estimators._facts.targets import ESTIMATOR, only_for
 from safe_estimators._facts.versions import framework_container
 from safe_estimators._problems import Problem, did_you_mean, join_path, warning
 from safe_estimators._resolved import Injection
-from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context

@@ -23,6 +23,7 @@ import instance_catalog
 from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
+from safe_estimators._facts.targets import ESTIMATOR, only_for
 from safe_estimators._facts.versions import (
     Container,
     framework_container,
@@ -30,7 +31,6 @@ from safe_estimators._facts.versions import (
     parse_version,
 )
 from safe_estimators._problems import Fix, Problem, warning
-from safe_estimators._targets import ESTIMATOR, only_for
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context

@@ -118,7 +118,7 @@ def placements_of_arguments(arguments: Mapping[str, Any]) -> list[Placement]:
 
 def placements_of_file(path: str) -> list[Placement]:
     """``placements_of_arguments`` of a spec file; ConfigError when the file itself is wrong."""
-    from safe_estimators._files import read_spec
+    from safe_estimators._spec_files.read import read_spec
 
     arguments, problems = read_spec(path)
     if arguments is None or any(p.severity == "error" for p in problems):

@@ -134,7 +134,7 @@ def _default_session() -> Any:
 
 
 def _region(session: Any) -> str:
-    from safe_estimators._plan import REGION_SOURCES, job_region
+    from safe_estimators._commands.plan import REGION_SOURCES, job_region
 
     region = getattr(session, "region_name", None) or job_region()
     if not region:
@@ -177,7 +177,7 @@ def preflight(
     instance types on which the job fits. Returns a ``PreflightResult``; raises ConfigError
     when the offline checks fail.
     """
-    from safe_estimators._plan import Plan, plan
+    from safe_estimators._commands.plan import Plan, plan
     from safe_estimators._spec import JobSpec
 
     fits: list[tuple[str, int]] = []
@@ -225,11 +225,11 @@ def plan_price(planned: Any, session: Any = None) -> tuple[Price | None, list[Pr
     when it could not be read."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from safe_estimators._build.shared import PLACEHOLDER_REGION
-    from safe_estimators._plan import job_region
+    from safe_estimators._commands.plan import job_region
     from safe_estimators._preflight.context import CouldNotCheck, error_code
     from safe_estimators._preflight.price import price
     from safe_estimators._problems import warning
+    from safe_estimators._targets.shared import PLACEHOLDER_REGION
 
     region = getattr(session, "region_name", None) or job_region() or PLACEHOLDER_REGION
     job = from_request(planned.request, region)

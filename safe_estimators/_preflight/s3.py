@@ -40,7 +40,7 @@ def check(ctx: Context) -> list[Problem]:
 
 
 def _placeholder_bucket() -> str:
-    from safe_estimators._build.shared import PLACEHOLDER_BUCKET
+    from safe_estimators._targets.shared import PLACEHOLDER_BUCKET
 
     return PLACEHOLDER_BUCKET
 

@@ -91,7 +91,7 @@ def load_recipe(
                 "write recipe_overrides={'trainer': {'num_nodes': 2}}.",
             )
         ]
-    from safe_estimators._files import RefusedRecipeFile
+    from safe_estimators._spec_files.read import RefusedRecipeFile
 
     if isinstance(training_recipe, RefusedRecipeFile):
         return None, []  # the containment problem says why; nothing of the file is read
@@ -196,7 +196,7 @@ def _load_cached(
 
 
 def _read(path: str) -> tuple[str | None, list[Problem]]:
-    from safe_estimators._files import _NotASpec, _read_bounded
+    from safe_estimators._spec_files.read import _NotASpec, _read_bounded
 
     try:
         text = _read_bounded(path).decode("utf-8")  # type: ignore[arg-type]

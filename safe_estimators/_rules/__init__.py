@@ -11,6 +11,7 @@ strategy in ``_distributions/``.
 from __future__ import annotations
 
 from safe_estimators._context import Context, Rule
+from safe_estimators._facts.targets import applies
 from safe_estimators._problems import Problem, tagged
 from safe_estimators._rules.cache import cache_trusted
 from safe_estimators._rules.capacity import (
@@ -72,7 +73,6 @@ from safe_estimators._rules.safety import (
 )
 from safe_estimators._rules.source import source_code_exists
 from safe_estimators._rules.targets import model_trainer_counterparts, model_trainer_words
-from safe_estimators._targets import applies
 
 __all__ = ["RECIPE_JOB_RULES", "RULES", "run_rules"]
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator, Mapping
 from safe_estimators._context import Context
 from safe_estimators._distributions import is_enabled
 from safe_estimators._facts import tables
+from safe_estimators._facts.targets import ESTIMATOR, only_for
 from safe_estimators._problems import Problem, count, warning
 from safe_estimators._spec import JobSpec
-from safe_estimators._targets import ESTIMATOR, only_for
 
 
 @only_for(ESTIMATOR)

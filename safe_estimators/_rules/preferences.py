@@ -19,8 +19,8 @@ from typing import Any
 import instance_catalog
 from safe_estimators._context import Context
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
+from safe_estimators._facts.targets import MODEL_TRAINER, only_for
 from safe_estimators._problems import Problem
-from safe_estimators._targets import MODEL_TRAINER, only_for
 
 AT = "compute.instance_preferences"
 

@@ -19,8 +19,8 @@ from safe_estimators._facts.model_trainer import (
     SAME_AS_MODEL_TRAINER,
 )
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
+from safe_estimators._facts.targets import ESTIMATOR, MODEL_TRAINER, only_for
 from safe_estimators._problems import Problem, join_path
-from safe_estimators._targets import ESTIMATOR, MODEL_TRAINER, only_for
 
 _USE_ESTIMATOR = "or build the job as the estimator (target: estimator, with sagemaker 2.x)"
 

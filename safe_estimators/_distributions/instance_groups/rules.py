@@ -19,8 +19,8 @@ import instance_catalog
 from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.instance_groups.spec import InstanceGroupSpec, named_groups
 from safe_estimators._facts.limits import instance_groups_limit
+from safe_estimators._facts.targets import ESTIMATOR
 from safe_estimators._problems import Problem, did_you_mean, join_path
-from safe_estimators._targets import ESTIMATOR
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context

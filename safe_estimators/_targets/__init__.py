@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from safe_estimators._build.estimator import (
+from safe_estimators._facts.targets import MODEL_TRAINER
+from safe_estimators._resolve import ResolvedJob
+from safe_estimators._resolved import Explanation
+from safe_estimators._targets.estimator import (
     EXPLANATION_ATTRIBUTE,
     build_estimator,
     capture_request,
@@ -19,16 +22,13 @@ from safe_estimators._build.estimator import (
     offline_session,
     submitting_session,
 )
-from safe_estimators._build.model_trainer import build_model_trainer, trainer_explanation
-from safe_estimators._build.shared import (
+from safe_estimators._targets.model_trainer import build_model_trainer, trainer_explanation
+from safe_estimators._targets.shared import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_REGION,
     PLACEHOLDER_ROLE,
     OfflineCallRefused,
 )
-from safe_estimators._resolve import ResolvedJob
-from safe_estimators._resolved import Explanation
-from safe_estimators._targets import MODEL_TRAINER
 
 __all__ = [
     "EXPLANATION_ATTRIBUTE",

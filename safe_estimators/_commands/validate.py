@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._bounds import MAX_SPEC_BYTES, read_at_most
-from safe_estimators._files import SUFFIXES, offline_problems, read_spec, read_spec_data
 from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._spec_files.read import SUFFIXES, offline_problems, read_spec, read_spec_data
 
 if TYPE_CHECKING:
     from safe_estimators._script_checks import Finding

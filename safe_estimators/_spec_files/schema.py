@@ -137,7 +137,9 @@ def _type_schema(tp: Any, defs: Schema) -> Schema:
     if origin in (list, tuple, collections.abc.Sequence):
         items = _type_schema(args[0], defs) if args else {}
         return {"type": "array", **({"items": items} if items else {})}
-    raise TypeError(f"safe_estimators._schema has no JSON Schema for {tp!r}; add it there.")
+    raise TypeError(
+        f"safe_estimators._spec_files.schema has no JSON Schema for {tp!r}; add it there."
+    )
 
 
 def _kinds(schema: Schema) -> list[str]:

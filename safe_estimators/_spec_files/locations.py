@@ -87,8 +87,8 @@ class Locator:
     def _linked_file(self, linked: str) -> Locator | None:
         if linked not in self._linked:
             self._linked[linked] = None
-            from safe_estimators._files import read_spec_data
             from safe_estimators._problems import value_at
+            from safe_estimators._spec_files.read import read_spec_data
 
             data, _ = read_spec_data(self.source)
             name = value_at(data, linked) if data is not None else None
@@ -99,7 +99,7 @@ class Locator:
 
 
 def _file_index(source: str, parsed: bool = False) -> dict[str, tuple[int, int]]:
-    from safe_estimators._files import _read_bounded, path_suffix
+    from safe_estimators._spec_files.read import _read_bounded, path_suffix
 
     try:
         text = _read_bounded(source).decode("utf-8")

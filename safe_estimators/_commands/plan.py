@@ -10,16 +10,16 @@ from typing import Any
 import attrs
 
 from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, printable, quote
+from safe_estimators._commands.validate import offline
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
-from safe_estimators._files import job_arguments, offline_problems, sdk_config_problems
+from safe_estimators._facts.targets import MODEL_TRAINER, REMOTE_FUNCTION
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._recipes.offline import planned_recipe_job
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
 from safe_estimators._secret_formats import mask_text, masked
 from safe_estimators._spec import JobSpec
-from safe_estimators._targets import MODEL_TRAINER, REMOTE_FUNCTION
-from safe_estimators._validate import offline
+from safe_estimators._spec_files.read import job_arguments, offline_problems, sdk_config_problems
 
 
 @attrs.frozen
@@ -211,7 +211,7 @@ def plan(
     ``load_spec``). Raises ConfigError with every problem when the job is not valid; the
     problems are ``validate``'s, in its order, then any the planned request itself has.
     """
-    from safe_estimators._quiet import sdk_quiet
+    from safe_estimators._commands.quiet import sdk_quiet
 
     with offline(), sdk_quiet():  # no SDK banners or INFO lines under the caller's cell
         return _plan(spec_or_path, overrides, project_root)
@@ -222,7 +222,7 @@ def _plan(
     overrides: dict[str, Any],
     project_root: str | os.PathLike[str] | None,
 ) -> Plan:
-    from safe_estimators._build import (
+    from safe_estimators._targets import (
         PLACEHOLDER_BUCKET,
         PLACEHOLDER_ROLE,
         build_estimator,
@@ -297,7 +297,7 @@ def role_and_region_placeholders(
 ) -> list[str]:
     """What a plan makes up for the role and region it is not given (the role is set in
     ``arguments``), said out loud."""
-    from safe_estimators._build import PLACEHOLDER_REGION, PLACEHOLDER_ROLE
+    from safe_estimators._targets import PLACEHOLDER_REGION, PLACEHOLDER_ROLE
 
     placeholders = []
     if not arguments.get("role") and not configured_role:
@@ -378,13 +378,13 @@ def _plan_model_trainer(
     arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
 ) -> Plan:
     """The plan of the job ``arguments`` describe, built as a ModelTrainer."""
-    from safe_estimators._build import explain
-    from safe_estimators._build.model_trainer import (
+    from safe_estimators._targets import explain
+    from safe_estimators._targets.model_trainer import (
         configured_role,
         offline_trainer_session,
         plan_model_trainer,
     )
-    from safe_estimators._build.shared import PLACEHOLDER_BUCKET, OfflineCallRefused
+    from safe_estimators._targets.shared import PLACEHOLDER_BUCKET, OfflineCallRefused
 
     session = offline_trainer_session(region)
     placeholders = role_and_region_placeholders(arguments, configured_role(session), region)
@@ -432,9 +432,9 @@ def _plan_remote(
     arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
 ) -> Plan:
     """The plan of a ``@remote`` job: the request the SDK's own decorator makes, offline."""
-    from safe_estimators._build.remote import plan_remote
-    from safe_estimators._build.shared import PLACEHOLDER_BUCKET
     from safe_estimators._resolve import resolve_remote_arguments
+    from safe_estimators._targets.remote import plan_remote
+    from safe_estimators._targets.shared import PLACEHOLDER_BUCKET
 
     placeholders = role_and_region_placeholders(arguments, None, region)
     if not arguments.get("s3_root_uri"):

@@ -25,7 +25,7 @@ from safe_estimators._bounds import quote
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._secret_formats import mask_text, masked_plain
-from safe_estimators._trainer import TrainerArguments
+from safe_estimators._targets.trainer_args import TrainerArguments
 
 # Where each SDK generation keeps ModelTrainer, its configs and its launchers.
 _MODULES = {
@@ -260,12 +260,12 @@ def port(
     ``plan`` checks it (raises ConfigError with every problem). The training image is the one
     of ``region`` (default: the environment's, as plan finds it); with none, ConfigError: the
     image differs by region, and port does not guess one."""
-    from safe_estimators._build.model_trainer import training_image
-    from safe_estimators._files import job_arguments, offline_problems
-    from safe_estimators._plan import REGION_SOURCES, job_region
+    from safe_estimators._commands.plan import REGION_SOURCES, job_region
+    from safe_estimators._commands.validate import offline
     from safe_estimators._resolve import resolve_arguments
-    from safe_estimators._trainer import trainer_arguments
-    from safe_estimators._validate import offline
+    from safe_estimators._spec_files.read import job_arguments, offline_problems
+    from safe_estimators._targets.model_trainer import training_image
+    from safe_estimators._targets.trainer_args import trainer_arguments
 
     with offline():
         overrides = {**overrides, "target": "model_trainer"}

@@ -14,11 +14,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from safe_estimators._build.estimator import EXPLANATION_ATTRIBUTE
 from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._facts.targets import REMOTE_FUNCTION
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedRemote
-from safe_estimators._targets import REMOTE_FUNCTION
+from safe_estimators._targets.estimator import EXPLANATION_ATTRIBUTE
+
 
 def sdk_remote(region: str | None = None) -> Callable[..., Any]:
     """The installed generation's ``remote`` decorator.
@@ -96,8 +97,8 @@ def offline_remote_session(region: str | None) -> Any:
     are captured where boto3 would send them, any other call is refused, telemetry is off."""
     import boto3
 
-    from safe_estimators._build.model_trainer import _capture, _sdk_config
-    from safe_estimators._build.shared import (
+    from safe_estimators._targets.model_trainer import _capture, _sdk_config
+    from safe_estimators._targets.shared import (
         PLACEHOLDER_BUCKET,
         PLACEHOLDER_REGION,
         _botocore_session,
@@ -127,8 +128,8 @@ def offline_remote_session(region: str | None) -> Any:
 def plan_remote(job: ResolvedRemote, region: str | None) -> dict[str, Any]:
     """The CreateTrainingJob request the SDK's decorator makes for ``job``, offline: the real
     decorator runs a stand-in function (a spec file names none) on an offline session."""
-    from safe_estimators._build.model_trainer import _Captured
-    from safe_estimators._build.shared import OfflineCallRefused
+    from safe_estimators._targets.model_trainer import _Captured
+    from safe_estimators._targets.shared import OfflineCallRefused
 
     def remote_function() -> None:
         """A stand-in for the decorated function: the request does not depend on its body."""

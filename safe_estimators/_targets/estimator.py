@@ -8,24 +8,22 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from safe_estimators._build.shared import (
-    _sdk_refused,
+from safe_estimators._cache import cache_folder, read_cached, write_atomically
+from safe_estimators._distributions.torchrun import concrete_instance_type_needed
+from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._recipes.offline import handed_recipe
+from safe_estimators._resolve import ResolvedJob
+from safe_estimators._resolved import Injection
+from safe_estimators._targets.shared import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_REGION,
     OfflineCallRefused,
     _botocore_session,
     _offline_send,
     _sdk_loader,
+    _sdk_refused,
     job_explanation,
 )
-from safe_estimators._cache import cache_folder, read_cached, write_atomically
-from safe_estimators._distributions.instance_groups.spec import describe, total_instances
-from safe_estimators._distributions.torchrun import concrete_instance_type_needed
-from safe_estimators._problems import ConfigError, Problem
-from safe_estimators._recipes.offline import handed_recipe
-from safe_estimators._resolve import ResolvedJob
-from safe_estimators._resolved import Explanation, Injection
-from safe_estimators._spec import count_of, instance_type_name
 
 EXPLANATION_ATTRIBUTE = "safe_estimators"
 

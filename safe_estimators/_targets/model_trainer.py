@@ -19,21 +19,18 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
-from safe_estimators._build.shared import (
-    _sdk_refused,
+from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._resolve import ResolvedJob
+from safe_estimators._resolved import Explanation
+from safe_estimators._targets.shared import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_REGION,
     _botocore_session,
     _offline_send,
+    _sdk_refused,
     job_explanation,
 )
-from safe_estimators._distributions.instance_groups.spec import describe, total_instances
-from safe_estimators._facts.sdk_files import sdk_generation
-from safe_estimators._problems import ConfigError, Problem
-from safe_estimators._resolve import ResolvedJob
-from safe_estimators._resolved import Explanation
-from safe_estimators._spec import count_of, instance_type_name
-from safe_estimators._trainer import TrainerArguments, trainer_arguments
+from safe_estimators._targets.trainer_args import TrainerArguments, trainer_arguments
 
 
 @functools.cache
@@ -98,14 +95,17 @@ def _configs(arguments: TrainerArguments) -> dict[str, Any]:
             made[name] = configs.SourceCode(**value)
         elif name == "compute":
             groups = [configs.InstanceGroup(**g) for g in value.get("instance_groups", ())]
-            made[name] = configs.Compute(**{**value, **({"instance_groups": groups} if groups else {})})
+            grouped = {"instance_groups": groups} if groups else {}
+            made[name] = configs.Compute(**{**value, **grouped})
         elif name == "stopping_condition":
             made[name] = configs.StoppingCondition(**value)
         elif name == "networking":
             # sagemaker 2.x's Networking (a VpcConfig) requires both lists: empty ones mean
             # none, and its request builder then leaves VpcConfig out. 3.x's takes neither.
             fields = configs.Networking.model_fields
-            required: dict[str, list[str]] = {k: [] for k in ("subnets", "security_group_ids") if fields[k].is_required()}
+            required: dict[str, list[str]] = {
+                k: [] for k in ("subnets", "security_group_ids") if fields[k].is_required()
+            }
             made[name] = configs.Networking(**{**required, **value})
         elif name == "output_data_config":
             made[name] = configs.OutputDataConfig(**value)
@@ -162,7 +162,7 @@ def _sdk_config(opt_out: bool = False) -> dict[str, Any]:
     else:
         from sagemaker.config import load_sagemaker_config
 
-        from safe_estimators._build.estimator import _avoid_repeated_sdk_work
+        from safe_estimators._targets.estimator import _avoid_repeated_sdk_work
 
         _avoid_repeated_sdk_work()  # the config is validated once per content, as for estimators
     config: dict[str, Any] = load_sagemaker_config()

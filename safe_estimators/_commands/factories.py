@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from safe_estimators._build import build as build_target
-from safe_estimators._build import build_estimator, build_model_trainer
+from safe_estimators._commands.quiet import sdk_quiet
 from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._facts.targets import ESTIMATOR, MODEL_TRAINER
 from safe_estimators._problems import ConfigError, warning
-from safe_estimators._quiet import sdk_quiet
 from safe_estimators._resolve import ResolvedJob, resolve_arguments
 from safe_estimators._rules.request import pipeline_step
 from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import JobSpec, TrainingCompiler
-from safe_estimators._targets import ESTIMATOR, MODEL_TRAINER
+from safe_estimators._targets import build as build_target
+from safe_estimators._targets import build_estimator, build_model_trainer
 
 if TYPE_CHECKING:
     from sagemaker.huggingface import HuggingFace
@@ -308,8 +308,8 @@ def remote(
     The SDK's decorator is applied on the first call, where the job is sent: decorating makes
     no AWS call. ``safe_estimators.explain(func)`` tells what was injected and why.
     """
-    from safe_estimators._build.remote import build_remote
     from safe_estimators._resolve import resolve_remote_arguments
+    from safe_estimators._targets.remote import build_remote
 
     decorate = build_remote(resolve_remote_arguments(kwargs), sagemaker_session)
     return decorate(_func) if _func is not None else decorate
@@ -323,7 +323,7 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
     session (a PipelineSession, say), ``preflight=True`` to check the built job against the AWS
     account too (see ``safe_estimators.preflight``). Raises ConfigError with every problem found.
     """
-    from safe_estimators._files import job_arguments
+    from safe_estimators._spec_files.read import job_arguments
 
     session = overrides.pop("sagemaker_session", None)
     preflight = bool(overrides.pop("preflight", False))
