@@ -1,4 +1,4 @@
-"""The ``safe-estimators`` command: validate, plan, submit, lint, catalog and schema.
+"""The ``safe-estimators`` command: validate, plan, preflight, submit, lint, catalog and schema.
 
 Every command prints text, or with ``--json`` one JSON document on stdout, errors included:
 ``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity", "file", "line",
