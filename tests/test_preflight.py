@@ -582,6 +582,13 @@ def test_the_price_is_the_training_rate_times_instances_times_max_run(account):
     assert price.lines()[1] == "ceiling: $977.28 if the job runs its whole max_run of 24 h"
 
 
+def test_the_regions_price_table_is_read_once_a_month(account):
+    _price_list(account, {"ml.g5.12xlarge": 7.09})
+    first = account.run(_job(), price=True).price
+    second = account.run(_job(), price=True).price  # no answer queued: from the user cache
+    assert first is not None and first == second and first.ceiling == pytest.approx(7.09 * 24)
+
+
 def test_a_denied_price_list_is_a_warning_naming_the_permission(account):
     account.stub("pricing", region="us-east-1").add_client_error(
         "get_products", "AccessDeniedException"
