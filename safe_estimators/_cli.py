@@ -1,4 +1,5 @@
-"""The ``safe-estimators`` command: validate, plan, submit, lint, catalog, schema, port, rule.
+"""The ``safe-estimators`` command: validate, plan, preflight, submit, lint, catalog, schema,
+port, rule.
 
 Every command prints text, or with ``--json`` one JSON document on stdout, errors included:
 ``{"ok": false, "problems": [{"source", "path", "message", "hint", "severity", "rule", "file",
@@ -278,7 +279,7 @@ def _plan(args: argparse.Namespace) -> int:
 
     documents: list[dict[str, Any]] = []
     texts: list[Any] = []
-    prices: dict[int, list[str]] = {}  # --price: the lines of the plan at that index
+    prices: dict[int, tuple[list[str], list[Problem]]] = {}  # --price, by the plan's index
     failed = False
     for path in args.files:
         try:
@@ -291,10 +292,7 @@ def _plan(args: argparse.Namespace) -> int:
                 price, unpriced = plan_price(result)
                 document["price"] = price.to_dict() if price is not None else None
                 document["problems"] += _problems_json(result.source, unpriced)
-                prices[len(texts)] = [
-                    *(price.lines() if price is not None else ()),
-                    *(f"warning: {problem}" for problem in unpriced),
-                ]
+                prices[len(texts)] = (price.lines() if price is not None else [], unpriced)
             if args.json:
                 _strict_json(document, path)
         except ConfigError as error:
@@ -318,12 +316,15 @@ def _plan(args: argparse.Namespace) -> int:
             if isinstance(item, ConfigError):
                 report.problems(item.source or args.files[index], item.problems)
                 continue
+            lines, unpriced = prices.get(index, ([], []))
             if report.human:
                 print(item)
-                for line in prices.get(index, ()):
+                for line in lines:
                     print(printable(line))
-            if report.format != "text":  # the text of a plan shows its warnings
-                report.problems(item.source, item.explanation.warnings)
+            if report.format == "text":
+                report.problems(item.source, unpriced)
+            else:  # the text of a plan shows its warnings
+                report.problems(item.source, [*item.explanation.warnings, *unpriced])
     return EXIT_INVALID if failed else EXIT_OK
 
 
@@ -520,7 +521,10 @@ def _preflight(args: argparse.Namespace) -> int:
             {
                 "source": source,
                 "ok": not any(p.severity == "error" for p in problems),
-                "problems": [{**e, "rule": "preflight"} for e in _problems_json(source, problems)],
+                "problems": [
+                    {**e, "rule": "preflight"} if result is not None else e
+                    for e in _problems_json(source, problems)
+                ],
                 **(result.to_dict() if result is not None else {}),
             }
             for source, problems, result in results

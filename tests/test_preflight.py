@@ -166,8 +166,12 @@ def test_a_type_whose_quota_is_0_is_refused_with_the_quota_its_value_and_the_con
     assert not result.ok
 
 
-def _running(account: Account, name: str, instance_type: str, count: int, spot: bool = False):
-    """A training job of the account that is still running (moto completes jobs at once)."""
+def _running(
+    account: Account, name: str, instance_type: str, count: int, spot: bool = False,
+    pooled: bool = False,
+):  # fmt: skip
+    """A training job of the account that is still running (moto completes jobs at once), or
+    (``pooled``) one that ended and keeps its instances in an available warm pool."""
     from moto.sagemaker.models import sagemaker_backends
 
     account.aws("sagemaker").create_training_job(
@@ -180,7 +184,11 @@ def _running(account: Account, name: str, instance_type: str, count: int, spot: 
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
         EnableManagedSpotTraining=spot,
     )  # fmt: skip
-    sagemaker_backends[ACCOUNT][REGION].training_jobs[name].training_job_status = "InProgress"
+    job = sagemaker_backends[ACCOUNT][REGION].training_jobs[name]
+    if pooled:
+        job.warm_pool_status = {"Status": "Available", "ResourceRetainedBillableTimeInSeconds": 60}
+    else:
+        job.training_job_status = "InProgress"
 
 
 def test_running_jobs_count_two_running_and_a_quota_of_3_refuse_a_2_instance_job(account):
@@ -212,6 +220,15 @@ def test_the_same_job_fits_when_the_quota_covers_the_running_jobs(account):
     account.quotas({name: ("L-G512XL01", 1.0)})
     account.applied("L-G512XL01", 4.0)
     assert account.run(_job("ml.g5.12xlarge", 2)).problems == ()
+
+
+def test_instances_kept_in_a_warm_pool_make_a_warning_the_job_may_reuse_the_pool(account):
+    name = "ml.g5.12xlarge for training job usage"
+    _running(account, "pooled", "ml.g5.12xlarge", 2, pooled=True)
+    account.quotas({name: ("L-G512XL01", 1.0)})
+    account.applied("L-G512XL01", 3.0)
+    problem = _only(account.run(_job("ml.g5.12xlarge", 2)), "warning")
+    assert "2 more are kept in warm pools: unless the job reuses one of them" in problem.message
 
 
 def test_a_pending_increase_is_a_warning_not_an_error(account):
@@ -580,6 +597,13 @@ def test_the_price_is_the_training_rate_times_instances_times_max_run(account):
     # 4 x 7.09 x 24 = 680.64 < 977.28; 8 x 5.6 x 24 = 1075.2 is dearer; p5 has no rate here
     assert [(f.instance_type, f.count) for f in price.cheaper] == [("ml.g5.12xlarge", 4)]
     assert price.lines()[1] == "ceiling: $977.28 if the job runs its whole max_run of 24 h"
+
+
+def test_the_regions_price_table_is_read_once_a_month(account):
+    _price_list(account, {"ml.g5.12xlarge": 7.09})
+    first = account.run(_job(), price=True).price
+    second = account.run(_job(), price=True).price  # no answer queued: from the user cache
+    assert first is not None and first == second and first.ceiling == pytest.approx(7.09 * 24)
 
 
 def test_a_denied_price_list_is_a_warning_naming_the_permission(account):

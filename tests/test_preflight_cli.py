@@ -222,3 +222,30 @@ def test_plan_price_in_json_and_plan_without_it_asks_nothing(stubbed, capsys):
     assert price["ceiling"] == pytest.approx(904.512)
     cheaper = [f["instance_type"] for f in price["cheaper"]]
     assert cheaper == ["ml.g6.12xlarge", "ml.g5.12xlarge", "ml.g5.48xlarge"]
+
+
+def test_plan_price_that_cannot_be_read_is_a_warning_and_the_plan_stands(
+    monkeypatch, capsys, tmp_path
+):
+    monkeypatch.setenv("SAFE_ESTIMATORS_CACHE_DIR", str(tmp_path / "cache"))  # nothing cached
+    original = guard.Clients.get
+
+    def get(self: guard.Clients, service: str, lane: str = "", region: str | None = None) -> Any:
+        fresh = (service, lane, region or self.region) not in self._clients
+        client = original(self, service, lane, region)
+        if fresh and service == "pricing":
+            stub = Stubber(client)
+            stub.add_client_error("get_products", "AccessDeniedException")
+            stub.activate()
+        return client
+
+    monkeypatch.setattr(guard.Clients, "get", get)
+    monkeypatch.setenv("AWS_REGION", REGION)
+    spec = EXAMPLES / "memory-fit" / "job.yaml"
+    assert main(["plan", str(spec), "--price"]) == 0
+    out = capsys.readouterr().out
+    assert "CreateTrainingJob request:" in out
+    assert (
+        "instance_type: warning: could not read the price: AccessDeniedException on "
+        "pricing:GetProducts." in out
+    )

@@ -153,8 +153,10 @@ def from_estimator(estimator: Any, region: str) -> Job:
             Instances(g.instance_type, int(g.instance_count), f"instance_groups.{n}")
             for n, g in enumerate(groups)
         )
+    elif isinstance(estimator.instance_type, str):  # (a Pipelines parameter is not known yet)
+        instances = (Instances(estimator.instance_type, int(estimator.instance_count or 1)),)
     else:
-        instances = (Instances(str(estimator.instance_type), int(estimator.instance_count or 1)),)
+        instances = ()
     locations = []
     for path, kind in (
         ("output_path", "output"),

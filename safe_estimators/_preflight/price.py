@@ -106,7 +106,10 @@ def training_rates(clients: Clients, region: str) -> dict[str, float]:
         f"preflight-prices-{region}.json",
         {"region": region, "month": month, "component": "Training", "format": 1},
         derive,
-        lambda v: isinstance(v, dict) and all(isinstance(r, (int, float)) for r in v.values()),
+        # An empty table is asked again next time rather than trusted for a month.
+        lambda v: (
+            isinstance(v, dict) and bool(v) and all(isinstance(r, int | float) for r in v.values())
+        ),
     )
     return value
 

@@ -170,15 +170,20 @@ def pending_increase(ctx: Context, code: str, need: int) -> Any:
 
 @attrs.frozen
 class Usage:
-    """Instances of in-progress training jobs, by (instance type, spot)."""
+    """Instances of in-progress training jobs, by (instance type, spot), and the instances
+    kept in available warm pools (which count against the training quotas too, unless the job
+    reuses the pool)."""
 
     instances: Counter[tuple[str, bool]]
     jobs: Counter[tuple[str, bool]]  # the jobs holding them
     listed: int  # in-progress jobs counted
     complete: bool
+    spot_jobs: int = 0
+    pooled: Counter[tuple[str, bool]] = attrs.field(factory=Counter)
 
-    def of(self, instance_type: str | None, spot: bool) -> tuple[int, int]:
-        """(instances, jobs) of ``instance_type`` (None: every type) on spot or on demand."""
+    def of(self, instance_type: str | None, spot: bool) -> tuple[int, int, int]:
+        """(instances, jobs, instances in warm pools) of ``instance_type`` (None: every type)
+        on spot or on demand."""
 
         def wanted(key: tuple[str, bool]) -> bool:
             return key[1] == spot and (instance_type is None or key[0] == instance_type)
@@ -187,28 +192,35 @@ class Usage:
         jobs = sum(n for key, n in self.jobs.items() if wanted(key))
         if instance_type is None:  # a job of two instance groups is one job
             jobs = self.spot_jobs if spot else self.listed - self.spot_jobs
-        return instances, jobs
-
-    spot_jobs: int = 0
+        return instances, jobs, sum(n for key, n in self.pooled.items() if wanted(key))
 
 
-def usage(ctx: Context) -> Usage:
-    """What the account's in-progress training jobs hold (ListTrainingJobs, then
-    DescribeTrainingJob: the summaries have no instance type), bounded in pages and jobs."""
+def _names(ctx: Context, **only: str) -> tuple[list[str], bool]:
+    """The names of the training jobs ListTrainingJobs gives with the filter ``only``, and
+    whether every page was read."""
     names: list[str] = []
     token = None
-    complete = True
-    for page_number in range(MAX_JOB_PAGES):
-        params: dict[str, Any] = {"StatusEquals": "InProgress", "MaxResults": 100}
+    for _ in range(MAX_JOB_PAGES):
+        params: dict[str, Any] = {**only, "MaxResults": 100}
         if token:
             params["NextToken"] = token
         page = ctx.call("instance_type", "sagemaker", "ListTrainingJobs", **params)
         names += [s["TrainingJobName"] for s in page.get("TrainingJobSummaries", [])]
         token = page.get("NextToken")
         if not token:
-            break
-        if page_number == MAX_JOB_PAGES - 1:
-            complete = False
+            return names, True
+    return names, False
+
+
+def usage(ctx: Context) -> Usage:
+    """What the account's in-progress training jobs and available warm pools hold
+    (ListTrainingJobs, then DescribeTrainingJob: the summaries have no instance type), bounded
+    in pages and jobs. A job counts by what DescribeTrainingJob says of it (its status, its
+    warm pool's status), whatever the listing's filter did."""
+    running, complete = _names(ctx, StatusEquals="InProgress")
+    pools, pools_complete = _names(ctx, WarmPoolStatusEquals="Available")
+    names = list(dict.fromkeys(running + pools))
+    complete = complete and pools_complete
     if len(names) > MAX_DESCRIBED:
         names, complete = names[:MAX_DESCRIBED], False
 
@@ -224,21 +236,28 @@ def usage(ctx: Context) -> Usage:
             raise
 
     instances: Counter[tuple[str, bool]] = Counter()
+    pooled: Counter[tuple[str, bool]] = Counter()
     jobs: Counter[tuple[str, bool]] = Counter()
-    spot_jobs = 0
+    spot_jobs = listed = 0
     for described in ctx.map(describe, names):
         if described is None:
             continue
         resources = described.get("ResourceConfig") or {}
         on_spot = bool(described.get("EnableManagedSpotTraining"))
-        spot_jobs += on_spot
-        groups = resources.get("InstanceGroups") or [resources]
-        for kind in {g["InstanceType"] for g in groups if g.get("InstanceType")}:
-            jobs[(kind, on_spot)] += 1
-        for group in groups:
-            if group.get("InstanceType"):
+        groups = [
+            g for g in resources.get("InstanceGroups") or [resources] if g.get("InstanceType")
+        ]
+        if described.get("TrainingJobStatus") == "InProgress":
+            listed += 1
+            spot_jobs += on_spot
+            for kind in {g["InstanceType"] for g in groups}:
+                jobs[(kind, on_spot)] += 1
+            for group in groups:
                 instances[(group["InstanceType"], on_spot)] += int(group.get("InstanceCount", 1))
-    return Usage(instances, jobs, len(names), complete, spot_jobs)
+        elif (described.get("WarmPoolStatus") or {}).get("Status") == "Available":
+            for group in groups:
+                pooled[(group["InstanceType"], on_spot)] += int(group.get("InstanceCount", 1))
+    return Usage(instances, jobs, listed, complete, spot_jobs, pooled)
 
 
 def check(ctx: Context) -> list[Problem]:
@@ -309,13 +328,26 @@ def _against(
     own: int,
     others: int,
     jobs: int,
+    pooled: int,
     complete: bool,
 ) -> list[Problem]:
     """The job's ``own`` instances plus ``others`` held by ``jobs`` running jobs against the
-    quota (``complete``: every running job was counted)."""
+    quota, and ``pooled`` kept in warm pools (``complete``: every running job was counted)."""
     need = own + others
     region = ctx.job.region
     running = f"{others} in {count(jobs, 'running training job')}" if jobs else "0 running"
+    if need <= value < need + pooled:  # a warm pool the job may or may not reuse
+        return [
+            warning(
+                path,
+                f"the account's quota {name!r} is {value:g} in {region}; the job needs {own} "
+                f"and the running jobs hold {others}, and {pooled} more are kept in warm "
+                "pools: unless the job reuses one of them (same configuration), SageMaker "
+                "refuses it with ResourceLimitExceeded.",
+                "let the warm pools end (UpdateTrainingJob with KeepAlivePeriodInSeconds 0), "
+                f"or request an increase ({console(region, code)}).",
+            )
+        ]
     if need <= value:
         if complete:
             return []

@@ -92,25 +92,44 @@ def check(ctx: Context) -> list[Problem]:
         return [*problems, denied.problem]
 
 
+# What a training job does with the role on its own resources (AWS Knowledge Center,
+# "sagemaker-s3-accessdenied-training": s3:GetObject, s3:PutObject and s3:ListBucket on the
+# job's buckets; kms:Encrypt and kms:Decrypt with a KMS-encrypted output, kms:CreateGrant for a
+# volume key), the image pull from ECR for a custom image, and the job's log streams.
+_KEY_ACTIONS = {
+    "output_kms_key": ["kms:Encrypt", "kms:Decrypt"],
+    "volume_kms_key": ["kms:CreateGrant"],
+}
+_PULL = ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+
+
 def _needs(ctx: Context) -> list[tuple[str, list[str], list[str]]]:
     """What the job does with its own resources: (path, actions, resource ARNs)."""
+    from safe_estimators._preflight import ecr
+
     job = ctx.job
     partition = "aws-cn" if job.region.startswith("cn-") else "aws"
     needs = []
-    inputs = [loc for loc in job.locations if loc.kind == "input" and loc.bucket]
-    outputs = [loc for loc in job.locations if loc.kind == "output" and loc.bucket]
-    if inputs:
-        objects = sorted({f"arn:{partition}:s3:::{loc.bucket}/{loc.prefix}*" for loc in inputs})
-        buckets = sorted({f"arn:{partition}:s3:::{loc.bucket}" for loc in inputs})
-        needs.append(("inputs", ["s3:GetObject"], objects))
-        needs.append(("inputs", ["s3:ListBucket"], buckets))
-    if outputs:
-        objects = sorted({f"arn:{partition}:s3:::{loc.bucket}/{loc.prefix}*" for loc in outputs})
-        needs.append((outputs[0].path, ["s3:PutObject"], objects))
-    keys = [key for _, key in job.keys if key.startswith("arn:")]
-    if keys:
-        actions = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:CreateGrant"]
-        needs.append((job.keys[0][0], actions, sorted(set(keys))))
+    for loc in job.locations:
+        if not loc.bucket or ("bucket" in job.placeholders and loc.bucket == _placeholder()):
+            continue
+        objects = [f"arn:{partition}:s3:::{loc.bucket}/{loc.prefix}*"]
+        if loc.kind == "output":
+            needs.append((loc.path, ["s3:PutObject"], objects))
+            continue
+        needs.append((loc.path, ["s3:GetObject"], objects))  # an input, or the uploaded code
+        if loc.kind == "input":
+            needs.append((loc.path, ["s3:ListBucket"], [f"arn:{partition}:s3:::{loc.bucket}"]))
+    for path, key in job.keys:
+        if key.startswith("arn:") and path in _KEY_ACTIONS:
+            needs.append((path, _KEY_ACTIONS[path], [key]))
+    image = ecr.parse(job.image) if job.image else None
+    if image is not None and image.account not in ecr.aws_registries():
+        repository = (
+            f"arn:{partition}:ecr:{image.region}:{image.account}:repository/{image.repository}"
+        )
+        needs.append(("image_uri", _PULL, [repository]))
+        needs.append(("image_uri", ["ecr:GetAuthorizationToken"], ["*"]))
     if ctx.account is not None:
         group = (
             f"arn:{partition}:logs:{job.region}:{ctx.account}:log-group:"
@@ -118,6 +137,12 @@ def _needs(ctx: Context) -> list[tuple[str, list[str], list[str]]]:
         )
         needs.append(("role", ["logs:CreateLogStream", "logs:PutLogEvents"], [group]))
     return needs
+
+
+def _placeholder() -> str:
+    from safe_estimators._targets.shared import PLACEHOLDER_BUCKET
+
+    return PLACEHOLDER_BUCKET
 
 
 MAX_SIMULATION_PAGES = 5
