@@ -129,7 +129,8 @@ def recipe_estimate(ctx: Context, recipe: Recipe) -> tuple[Any, MemoryEstimate |
     if job is None or result is None:
         return None, None
     # The recipe's peft_type says how the frozen weights load (lora, qlora_4bit).
-    return attrs.evolve(job, shape=attrs.evolve(job.shape, quantization_known=True)), result
+    known = attrs.evolve(job.shape, quantization_known=True, quantization_fixable=False)
+    return attrs.evolve(job, shape=known), result
 
 
 # FSDP sharding strategies of a fine-tuning recipe's fsdp_config: what they shard over.
@@ -200,7 +201,8 @@ def fine_tuning_estimate(ctx: Context, recipe: Recipe) -> tuple[Any, MemoryEstim
     )
     complete, _ = complete_shape(shape, {})
     assert ctx.instance is not None and complete.parameters is not None
-    complete = attrs.evolve(complete, quantization_known=True)  # peft_type says it
+    # peft_type says how the frozen weights load, in the recipe's own keys.
+    complete = attrs.evolve(complete, quantization_known=True, quantization_fixable=False)
     if lora:
         targets = tuple(targets) if isinstance(targets, list) else targets
         adapters = SimpleNamespace(r=rank, target_modules=targets, modules_to_save=())
