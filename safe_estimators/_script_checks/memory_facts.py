@@ -710,7 +710,7 @@ def iter_facts(facts: ScriptMemoryFacts) -> Iterator[tuple[str, ScriptFact]]:
     """The facts that were found, by name, for messages and notes."""
     for name in (
         "sharding", "offload", "checkpointing", "precision", "quantization", "adapters",
-        "data_parallel", "frozen_weights",
+        "data_parallel", "frozen_weights", "master_weights", "loads_unquantized",
     ):  # fmt: skip
         fact = getattr(facts, name)
         if fact is not None:
