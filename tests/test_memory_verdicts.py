@@ -206,3 +206,46 @@ def test_an_unknown_library_imported_and_never_used_downgrades_nothing(tmp_path:
     assert script_memory_facts("train.py", {}, source_dir=tmp_path).undecided == (
         "it imports my_trainer_lib, which may shard",
     )
+
+
+LORA = """
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B", {load})
+model = get_peft_model(model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"]))
+optimizer = torch.optim.AdamW(p for p in model.parameters() if p.requires_grad)
+with torch.autocast("cuda", dtype=torch.bfloat16):
+    model(**batch).loss.backward()
+optimizer.step()
+model.save_pretrained("/opt/ml/model")
+"""
+
+
+def lora_job(folder: Path, load: str) -> Any:
+    (folder / "train.py").write_text(LORA.format(load=load))
+    (folder / "config.json").write_text(json.dumps(LLAMA_3_1_8B))
+    return safe_estimators.pytorch(
+        entry_point="train.py", source_dir=str(folder), role=ROLE,
+        instance_type="ml.g4dn.xlarge", instance_count=1, framework_version="2.3.0",
+        py_version="py311",
+        model={"config": str(folder / "config.json"), "sequence_length": 2048,
+               "micro_batch_size": 1, "precision": "bf16", "activation_checkpointing": True},
+    )  # fmt: skip
+
+
+def test_adapters_on_weights_the_script_visibly_loads_unquantized_are_refused(tmp_path):
+    # 8.03e9 bf16 frozen weights (16.1 GB) on a 16 GB T4: in 4 bits they would fit, but every
+    # model load is in sight and asks for no quantization.
+    with pytest.raises(ConfigError) as raised:
+        lora_job(tmp_path, "torch_dtype=torch.bfloat16")
+    [problem] = [p for p in raised.value.problems if p.path == "model"]
+    assert problem.severity == "error"
+    assert "unless the script loads the frozen weights quantized" not in problem.message
+    assert "load the frozen weights in 8bit" in problem.hint  # a change the script can make
+
+
+def test_a_load_whose_arguments_are_out_of_sight_keeps_the_quantization_caveat(tmp_path):
+    [warning] = memory_warnings(lora_job(tmp_path, "torch_dtype=torch.bfloat16, **loading"))
+    assert "unless the script loads the frozen weights quantized" in warning

@@ -356,3 +356,35 @@ def test_a_recipe_job_is_refused_as_a_model_trainer_naming_the_estimator_target(
     (problem,) = raised.value.problems
     assert problem.path == "training_recipe"
     assert "target: estimator" in problem.hint
+
+
+MISTRAL_DDP = """
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from transformers import AutoModelForCausalLM
+
+dist.init_process_group("nccl")
+model = AutoModelForCausalLM.from_pretrained("mistralai/Mistral-7B-v0.1",
+                                             torch_dtype=torch.bfloat16).cuda()
+model = DDP(model, device_ids=[int(os.environ["LOCAL_RANK"])])
+"""
+
+
+def test_a_job_that_cannot_fit_under_any_reading_is_refused_as_a_model_trainer_too(tmp_path):
+    # Mistral-7B under plain DDP on ml.g5.48xlarge: 7.24e9 x 16 bytes per A10G, and about
+    # 58 GB even at 8 bytes per parameter (issue 34): the same error on either SDK.
+    (tmp_path / "train.py").write_text(MISTRAL_DDP)
+    with pytest.raises(ConfigError) as raised:
+        safe_estimators.model_trainer(
+            entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
+            instance_type="ml.g5.48xlarge", instance_count=1, framework_version="2.3.0",
+            py_version="py311", distribution={"torch_distributed": {"enabled": True}},
+            model={"parameters": "7.24B", "sequence_length": 2048, "micro_batch_size": 1,
+                   "precision": "bf16", "activation_checkpointing": True},
+        )  # fmt: skip
+    [problem] = [p for p in raised.value.problems if p.path == "model"]
+    assert problem.severity == "error"
+    assert "even at 8 bytes per parameter" in problem.message

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from conftest import ROLE
 from recipe_fixtures import (
     README_OVERRIDES,
@@ -21,6 +22,7 @@ from recipe_fixtures import (
     write_recipe,
 )
 
+from safe_estimators._recipes.facts import FINE_TUNING_MODELS
 from safe_estimators._resolve import check_arguments
 
 IMAGE = "111122223333.dkr.ecr.us-west-2.amazonaws.com/llmft:1"
@@ -124,3 +126,18 @@ def test_the_recipe_image_goes_through_the_cuda_rule_with_its_cuda_build(tmp_pat
     given = _problems(str(file), instance_type="ml.p6-b200.48xlarge", instance_count=2,
                       recipe_overrides=README_OVERRIDES, image_uri=IMAGE)  # fmt: skip
     assert "image_uri" not in [p.path for p in given]
+
+
+@pytest.mark.parametrize("model", sorted(FINE_TUNING_MODELS))
+def test_the_collections_own_shapes_on_their_listed_types_pass_clean(model, tmp_path):
+    # LoRA (HYBRID_SHARD, one ml.p5.48xlarge) and full fine-tuning (FULL_SHARD; 4 nodes for
+    # the 70B, as AWS's Llama 3.3 70B fft recipe runs) pass with no problem at all.
+    name = f"org/{model}-Instruct"
+    lora = write_recipe(tmp_path / "lora.yaml", llmft_recipe(model=name))
+    assert _problems(str(lora), image_uri=IMAGE) == []
+    full = llmft_recipe(model=name, sharding="FULL_SHARD")
+    full["training_config"]["model_config"]["peft_config"] = None
+    nodes = 4 if "70b" in model else 1
+    full["trainer"]["num_nodes"] = nodes
+    file = write_recipe(tmp_path / "fft.yaml", full)
+    assert _problems(str(file), image_uri=IMAGE, instance_count=nodes) == []

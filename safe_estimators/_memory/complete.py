@@ -104,6 +104,8 @@ class CompleteShape:
     # True: how the frozen weights load is stated (a recipe's peft_type says LoRA or QLoRA), so
     # quantized loading is not something the checks cannot see.
     quantization_known: bool = False
+    # False: the job cannot change how they load in the script's terms (a recipe's keys).
+    quantization_fixable: bool = True
 
     @property
     def trainable(self) -> int:
@@ -353,6 +355,13 @@ def complete_shape(
                     + _assumed(complete, shape, config),
                 ),
             )
+    unquantized = getattr(script, "loads_unquantized", None) if script is not None else None
+    if unquantized is not None and complete.quantization is None:
+        complete = attrs.evolve(
+            complete,
+            quantization_known=True,
+            notes=(*complete.notes, f"frozen weights not quantized: {unquantized} asks for none"),
+        )
     return _with_frozen_weights(_with_adapters(complete, shape, script), script), problems
 
 

@@ -183,7 +183,7 @@ def _with_batch(job: Job, batch: int) -> Job:
 def _quantize(job: Job) -> Iterator[tuple[str, Job]]:
     # Frozen weights only (LoRA-style jobs): bitsandbytes' quantized layers take no gradients.
     shape = job.shape
-    if not shape.trains_adapters or shape.quantization_known:
+    if not shape.trains_adapters or not shape.quantization_fixable:
         return  # a recipe's peft_type says how they load, in its own keys
     steps = {None: ("8bit", "4bit"), "8bit": ("4bit",)}.get(shape.quantization, ())
     for bits in steps:

@@ -135,7 +135,7 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
     best = optimistic.estimate()
     if not best.fits:
         # Over the device under every reading the sources allow: certain, so an error.
-        assumed = "; ".join(reading.assumed for reading in readings)
+        assumed = "; ".join(dict.fromkeys(reading.assumed for reading in readings))
         return [
             Problem(
                 PATH,

@@ -38,6 +38,7 @@ _SHAPE_KEYS = {
     "num_attention_heads": "attention_heads",
     "vocab_size": "vocab_size",
     "intermediate_size": "intermediate_size",
+    "num_key_value_heads": "key_value_heads",
     "max_context_width": "sequence_length",
     "train_batch_size": "micro_batch_size",
     "activation_checkpointing": "activation_checkpointing",
@@ -82,9 +83,13 @@ def recipe_shape(model: Mapping[str, Any]) -> tuple[ModelShape | None, str]:
         rank = peft.get("rank") if type(peft.get("rank")) is int else _LORA_RANK
         hidden = fields["hidden_size"]
         inner = fields.get("intermediate_size", 4 * hidden)
+        heads, kv_heads = fields.get("attention_heads"), fields.get("key_value_heads")
+        # k and v: key/value heads x head size where the recipe gives them (grouped-query),
+        # else hidden wide.
+        kv = kv_heads * (hidden // heads) if heads and kv_heads else hidden
         # Every attention and MLP projection of every layer (the adapter's default targets,
         # counted at their widest): rank x (inputs + outputs) each.
-        per_layer = rank * (4 * 2 * hidden + 3 * (hidden + inner))
+        per_layer = rank * (2 * 2 * hidden + 2 * (hidden + kv) + 3 * (hidden + inner))
         fields["trainable_parameters"] = fields["layers"] * per_layer
         if kind == "qlora_4bit":
             fields["quantization"] = "4bit"
@@ -129,7 +134,8 @@ def recipe_estimate(ctx: Context, recipe: Recipe) -> tuple[Any, MemoryEstimate |
     if job is None or result is None:
         return None, None
     # The recipe's peft_type says how the frozen weights load (lora, qlora_4bit).
-    return attrs.evolve(job, shape=attrs.evolve(job.shape, quantization_known=True)), result
+    known = attrs.evolve(job.shape, quantization_known=True, quantization_fixable=False)
+    return attrs.evolve(job, shape=known), result
 
 
 # FSDP sharding strategies of a fine-tuning recipe's fsdp_config: what they shard over.
@@ -200,7 +206,8 @@ def fine_tuning_estimate(ctx: Context, recipe: Recipe) -> tuple[Any, MemoryEstim
     )
     complete, _ = complete_shape(shape, {})
     assert ctx.instance is not None and complete.parameters is not None
-    complete = attrs.evolve(complete, quantization_known=True)  # peft_type says it
+    # peft_type says how the frozen weights load, in the recipe's own keys.
+    complete = attrs.evolve(complete, quantization_known=True, quantization_fixable=False)
     if lora:
         targets = tuple(targets) if isinstance(targets, list) else targets
         adapters = SimpleNamespace(r=rank, target_modules=targets, modules_to_save=())

@@ -195,6 +195,9 @@ class ScriptMemoryFacts:
     wrapper that keeps fp32 master copies of 16-bit weights (``"accelerate-fsdp"``: the
     Trainer's ``fsdp=`` or Accelerate's FSDP plugin with mixed precision on; ``"deepspeed"``:
     a DeepSpeed config with bf16 or fp16 enabled); the memory estimate's facts say why each does.
+    ``loads_unquantized``: an adapter-training script whose every model load is in sight and
+    asks for no quantization (no ``quantization_config``, ``load_in_4bit``/``8bit`` or ``**``
+    arguments, no ``prepare_model_for_kbit_training``): its frozen weights are not quantized.
     """
 
     sharding: ScriptFact | None = None
@@ -208,6 +211,7 @@ class ScriptMemoryFacts:
     data_parallel: ScriptFact | None = None
     frozen_weights: ScriptFact | None = None
     master_weights: ScriptFact | None = None
+    loads_unquantized: ScriptFact | None = None
 
 
 def memory_facts(
@@ -236,6 +240,8 @@ class _Reader:
         self.adapter_uses: list[ScriptFact] = []
         self.model_loads: list[ScriptFact] = []
         self.master_weights: list[ScriptFact] = []
+        # Model loads that ask for quantization, or may (``**`` arguments).
+        self.quantizing_loads: list[ScriptFact] = []
         # Accelerate's FSDP plugin and Accelerator(mixed_precision=...): together, fp32 masters.
         self.accelerate_fsdp: list[ScriptFact] = []
         self.accelerate_mixed: list[ScriptFact] = []
@@ -271,7 +277,18 @@ class _Reader:
             data_parallel=self._data_parallel(),
             frozen_weights=self._frozen_weights(),
             master_weights=self._master_weights(),
+            loads_unquantized=self._loads_unquantized(),
         )
+
+    def _loads_unquantized(self) -> ScriptFact | None:
+        if not self.adapter_uses or not self.model_loads or self.quantization or self.undecided:
+            return None
+        kbit = "`prepare_model_for_kbit_training"
+        if any(fact.how.startswith(kbit) for fact in self.adapter_uses):
+            return None
+        if self.quantizing_loads:
+            return None
+        return self.model_loads[0]
 
     def _master_weights(self) -> ScriptFact | None:
         if self.accelerate_fsdp and self.accelerate_mixed:
@@ -634,6 +651,12 @@ class _Reader:
         )
 
     def _model_load(self, module: _Module, call: _Call, dtype: ast.expr | None) -> None:
+        node = call.node
+        if any(kw.arg is None for kw in node.keywords) or any(
+            _keyword(node, name) is not None
+            for name in ("quantization_config", "load_in_4bit", "load_in_8bit")
+        ):
+            self._add(self.quantizing_loads, module, call, True, f"`{_short(call)}`")
         if dtype is None:
             value: str | None = "default"
             how = f"`{_short(call)}` without torch_dtype"
@@ -687,7 +710,7 @@ def iter_facts(facts: ScriptMemoryFacts) -> Iterator[tuple[str, ScriptFact]]:
     """The facts that were found, by name, for messages and notes."""
     for name in (
         "sharding", "offload", "checkpointing", "precision", "quantization", "adapters",
-        "data_parallel", "frozen_weights",
+        "data_parallel", "frozen_weights", "master_weights", "loads_unquantized",
     ):  # fmt: skip
         fact = getattr(facts, name)
         if fact is not None:
