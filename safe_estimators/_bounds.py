@@ -20,8 +20,11 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._problems import MAX_PROBLEMS, MAX_QUOTED
+
 __all__ = [
     "MAX_PROBLEMS",
+    "MAX_QUOTED",
     "is_inside",
     "printable",
     "quote",
@@ -42,10 +45,8 @@ MAX_NODES = 20_000
 # parameters.x, or a DeepSpeed config in a hyperparameter); the SDK's own code recurses.
 MAX_DEPTH = 64
 
-# Problems shown in one message (a ConfigError's, a JSON document's); a human fixes the first
-# ones, and more than that is one mistake repeated. _problems takes it from here, so that this
-# module (which every stage imports) imports nothing of the package.
-MAX_PROBLEMS = 50
+# MAX_PROBLEMS (imported above, defined beside ConfigError): problems shown in one message; a
+# human fixes the first ones, and more than that is one mistake repeated.
 
 # No value of CreateTrainingJob holds a longer number: top-level numbers are 64-bit, and a
 # hyperparameter is sent as text of at most 2,500 characters (Python cannot even print an int
@@ -54,15 +55,8 @@ MAX_INT_DIGITS = 2_500
 
 _MAX_INT_BITS = int(MAX_INT_DIGITS * 3.33)  # log2(10) bits per digit, rounded down
 
-# Values quoted in messages: enough to recognise the value, never a whole file in a CI log.
-MAX_QUOTED = 80
-
-# A problem's message and fix (and path) as stored, whatever they quote: a word longer than
-# MAX_WORD characters (a value quoted whole: no word of ours is a tenth of it) is cut to its
-# first MAX_QUOTED, and the text to MAX_MESSAGE, the longest line the text output prints. A
-# multi-megabyte instance_type made 1.8 MB of --json output (issue 32).
-MAX_WORD = 256
-MAX_MESSAGE = 2_000
+# MAX_QUOTED (imported above, defined beside Problem): the characters of a value quoted in a
+# message.
 
 # Folders walked under source_dir (the SDK uploads all of it): a training project has tens or
 # hundreds of files; a walk that meets more is walking a disk.
@@ -209,23 +203,6 @@ def quote(value: object, limit: int = MAX_QUOTED) -> str:
     if len(text) > limit:
         text = f"{text[: limit - 1]}… ({len(text):,} characters)"
     return printable(text)
-
-
-def shortened(text: str) -> str:
-    """``text`` (a message) with each word over ``MAX_WORD`` characters cut to its first
-    ``MAX_QUOTED`` and its length, and the whole to ``MAX_MESSAGE`` characters."""
-    if len(text) > MAX_WORD:
-        text = _long_word().sub(_cut_word, text)
-    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
-
-
-@functools.cache
-def _long_word() -> re.Pattern[str]:
-    return re.compile(rf"\S{{{MAX_WORD + 1},}}")
-
-
-def _cut_word(word: re.Match[str]) -> str:
-    return f"{word.group()[: MAX_QUOTED - 1]}… ({len(word.group()):,} characters)"
 
 
 def _type_name(value: object) -> str:

@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import copy
+import functools
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 
-from safe_estimators._bounds import MAX_PROBLEMS
-
 if TYPE_CHECKING:
     from instance_catalog._suggest import CloseMatches
 
-# MAX_PROBLEMS: shown in a ConfigError's message (all of them stay in ``problems``).
+# Shown in a ConfigError's message (all of them stay in ``problems``); see _bounds.
+MAX_PROBLEMS = 50
+
+# Values quoted in messages: enough to recognise the value, never a whole file in a CI log.
+MAX_QUOTED = 80
+
+# A problem's message and fix (and path) as stored, whatever they quote: a word longer than
+# MAX_WORD characters (a value quoted whole: no word of ours is a tenth of it) is cut to its
+# first MAX_QUOTED, and the text to MAX_MESSAGE, the longest line the text output prints. A
+# multi-megabyte instance_type made 1.8 MB of --json output (issue 32).
+MAX_WORD = 256
+MAX_MESSAGE = 2_000
 
 Severity = Literal["error", "warning"]
 
@@ -21,21 +32,30 @@ Severity = Literal["error", "warning"]
 def _masked(text: str) -> str:
     """Every part of a problem may quote the user's values: none shows more than the first
     characters of a suspected credential (``_secret_formats.mask_text``), nor more than the
-    first characters of a value quoted whole (``_bounds.shortened``)."""
+    first characters of a value quoted whole (``shortened``)."""
     from safe_estimators._secret_formats import mask_text
 
     if not isinstance(text, str):
         return text
     text = mask_text(text)
-    if len(text) > _SHORT:
-        from safe_estimators._bounds import shortened
-
-        text = shortened(text)
-    return text
+    return shortened(text) if len(text) > MAX_WORD else text
 
 
-# No text shorter than this can hold a word ``shortened`` cuts (see _bounds.MAX_WORD).
-_SHORT = 256
+def shortened(text: str) -> str:
+    """``text`` (a message) with each word over ``MAX_WORD`` characters cut to its first
+    ``MAX_QUOTED`` and its length, and the whole to ``MAX_MESSAGE`` characters."""
+    if len(text) > MAX_WORD:
+        text = _long_word().sub(_cut_word, text)
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+@functools.cache
+def _long_word() -> re.Pattern[str]:
+    return re.compile(rf"\S{{{MAX_WORD + 1},}}")
+
+
+def _cut_word(word: re.Match[str]) -> str:
+    return f"{word.group()[: MAX_QUOTED - 1]}… ({len(word.group()):,} characters)"
 
 
 @attrs.frozen

@@ -33,8 +33,8 @@ from typing import Any, TextIO
 
 import attrs
 
-from safe_estimators._bounds import MAX_PROBLEMS, printable, shortened
-from safe_estimators._problems import Problem
+from safe_estimators._bounds import MAX_PROBLEMS, printable
+from safe_estimators._problems import Problem, shortened
 from safe_estimators._secret_formats import mask_text
 
 FORMATS = ("text", "json", "github", "sarif", "codeclimate")

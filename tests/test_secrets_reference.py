@@ -43,7 +43,7 @@ _QUOTED_ENTRY = re.compile(r"""(['"])([A-Za-z0-9_.-]{1,128})\1: (['"])([^'"\\\n]
 # NAME=value: the name where a word starts, the value up to a separator; one masked already
 # ("…" after it) is left alone.
 _ASSIGNED = re.compile(
-    r"""(?<![\w.-])([A-Za-z_][\w.-]{0,127})=([^\s'",;&…]+)(?![^\s'",;&])""", re.ASCII
+    r"""(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,127})=([^\s'",;&…]+)(?![^\s'",;&])"""
 )
 
 

@@ -145,12 +145,15 @@ def trainer_code(
             keywords[name] = f"[{', '.join(_call('Tag', t) for t in value)}]"
         else:
             keywords[name] = _literal(value)
+    launchers: set[str] = set()
     if arguments.distributed is not None:
         kind, fields = arguments.distributed
         if kind not in _LAUNCHERS:  # ours (see _trainer._launcher), never the input's
             raise ValueError(f"unknown launcher {kind!r}")
+        launchers.add(kind)
         smp = {}
         if arguments.smp is not None:
+            launchers.add("SMP")
             smp = {"smp": _call("SMP", arguments.smp)}
         keywords["distributed"] = _call(kind, fields, smp)
     if arguments.inputs:
@@ -172,11 +175,6 @@ def trainer_code(
         )
         lines.append(f"    trainer = trainer.{method}({argument})")
     lines.append("    return trainer")
-    launchers = sorted(
-        {arguments.distributed[0]} | ({"SMP"} if arguments.smp is not None else set())
-        if arguments.distributed is not None
-        else set()
-    )
     what = f"The job in {_docstring_text(mask_text(source))}" if source else "The job"
     header = [
         f"# Region {_docstring_text(region)}{assumed}: the training image below is that region's.",
@@ -202,7 +200,7 @@ def trainer_code(
     if classes:
         header.append(f"from {configs_module} import {', '.join(sorted(classes))}")
     if launchers:
-        header.append(f"from {distributed_module} import {', '.join(launchers)}")
+        header.append(f"from {distributed_module} import {', '.join(sorted(launchers))}")
     body = [
         "",
         "",
