@@ -57,6 +57,16 @@ __all__ = [
 ]
 
 
+# The SDK's refusal without an instance count, by the recipe key it reads
+# (sagemaker/pytorch/estimator.py: the Nova setup, and the GPU and Trainium setups).
+_NO_COUNT = {
+    "run.replicas": "Must set either instance_count argument for estimator or set run -> "
+    "replicas in recipe for nova jobs.",
+    "trainer.num_nodes": "Must set either instance_count argument for estimator or set "
+    "trainer -> num_nodes in recipe.",
+}
+
+
 @problem_source(
     "recipe-instance-count",
     "A recipe job without instance_count takes it from the recipe (trainer.num_nodes, "
@@ -82,12 +92,17 @@ def recipe_arguments(arguments: Mapping[str, Any]) -> tuple[Mapping[str, Any], l
     value, key = recipe_instance_count(recipe)
     if type(value) is int and value >= 1:
         return {**arguments, "instance_count": value}, []
+    section, _, name = key.partition(".")
+    given = (
+        f"the recipe has no {name} in its {section} section" if value is None
+        else f"the recipe's {key} is {value!r}, not a whole number of instances"
+    )
     return arguments, [
         Problem(
             "instance_count",
-            f"is not given and the recipe's {key} is {value!r}; the SDK needs one of them "
-            "(\"Must set either instance_count argument for estimator or set trainer -> "
-            "num_nodes\").",
-            f"pass instance_count, or set {key} in recipe_overrides.",
+            f"is not given, and {given}: the SDK takes the instance count from one of them and "
+            f"refuses the job without (\"{_NO_COUNT[key]}\").",
+            f"pass instance_count, or set {key} in recipe_overrides "
+            f"(recipe_overrides={{{section!r}: {{{name!r}: 1}}}}).",
         )
     ]

@@ -406,11 +406,13 @@ def _huggingface_versions(ctx: Context) -> Iterator[Problem]:
 
 def _py_version(ctx: Context, container: Container, label: str) -> Iterator[Problem]:
     if container.py_versions and ctx.spec.py_version not in container.py_versions:
+        python = container.py_versions[-1]
         yield Problem(
             "py_version",
             f"{label} containers are built for {', '.join(container.py_versions)}, "
             f"not {ctx.spec.py_version!r}.",
-            f"set py_version={container.py_versions[-1]!r}.",
+            f"pass image_uri= with a container built for {ctx.spec.py_version}.",
+            fixes=(Fix((("py_version", python),), f"set py_version={python!r}"),),
         )
 
 

@@ -17,7 +17,7 @@ import attrs
 from safe_estimators._bounds import quote
 from safe_estimators._context import Context
 from safe_estimators._facts.limits import documented_maximum, member_shape, shape_problems
-from safe_estimators._problems import Problem, join_path, warning
+from safe_estimators._problems import Fix, Problem, join_path, warning
 from safe_estimators._rules.compiler import sdk_class_names
 from safe_estimators._secret_formats import mask_values_in
 from safe_estimators._spec import SPEC_FIELDS, is_pipeline_variable
@@ -216,8 +216,8 @@ def _beyond_documented_maximum(name: str, sent: Any, member: Member) -> Iterator
         f"is {sent:,} s ({sent / 86400:.1f} days); the maximum is {maximum:,} s{days}, as "
         f"botocore's SageMaker model documents {member.member}: CreateTrainingJob refuses the "
         "job.",
-        f"give max_run={maximum} or less, and save checkpoints (checkpoint_s3_uri) to continue "
-        "in a new job." if name == "max_run" else f"give {maximum:,} or less.",
+        "save checkpoints (checkpoint_s3_uri) and continue in a new job.",
+        fixes=(Fix(((name, maximum),), f"give {name}={maximum} or less"),),
     )
 
 

@@ -150,8 +150,9 @@ KNOWN_TO_GROUP_RULE: Mapping[str, str] = {
 
 # The names of a library known to do none of what the absence rules look for: initialise a
 # process group, call SMP v1's smp.init() or v2's torch.sagemaker.init()/transform(), import
-# torch_smddp (register the smddp backend). library -> {name below it: source}; a name covers
-# everything below it ("datasets" covers torchvision.datasets.FakeData).
+# torch_smddp (register the smddp backend), read SageMaker's instance group. (Not whether they
+# shard a model: the memory estimate keeps its own tables.) library -> {name below it: source};
+# a name covers everything below it ("datasets" covers torchvision.datasets.FakeData).
 _TORCHVISION = (
     "pytorch/vision torchvision/: no init_process_group, no init_device_mesh, no smdistributed "
     "or torch.sagemaker import anywhere in the package (distributed helpers live in its "

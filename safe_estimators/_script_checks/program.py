@@ -127,13 +127,14 @@ class _Program:
     def unseen(
         self,
         known: Mapping[str, str],
-        inert: Mapping[str, Mapping[str, str]] = INERT_NAMES,
+        inert: Mapping[str, Mapping[str, str]] | None = None,
     ) -> list[str]:
         """What a rule that reports an absence cannot see into, given the libraries it
         ``known``s (a table of ``libraries``): the other libraries the program imports, unless
-        it uses only names of them known not to act (``inert``, by default
-        ``libraries.INERT_NAMES``), and the local modules left unread. Empty: the whole program
-        is visible to that rule."""
+        it uses only names of them known not to act (``inert``: the absence rules pass
+        ``libraries.INERT_NAMES``; None judges every library by its name), and the local modules
+        left unread. Empty: the whole program is visible to that rule."""
+        inert = inert or {}
         hidden = []
         for name in sorted(self.libraries):
             if name in known:
@@ -184,9 +185,10 @@ class _Program:
         Severity, str
     ]:
         """The severity of a finding that rests on something missing, and what to add to its
-        message: ``severity`` when the whole program is visible to the rule (``unseen`` is
-        empty), else a warning naming what the checks could not see."""
-        hidden = self.unseen(known)
+        message: ``severity`` when the whole program is visible to the rule (``unseen`` with
+        the names known not to act is empty), else a warning naming what the checks could not
+        see."""
+        hidden = self.unseen(known, INERT_NAMES)
         if not hidden:
             return severity, ""
         return "warning", (
