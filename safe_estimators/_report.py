@@ -265,14 +265,16 @@ def _sarif_region(entry: Entry) -> dict[str, int]:
 
 def _placement_note(entry: Entry) -> str:
     """What a region that is not the problem's own place means, said in the message."""
+    path = _bounded(entry.path, _MAX_PATH)
     if entry.line is None:
-        what = "the whole script" if entry.script else f"{entry.path}, which is not in the file"
+        if entry.script or path.startswith(("<", "$")):  # <file>, <aws>, $SAGEMAKER_...
+            what = "the whole script" if entry.script else "the file as a whole"
+        else:
+            what = f"{path}, which is not in the file"
         return f" (This is about {what}: it is shown at line 1.)"
     if entry.written is not None:
-        return (
-            f" ({entry.path} is not written in the file: it is shown at {entry.written}, "
-            "where it belongs.)"
-        )
+        written = _bounded(entry.written, _MAX_PATH)
+        return f" ({path} is not written in the file: it is shown at {written}, where it belongs.)"
     return ""
 
 
