@@ -156,6 +156,16 @@ def tagged(rule: Callable[..., Any] | str, problems: Iterable[Problem]) -> list[
     return [p if p.rule is not None else _with_rule(p, name) for p in found]
 
 
+def found_by(problem: Problem, rule: Callable[..., Any]) -> Problem:
+    """``problem`` with the id of ``rule``, the function that found it, unless it has one: the
+    rule tables' runners call this per problem, so a rule that finds nothing costs nothing."""
+    if problem.rule is not None:
+        return problem
+    name = rule_id(rule)
+    FOUND_BY[name] = rule
+    return _with_rule(problem, name)
+
+
 def _with_rule(problem: Problem, rule: str) -> Problem:
     # A copy with the field set, not attrs.evolve: evolve would mask the texts again (they were
     # masked when the problem was made), a cost paid per problem of a spec with thousands.

@@ -301,14 +301,16 @@ def _sarif_region(entry: Entry) -> dict[str, int]:
 
 def _placement_note(entry: Entry) -> str:
     """What a region that is not the problem's own place means, said in the message."""
+    path = _bounded(entry.path, _MAX_PATH)
     if entry.line is None:
-        what = "the whole script" if entry.script else f"{entry.path}, which is not in the file"
-        return f" (This is about {what}: it is shown at line 1.)"
+        if entry.script:
+            return " (This is about the whole script: it is shown at line 1.)"
+        if path.startswith(("<", "$")):  # <file>, <aws>, $SAGEMAKER_USER_CONFIG_OVERRIDE
+            return " (This is about no line of the file: it is shown at line 1.)"
+        return f" (This is about {path}, which is not in the file: it is shown at line 1.)"
     if entry.written is not None:
-        return (
-            f" ({entry.path} is not written in the file: it is shown at {entry.written}, "
-            "where it belongs.)"
-        )
+        written = _bounded(entry.written, _MAX_PATH)
+        return f" ({path} is not written in the file: it is shown at {written}, where it belongs.)"
     return ""
 
 

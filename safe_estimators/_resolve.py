@@ -314,28 +314,14 @@ def check_entry_point(ctx: Context) -> list[Finding]:
     return check_script(entry_point, script_context(ctx), source_dir=source_dir)
 
 
-def finding_problem(finding: Finding, source_dir: str | None = None) -> Problem:
-    """A script finding as a problem at ``entry_point`` (file and line in the message), placed
-    at its line in the script (``source_dir``: the folder its file is relative to)."""
+def finding_problem(finding: Finding) -> Problem:
+    """A script finding as a problem at ``entry_point`` (file and line, where there is one, in
+    the message): validate reports it at the spec that runs the script, since specs may share
+    one; ``lint`` places the finding in the script itself."""
     where = f"{finding.file}:{finding.line}" if finding.line else finding.file
-    at = None
-    if finding.line > 0:
-        script = os.path.join(source_dir or "", finding.file)
-        at = (script, finding.line, 1) if os.path.isfile(script) else None
     return Problem(
-        "entry_point",
-        f"{where}: {finding.message}",
-        finding.hint,
-        finding.severity,
-        finding.rule,
-        at,
+        "entry_point", f"{where}: {finding.message}", finding.hint, finding.severity, finding.rule
     )
-
-
-def script_folder(ctx: Context | None) -> str | None:
-    """The folder the script findings' files are relative to (``source_dir``), or None."""
-    paths = ctx.script_paths if ctx is not None else None
-    return paths[1] if paths is not None else None
 
 
 def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
@@ -357,8 +343,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
         return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
     problems += tagged(check_memory, check_memory(ctx)[1])
     findings = check_entry_point(ctx)
-    folder = script_folder(ctx)
-    problems += [finding_problem(f, folder) for f in findings if f.severity == "error"]
+    problems += [finding_problem(f) for f in findings if f.severity == "error"]
     problems = _checked_fixes(spec, problems)
     problems = in_own_words(problems, spec.trainer)  # at the path the user wrote
     if spec.trainer is not None and len(spec.trainer.preferences) > 1:
@@ -740,7 +725,6 @@ class ResolvedRemote:
 def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Problem]]:
     """Structure and check a ``@remote`` job's keyword arguments; never raises. Returns the
     remote context (None when no spec could be built) and every problem."""
-    import os
 
     from safe_estimators._facts.remote_function import (
         STUDIO_IMAGE_VARIABLE,
@@ -751,6 +735,7 @@ def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Prob
     from safe_estimators._spec import structure_remote
 
     spec, problems = structure_remote(arguments, remote_keywords())
+    problems = tagged(structure_remote, problems)
     if spec is None:
         return None, problems
     studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))

@@ -86,14 +86,15 @@ def _validate_cached(
             return found
     from safe_estimators._cache import take_doubts
     from safe_estimators._commands import validate as _validate
-    from safe_estimators._rules.cache import doubt_warning
+    from safe_estimators._problems import tagged
+    from safe_estimators._rules.cache import cache_trusted, doubt_warning
 
     if key is None:
         return located(path, _validate.validate_file(path, project_root=project_root))
     arguments, problems = _validate.validate_spec(path, project_root=project_root)
     # What the lookup doubted, for a spec whose checks did not get to say it (one that does
     # not parse runs no rules): the warning belongs to this spec, not the next one.
-    problems += [doubt_warning(why) for why in take_doubts()]
+    problems += tagged(cache_trusted, [doubt_warning(why) for why in take_doubts()])
     entries = located(path, problems)
     dependencies = _dependencies(current, path, arguments, project_root)
     # A problem about the cache itself is this process's, not the spec's: never kept.

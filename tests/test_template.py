@@ -219,7 +219,7 @@ def test_every_kind_of_project_validates_without_findings(tmp_path, answers):
 
     project = render(tmp_path / "project", **answers)
     assert validate_file(project / "job.yaml") == []
-    assert lint_target(project / "job.yaml") == []
+    assert lint_target(project / "job.yaml") == ([], [])  # no spec problems, no findings
     spec = safe_estimators.load_spec(project / "job.yaml")
     assert spec.estimator == answers.get("estimator", "huggingface")
     assert (spec.training_compiler is not None) == answers.get("training_compiler", False)
@@ -246,7 +246,7 @@ def test_any_offered_gpu_type_renders_a_project_that_validates_and_lints_clean(
     estimator = ("huggingface", "pytorch")[_offered().index(instance_type) % 2]
     project = render(tmp_path / "project", estimator=estimator, instance_type=instance_type)
     assert validate_file(project / "job.yaml") == []
-    assert lint_target(project / "job.yaml") == []
+    assert lint_target(project / "job.yaml") == ([], [])  # no spec problems, no findings
 
 
 def test_copier_copy_with_a_g6e_type_on_the_command_line_plans_offline(tmp_path, capsys):

@@ -13,7 +13,7 @@ from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, 
 from safe_estimators._commands.validate import offline
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._facts.targets import MODEL_TRAINER, REMOTE_FUNCTION
-from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._problems import ConfigError, Problem, problem_source, tagged
 from safe_estimators._recipes.offline import planned_recipe_job
 from safe_estimators._resolve import resolve_arguments
 from safe_estimators._resolved import Explanation
@@ -170,6 +170,13 @@ def job_region() -> str | None:
     return found
 
 
+@problem_source(
+    "request-limits",
+    "The CreateTrainingJob request that plan and submit build must meet botocore's model of "
+    "the API: the ranges, lengths, patterns, enums and list sizes the service enforces, then "
+    "botocore's own client-side validation. A value from the SageMaker SDK config (tags, VPC, "
+    "KMS keys) is checked as well as the spec's.",
+)
 def request_problems(
     request: Mapping[str, Any], operation: Any = None, *, local: bool = False
 ) -> list[Problem]:
@@ -195,7 +202,7 @@ def request_problems(
         if report.has_errors():
             lines = report.generate_report().splitlines()
             problems = [Problem("request", line, hint) for line in lines]
-    return problems
+    return tagged(request_problems, problems)
 
 
 def plan(
@@ -236,7 +243,7 @@ def _plan(
     # Nothing is cloned or downloaded offline: a git_config source or an SDK config in S3 is
     # refused before the session reads its config, together with validate's problems.
     prior += offline_problems(arguments) + sdk_config_problems(os.environ)
-    prior += _profile_problems(os.environ)
+    prior += tagged(_profile_problems, _profile_problems(os.environ))
     if any(p.severity == "error" for p in prior):
         resolve_arguments(arguments, source, prior)  # raises with every problem, these first
     region = job_region()
@@ -276,16 +283,7 @@ def _plan(
     except ConfigError:
         raise
     except (ValueError, TypeError, RuntimeError) as exc:
-        raise ConfigError(
-            [
-                Problem(
-                    "<sagemaker>",
-                    f"the SageMaker SDK refused the job at fit(): {exc}",
-                    "report this spec: safe_estimators should have caught it.",
-                )
-            ],
-            source=source,
-        ) from exc
+        raise ConfigError(sdk_refused("fit()", exc), source=source) from exc
     problems = request_problems(request, _operation(session), local=local)
     if problems:
         raise ConfigError(problems, source=source)
@@ -318,6 +316,7 @@ def _close_recipe_file(estimator: Any) -> None:
         saved.close()
 
 
+@problem_source("aws-profile")
 def _profile_problems(environ: Mapping[str, str]) -> list[Problem]:
     """An AWS profile variable naming no profile: every estimator the SageMaker SDK builds makes
     a client from boto3's default session (for its TensorBoard app), which looks the profile up
@@ -374,6 +373,23 @@ def _inputs(inputs: str | Mapping[str, str] | None) -> Any:
 # captured before it is sent. The plan also shows the files ModelTrainer writes into its
 # ``sm_drivers`` channel: the launcher settings (``distributed.json``), the source settings
 # (``sourcecode.json``) and the container's entry point (``sm_train.sh``).
+@problem_source("sdk-refused")
+def sdk_refused(stage: str, exc: Exception) -> list[Problem]:
+    """The SageMaker SDK must accept a job the checks passed, when plan builds it and captures
+    its request: a refusal there is a check safe-estimators lacks, reported as our bug with
+    the SDK's own words."""
+    return tagged(sdk_refused, [Problem(
+        "<sagemaker>",
+        f"the SageMaker SDK refused the job at {stage}: {exc}",
+        "report this spec: safe_estimators should have caught it.",
+    )])  # fmt: skip
+
+
+@problem_source(
+    "offline-role",
+    "plan never calls AWS: sagemaker 3's ModelTrainer looks a role given by name up in IAM, so "
+    "a ModelTrainer job is planned offline only with the role's ARN.",
+)
 def _plan_model_trainer(
     arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
 ) -> Plan:
@@ -397,30 +413,16 @@ def _plan_model_trainer(
     try:
         trainer, request, files = plan_model_trainer(job, session)
     except OfflineCallRefused as exc:  # sagemaker 3 looks a role name up in IAM
-        raise ConfigError(
-            [
-                Problem(
-                    "role",
-                    f"ModelTrainer would call AWS to plan this job ({exc}); a role name is "
-                    "looked up in IAM.",
-                    "give the role's ARN (arn:aws:iam::<account>:role/<name>) to plan offline.",
-                )
-            ],
-            source=source,
-        ) from exc
+        raise ConfigError(tagged(_plan_model_trainer, [Problem(
+            "role",
+            f"ModelTrainer would call AWS to plan this job ({exc}); a role name is looked up "
+            "in IAM.",
+            "give the role's ARN (arn:aws:iam::<account>:role/<name>) to plan offline.",
+        )]), source=source) from exc  # fmt: skip
     except (ValueError, TypeError, RuntimeError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        raise ConfigError(
-            [
-                Problem(
-                    "<sagemaker>",
-                    f"the SageMaker SDK refused the job at train(): {exc}",
-                    "report this spec: safe_estimators should have caught it.",
-                )
-            ],
-            source=source,
-        ) from exc
+        raise ConfigError(sdk_refused("train()", exc), source=source) from exc
     operation = session.boto_session.client("sagemaker").meta.service_model
     problems = request_problems(request, operation.operation_model("CreateTrainingJob"))
     if problems:

@@ -131,7 +131,7 @@ def validate_spec(
 ) -> tuple[dict[str, Any] | None, list[Problem]]:
     """``validate_file``'s problems, and the keyword arguments the spec stands for (paths
     resolved; None when the file cannot be read as a spec): what the verdict cache records."""
-    from safe_estimators._resolve import check_arguments, finding_problem, script_folder
+    from safe_estimators._resolve import check_arguments, finding_problem
 
     with offline():
         arguments, problems = read_spec(path, project_root=project_root)
@@ -141,9 +141,8 @@ def validate_spec(
         checked = arguments
         if problems:  # a path outside the project, or in git: its files are not to be read
             checked = {**arguments, "check_script": False}
-        ctx, found, findings = check_arguments(checked)
-    folder = script_folder(ctx)
-    warnings = [finding_problem(f, folder) for f in findings if f.severity == "warning"]
+        _, found, findings = check_arguments(checked)
+    warnings = [finding_problem(f) for f in findings if f.severity == "warning"]
     return arguments, problems + found + warnings
 
 

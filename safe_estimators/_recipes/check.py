@@ -17,7 +17,14 @@ from typing import Any
 
 from safe_estimators._context import Context
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, count, problem_source, tagged, warning
+from safe_estimators._problems import (
+    Problem,
+    count,
+    found_by,
+    problem_source,
+    tagged,
+    warning,
+)
 from safe_estimators._recipes import facts
 from safe_estimators._recipes.load import Recipe
 from safe_estimators._resolved import Injection
@@ -534,7 +541,7 @@ def check_recipe(ctx: Context, recipe: Recipe) -> list[Problem]:
     once the rest holds."""
     from safe_estimators._recipes.memory import recipe_memory
 
-    found = [problem for rule in RECIPE_RULES for problem in tagged(rule, rule(ctx, recipe))]
+    found = [found_by(problem, rule) for rule in RECIPE_RULES for problem in rule(ctx, recipe)]
     if any(p.severity == "error" for p in found):
         return found
     return found + tagged(recipe_memory, recipe_memory(ctx, recipe))

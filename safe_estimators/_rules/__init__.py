@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from safe_estimators._context import Context, Rule
 from safe_estimators._facts.targets import applies
-from safe_estimators._problems import Problem, tagged
+from safe_estimators._problems import Problem, found_by
 from safe_estimators._rules.cache import cache_trusted
 from safe_estimators._rules.capacity import (
     max_pending_on_cpu,
@@ -147,8 +147,7 @@ RECIPE_JOB_RULES: tuple[Rule, ...] = (
 
 def run_rules(ctx: Context, rules: tuple[Rule, ...] = RULES) -> list[Problem]:
     """Run every rule and gather all their problems, each with its rule's id."""
-    applicable = _applicable(rules, ctx.target)
-    return [problem for rule in applicable for problem in tagged(rule, rule(ctx))]
+    return [found_by(p, rule) for rule in _applicable(rules, ctx.target) for p in rule(ctx)]
 
 
 # The rules of a table that hold for a target, found once per table and target, by the table's

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._distributions.instance_groups.spec import describe, total_instances
-from safe_estimators._problems import ConfigError, Problem
+from safe_estimators._problems import ConfigError, Problem, tagged
 from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._spec import count_of, instance_type_name
 
@@ -17,16 +17,13 @@ if TYPE_CHECKING:
 
 
 def _sdk_refused(exc: Exception, what: str) -> ConfigError:
-    return ConfigError(
-        [
-            Problem(
-                "<sagemaker>",
-                f"the SageMaker SDK refused the job while {what}: {exc}",
-                "this is a case safe_estimators does not check yet; please report it with the "
-                "spec that caused it.",
-            )
-        ]
-    )
+    # The rule _plan.sdk_refused documents (_build is below _plan: it cannot import it).
+    return ConfigError(tagged("sdk-refused", [Problem(
+        "<sagemaker>",
+        f"the SageMaker SDK refused the job while {what}: {exc}",
+        "this is a case safe_estimators does not check yet; please report it with the spec "
+        "that caused it.",
+    )]))  # fmt: skip
 
 PLACEHOLDER_REGION = "us-east-1"
 PLACEHOLDER_BUCKET = "sagemaker-plan-placeholder-bucket"
