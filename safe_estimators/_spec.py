@@ -1186,6 +1186,11 @@ class RemoteFunctionSpec:
 _REMOTE_TYPED = frozenset(a.name for a in attrs.fields(RemoteFunctionSpec)) - {"extra"}
 
 
+@problem_source(
+    "remote-options",
+    "A @remote job's options are the SDK decorator's keywords, each of its type: the decorator "
+    "takes no other keyword (a TypeError when the function is decorated).",
+)
 def structure_remote(
     data: object, keywords: tuple[str, ...], *, path: str = ""
 ) -> tuple[RemoteFunctionSpec | None, list[Problem]]:
