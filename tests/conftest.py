@@ -75,6 +75,7 @@ def sagemaker_session():
 # build estimators).
 BOTH_SDKS_MODULES = (
     "test_model_trainer.py",
+    "test_offline_build.py",
     "test_plan_faithful.py",
     "test_sdk_layouts.py",
     "test_targets_differential.py",

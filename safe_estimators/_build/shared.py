@@ -4,6 +4,7 @@ leave the machine."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,61 @@ def _sdk_refused(exc: Exception, what: str) -> ConfigError:
             )
         ]
     )
+
+REGION_SOURCES = "AWS_REGION, AWS_DEFAULT_REGION or the AWS config"
+
+
+def job_region() -> str | None:
+    """The region plan, submit and the factories use; no network call.
+
+    botocore reads AWS_DEFAULT_REGION and the AWS config file only; AWS_REGION, which the AWS
+    CLI v2, most AWS SDKs and many CI systems set, is honoured too and wins, as in the AWS CLI.
+    """
+    region = os.environ.get("AWS_REGION")
+    if region:
+        return region
+    import boto3
+
+    found: str | None = boto3.Session().region_name
+    return found
+
+
+def no_region() -> ConfigError:
+    """What building a job without a session says when no region is configured, in place of the
+    SDK's ``ValueError: Must setup local AWS configuration with a region...``."""
+    return ConfigError(
+        [
+            Problem(
+                "region",
+                f"no AWS region: none is set in {REGION_SOURCES}, and the SageMaker SDK needs one "
+                "to build the job (its container images and endpoints are per region).",
+                "export AWS_REGION=us-east-1 (your region), run `aws configure`, or pass "
+                "sagemaker_session=sagemaker.Session(boto_session=boto3.Session("
+                "region_name='us-east-1')).",
+            )
+        ]
+    )
+
+
+def default_boto_session() -> Any:
+    """The boto3 session the SDK's default Session takes (``boto3.DEFAULT_SESSION`` or a new
+    one), in the region ``job_region`` finds: AWS_REGION counts, as for plan and submit.
+
+    Creating it reads configuration only; no credential is looked up and nothing is sent.
+    Raises ConfigError at ``region`` when no region is configured.
+    """
+    import boto3
+
+    session = boto3.DEFAULT_SESSION or boto3.Session()
+    region = os.environ.get("AWS_REGION") or session.region_name
+    if not region:
+        raise no_region()
+    if session.region_name != region:  # AWS_REGION, which botocore does not read
+        # The same profile, where one is named (profile_name says "default" when none is).
+        profile = session.profile_name if session.profile_name in session.available_profiles else None
+        session = boto3.Session(profile_name=profile, region_name=region)
+    return session
+
 
 PLACEHOLDER_REGION = "us-east-1"
 PLACEHOLDER_BUCKET = "sagemaker-plan-placeholder-bucket"
