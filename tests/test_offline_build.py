@@ -4,10 +4,15 @@ setting; ``fit()`` and ``train()`` are where AWS is called.
 
 Each case runs in a fresh interpreter with no AWS_* variables, an empty home (no ~/.aws) and
 an audit hook that fails on any name lookup or connection, so "no attempt" is asserted, not
-"no successful connection". botocore looks for credentials when the SDK creates its clients;
-outside EC2 its last place, the instance metadata endpoint, is turned off
-(AWS_EC2_METADATA_DISABLED, which is configuration, not a call). With fake credentials a call
-would be signed and sent, so the same cases are run with them too: nothing may reach the hook.
+"no successful connection". With fake credentials a call would be signed and sent, so the same
+cases are run with them too: nothing may reach the hook.
+
+botocore looks credentials up when a client is created, its last place being the instance
+metadata endpoint (a connection). The factories' sessions look them up on the first request
+instead, which is all it takes on sagemaker 3. sagemaker 2 creates clients on boto3's default
+session when it is imported (JumpStart's default Session) and in the estimator's constructor
+(``TensorBoardApp``), so there the endpoint is turned off (AWS_EC2_METADATA_DISABLED:
+configuration, not a call).
 """
 
 from __future__ import annotations
@@ -43,16 +48,28 @@ try:
 except safe_estimators.ConfigError as error:
     print("CONFIGERROR", json.dumps([[p.path, p.message, p.hint] for p in error.problems]))
 else:
+    # The credentials, looked up now as the first request would: the environment's, or none
+    # (this machine is not on EC2: the metadata endpoint is not asked, as it would be then).
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+    from botocore.exceptions import NoCredentialsError
+    try:
+        key = built.sagemaker_session.boto_session.get_credentials().get_frozen_credentials()
+        key = key.access_key
+    except NoCredentialsError:
+        key = "no-credentials"
     if factory == "model_trainer":
-        print("BUILT", built.training_image, built.output_data_config.s3_output_path, built.role)
+        output = built.output_data_config.s3_output_path
+        print("BUILT", built.training_image, output, built.role, key)
     else:
-        print("BUILT", built.training_image_uri(), built.sagemaker_session.boto_region_name)
+        print("BUILT", built.training_image_uri(), built.sagemaker_session.boto_region_name, key)
 """
 
 
 def _build(
     tmp_path: Path, factory: str, env: dict[str, str] | None = None, **arguments: Any
 ) -> tuple[str, Any]:
+    # sagemaker 2's own clients on boto3's default session look credentials up (see above).
+    metadata = {"AWS_EC2_METADATA_DISABLED": "true"} if sdk_generation() < 3 else {}
     """("BUILT", the printed fields) or ("CONFIGERROR", {path: (message, hint)})."""
     (tmp_path / ".git").mkdir(exist_ok=True)
     (tmp_path / "train.py").write_text("print('hello')\n")
@@ -61,8 +78,8 @@ def _build(
     clean.update(
         HOME=str(tmp_path / "home"),
         PYTHONPATH=str(ROOT),
-        AWS_EC2_METADATA_DISABLED="true",
         SAGEMAKER_SUPPRESS_V2_WARNING="1",
+        **metadata,
         **(env or {}),
     )
     job = {
@@ -114,11 +131,12 @@ def test_pytorch_builds_in_the_region_of_aws_region_with_no_call(
     tmp_path: Path, credentials: dict[str, str]
 ) -> None:
     # botocore reads AWS_DEFAULT_REGION only; AWS_REGION counts here as it does for plan.
-    kind, (image, region) = _build(
+    kind, (image, region, key) = _build(
         tmp_path, "pytorch", {"AWS_REGION": "eu-west-1", **credentials}, role=ROLE
     )
     assert kind == "BUILT"
     assert region == "eu-west-1"
+    assert key == credentials.get("AWS_ACCESS_KEY_ID", "no-credentials")
     assert image == "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 
 
@@ -138,7 +156,7 @@ def test_model_trainer_with_role_arn_and_output_path_builds_with_no_call(
 ) -> None:
     # sagemaker 3.27 would check the role through IAM here (SimulatePrincipalPolicy): the role
     # is checked by CreateTrainingJob when train() runs instead.
-    kind, (image, output, role) = _build(
+    kind, (image, output, role, key) = _build(
         tmp_path,
         "model_trainer",
         {"AWS_DEFAULT_REGION": "us-west-2", **credentials},
@@ -148,6 +166,8 @@ def test_model_trainer_with_role_arn_and_output_path_builds_with_no_call(
     assert kind == "BUILT"
     assert image == "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
     assert (output, role) == ("s3://bucket/out", ROLE)
+    # Looked up when asked for (the first request), from the environment as boto3 would.
+    assert key == credentials.get("AWS_ACCESS_KEY_ID", "no-credentials")
 
 
 @pytest.mark.both_sdks

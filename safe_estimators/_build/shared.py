@@ -66,22 +66,68 @@ def no_region() -> ConfigError:
 
 def default_boto_session() -> Any:
     """The boto3 session the SDK's default Session takes (``boto3.DEFAULT_SESSION`` or a new
-    one), in the region ``job_region`` finds: AWS_REGION counts, as for plan and submit.
+    one), in the region ``job_region`` finds (AWS_REGION counts, as for plan and submit), with
+    its credentials looked up when a request is first signed.
 
-    Creating it reads configuration only; no credential is looked up and nothing is sent.
-    Raises ConfigError at ``region`` when no region is configured.
+    botocore looks credentials up when a client is created, and the SDK creates its clients
+    while a job is built; the last place it looks, the instance metadata endpoint, is a
+    connection. Here the lookup waits for the first request (``fit()``, ``train()``), and is
+    that session's own. Raises ConfigError at ``region`` when no region is configured.
     """
     import boto3
+    import botocore.session
 
     session = boto3.DEFAULT_SESSION or boto3.Session()
     region = os.environ.get("AWS_REGION") or session.region_name
     if not region:
         raise no_region()
-    if session.region_name != region:  # AWS_REGION, which botocore does not read
-        # The same profile, where one is named (profile_name says "default" when none is).
-        profile = session.profile_name if session.profile_name in session.available_profiles else None
-        session = boto3.Session(profile_name=profile, region_name=region)
-    return session
+    # The same profile, where one is named (profile_name says "default" when none is).
+    profile = session.profile_name if session.profile_name in session.available_profiles else None
+    core = botocore.session.Session(profile=profile)
+    core.register_component("credential_provider", _OnFirstRequest(session.get_credentials))
+    return boto3.Session(botocore_session=core, region_name=region)
+
+
+class _OnFirstRequest:
+    """A credential resolver (botocore's ``credential_provider`` component) whose credentials
+    are looked up, by ``lookup``, when botocore first asks for their values."""
+
+    def __init__(self, lookup: Any) -> None:
+        self._lookup = lookup
+
+    def load_credentials(self) -> Any:
+        import threading
+
+        from botocore.credentials import Credentials
+        from botocore.exceptions import NoCredentialsError
+
+        lookup, lock = self._lookup, threading.Lock()
+        found: list[Any] = []
+
+        def credentials() -> Any:
+            with lock:
+                if not found:
+                    resolved = lookup()
+                    if resolved is None:
+                        raise NoCredentialsError()
+                    found.append(resolved)
+            return found[0]
+
+        class Deferred(Credentials):  # type: ignore[misc]
+            method = "safe-estimators-on-first-request"
+
+            def __init__(self) -> None:  # no values yet
+                pass
+
+            access_key = property(lambda self: credentials().access_key)
+            secret_key = property(lambda self: credentials().secret_key)
+            token = property(lambda self: credentials().token)
+            account_id = property(lambda self: getattr(credentials(), "account_id", None))
+
+            def get_frozen_credentials(self) -> Any:
+                return credentials().get_frozen_credentials()
+
+        return Deferred()
 
 
 PLACEHOLDER_REGION = "us-east-1"
