@@ -237,3 +237,28 @@ def test_the_bare_sdk_model_trainer_calls_aws_while_it_is_built(tmp_path: Path) 
     )
     assert proc.returncode == 7, proc.stdout[-2000:] + proc.stderr[-2000:]  # the hook's exit
     assert proc.stdout.splitlines()[-1] == "NETWORK" and "BUILT" not in proc.stdout
+
+
+@pytest.mark.both_sdks
+def test_the_first_request_signs_with_the_credentials_it_looks_up(tmp_path: Path) -> None:
+    # The deferred lookup is the session's own: under moto, the default bucket's STS and S3
+    # calls are signed with the suite's credentials and answered.
+    from moto import mock_aws
+
+    import safe_estimators
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    with mock_aws():
+        trainer = safe_estimators.model_trainer(
+            entry_point=str(tmp_path / "train.py"),
+            instance_type="ml.g5.xlarge",
+            framework_version="2.3.0",
+            py_version="py311",
+            role=ROLE,
+            output_path="s3://bucket/out",
+        )
+        session = trainer.sagemaker_session
+        # moto's own environment inside mock_aws: the credentials the environment has now.
+        assert session.boto_session.get_credentials().access_key == os.environ["AWS_ACCESS_KEY_ID"]
+        assert session.default_bucket() == "sagemaker-us-west-2-123456789012"
