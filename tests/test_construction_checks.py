@@ -12,6 +12,7 @@ Over the SDK's unit-test rows (the agreement tests' tables) the three verdicts a
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -39,41 +40,56 @@ HF = {"transformers_version": "4.26.0", "pytorch_version": "1.13.1", "py_version
 PT = {"framework_version": "1.13.1", "py_version": "py39"}
 XLA = {"pytorchxla": {"enabled": True}}
 
+# The SDK's own words for each refusal (sagemaker 2.257), so that the bare SDK is seen refusing
+# the job for the reason the row is about, not for another.
+MIXED_FORMS = "use either full version or shortened version for both transformers_version"
+XLA_NEEDS_COMPILER = (
+    "Distributed training through PyTorch XLA is currently only supported when SageMaker "
+    "Training Compiler is enabled"
+)
+VPC_NEEDS_BOTH = "both subnets and security_group_ids must be set"
+
 CONSTRUCTION = [
     pytest.param(
         "huggingface", {**HF, "tensorflow_version": "2.11.0", "instance_type": "ml.g5.xlarge"},
-        "tensorflow_version", "beside pytorch_version", id="both-base-frameworks",
+        "tensorflow_version", "beside pytorch_version",
+        "tensorflow_version and pytorch_version are both not None", id="both-base-frameworks",
     ),
     pytest.param(
         "huggingface", {**HF, "transformers_version": "4.26", "instance_type": "ml.g5.xlarge"},
-        "pytorch_version", "transformers_version='4.26', pytorch_version='1.13'",
+        "pytorch_version", "transformers_version='4.26', pytorch_version='1.13'", MIXED_FORMS,
         id="short-transformers-full-pytorch",
     ),
     pytest.param(
         "huggingface", {**HF, "pytorch_version": "1.13", "instance_type": "ml.g5.xlarge"},
-        "pytorch_version", "mix a full and a short version", id="full-transformers-short-pytorch",
+        "pytorch_version", "mix a full and a short version", MIXED_FORMS,
+        id="full-transformers-short-pytorch",
     ),
     pytest.param(
         "huggingface",
         {**HF, "instance_type": "ml.g5.12xlarge", "distribution": XLA},
-        "distribution.pytorchxla", "only with SageMaker Training Compiler", id="hf-xla-no-compiler",
+        "distribution.pytorchxla", "only with SageMaker Training Compiler", XLA_NEEDS_COMPILER,
+        id="hf-xla-no-compiler",
     ),
     pytest.param(
         "pytorch",
         {**PT, "instance_type": "ml.g5.12xlarge", "distribution": XLA},
-        "distribution.pytorchxla", "only with SageMaker Training Compiler", id="pt-xla-no-compiler",
+        "distribution.pytorchxla", "only with SageMaker Training Compiler", XLA_NEEDS_COMPILER,
+        id="pt-xla-no-compiler",
     ),
     pytest.param(
         "pytorch", {**PT, "instance_type": "local_gpu", "instance_count": 2},
-        "instance_count", "with instance_type 'local_gpu'", id="local-gpu-two-instances",
+        "instance_count", "with instance_type 'local_gpu'",
+        "Distributed Training in Local GPU is not supported", id="local-gpu-two-instances",
     ),
     pytest.param(
         "pytorch", {**PT, "instance_type": "ml.g5.xlarge", "subnets": ["subnet-0abc"]},
-        "subnets", "given without security_group_ids", id="subnets-alone",
+        "subnets", "given without security_group_ids", VPC_NEEDS_BOTH, id="subnets-alone",
     ),
     pytest.param(
         "pytorch", {**PT, "instance_type": "ml.g5.xlarge", "security_group_ids": ["sg-0abc"]},
-        "security_group_ids", "given without subnets", id="security-groups-alone",
+        "security_group_ids", "given without subnets", VPC_NEEDS_BOTH,
+        id="security-groups-alone",
     ),
 ]  # fmt: skip
 
@@ -109,12 +125,13 @@ def _verdicts(kind: str, arguments: dict[str, Any], session: Any) -> dict[str, A
     return {"validate": validated, "build": built, "plan": planned}
 
 
-@pytest.mark.parametrize(("kind", "arguments", "path", "words"), CONSTRUCTION)
+@pytest.mark.parametrize(("kind", "arguments", "path", "words", "sdk_says"), CONSTRUCTION)
 def test_an_sdk_construction_check_is_our_rule_in_validate_build_and_plan(
-    kind, arguments, path, words, session, role
+    kind, arguments, path, words, sdk_says, session, role
 ):
     arguments = {"entry_point": _row_arguments({}, role)["entry_point"], "role": role, **arguments}
-    with pytest.raises((ValueError, RuntimeError)):  # the bare SDK refuses it as it builds
+    # The bare SDK refuses it as it builds, for this reason.
+    with pytest.raises((ValueError, RuntimeError), match=re.escape(sdk_says)):
         SDK[kind](sagemaker_session=session, **{"instance_count": 1, **arguments})
     verdicts = _verdicts(kind, arguments, session)
     assert verdicts == {"validate": [path], "build": [path], "plan": [path]}

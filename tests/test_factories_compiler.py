@@ -285,7 +285,9 @@ def test_pytorchxla_on_an_old_compiler_container_is_refused_first(sagemaker_sess
     import sagemaker.huggingface
 
     distribution = {"pytorchxla": {"enabled": True}}
-    with pytest.raises(ValueError):  # the bare SDK's own refusal
+    # The bare SDK's own refusal, for this reason (sagemaker 2.257's words).
+    old_pytorch = r"'pytorchxla' is currently only supported for PyTorch >= 1\.11"
+    with pytest.raises(ValueError, match=old_pytorch):
         sagemaker.huggingface.HuggingFace(
             entry_point=SCRIPT, role=role, instance_type="ml.p3.8xlarge", instance_count=1,
             compiler_config=sagemaker.huggingface.TrainingCompilerConfig(),

@@ -261,14 +261,31 @@ def test_the_error_survives_pickling() -> None:
     )
 
 
-@given(st.text())
+def _near_names() -> st.SearchStrategy[str]:
+    """Real type names, and each with a character dropped, doubled or changed: the draws land on
+    both sides of the lookup, not only on random text that names no type."""
+    names = st.sampled_from(sorted(CATALOG))
+
+    @st.composite
+    def edited(draw: st.DrawFn) -> str:
+        name = draw(names)
+        i = draw(st.integers(0, len(name) - 1))
+        dropped, doubled = name[:i] + name[i + 1 :], name[:i] + name[i] + name[i:]
+        return draw(st.sampled_from([dropped, doubled, name[:i] + "x" + name[i + 1 :]]))
+
+    return st.one_of(names, edited(), st.text())
+
+
+@given(_near_names())
 def test_any_string_is_an_entry_or_an_unknown_type(name: str) -> None:
     try:
         entry = instance_catalog.get(name)
     except UnknownInstanceType as exc:
+        assert name not in CATALOG
         assert exc.name == name
         assert all(suggestion in CATALOG for suggestion in exc.suggestions)
     else:
+        assert name in CATALOG
         assert entry.name == name
 
 

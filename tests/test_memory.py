@@ -602,6 +602,23 @@ def test_offloaded_activations_keep_only_the_loading_horizon_on_the_gpu():
     assert layout.offload_horizon == 4
 
 
+@pytest.mark.parametrize(
+    ("offload", "weights_kept", "optimizer_kept"),
+    [(None, True, True), ("optimizer", True, False), ("parameters", False, False)],
+)
+def test_cpu_offload_takes_its_states_off_the_accelerator(offload, weights_kept, optimizer_kept):
+    # DeepSpeed offload_optimizer: the Adam states live in CPU memory, the weights and gradients
+    # stay; FSDP CPUOffload (offload_params): weights, gradients and optimizer states all go.
+    shape = complete(ModelShape(parameters="7B", precision="bf16", optimizer="adam"))
+    on_gpu = estimate(shape, MemoryLayout(world_size=8, offload=offload))
+    resident = estimate(shape, MemoryLayout(world_size=8))
+    assert resident.optimizer_states > 0 and resident.weights > 0 and resident.gradients > 0
+    assert on_gpu.optimizer_states == (resident.optimizer_states if optimizer_kept else 0)
+    assert on_gpu.weights == (resident.weights if weights_kept else 0)
+    assert on_gpu.gradients == (resident.gradients if weights_kept else 0)
+    assert (on_gpu.total < resident.total) == (offload is not None)
+
+
 def test_a_pipeline_parameter_instance_count_is_estimated_at_its_default(sagemaker_session, role):
     from sagemaker.workflow.parameters import ParameterInteger
 

@@ -11,6 +11,7 @@ build. Definitions are made offline: the code upload goes to moto's S3.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import boto3
@@ -366,8 +367,9 @@ def test_base_job_name_outside_a_pipeline_is_still_refused():
     assert [p.path for p in caught.value.problems] == ["base_job_name"]
 
 
-def _refused_by_both(pipeline_session, arguments):
-    """Our problems for a job the bare SDK refuses when the pipeline is defined (or built)."""
+def _refused_by_both(pipeline_session, arguments, sdk_says):
+    """Our problems for a job the bare SDK refuses when the pipeline is defined (or built), for
+    the reason ``sdk_says`` (its words)."""
     arguments = {
         "role": ROLE,
         "instance_type": "ml.g5.2xlarge",
@@ -377,7 +379,7 @@ def _refused_by_both(pipeline_session, arguments):
         "base_job_name": "train",
         **arguments,
     }
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=re.escape(sdk_says)):
         arguments_of(pipeline_session, PyTorch(**arguments, sagemaker_session=pipeline_session))
     with pytest.raises(ConfigError) as caught:
         safe_estimators.pytorch(**arguments, sagemaker_session=pipeline_session)
@@ -389,18 +391,21 @@ SDK_REFUSALS = [
         {"entry_point": SCRIPT, "output_kms_key": ParameterString("Key", default_value=KMS)},
         "output_kms_key",
         "uploads it to output_path's bucket encrypted with this key",
+        "Pipeline variables do not support __str__ operation",
         id="output-kms-key-parameter-with-local-code",
     ),
     pytest.param(
         {"entry_point": ParameterString("EntryPoint", default_value="train.py")},
         "entry_point",
         "without a source_dir",
+        "The entry_point should not be a pipeline variable when source_dir is missing.",
         id="entry-point-parameter-without-source-dir",
     ),
     pytest.param(
         {"entry_point": ParameterString("EntryPoint"), "source_dir": SCRIPTS},
         "entry_point",
         "with the local source_dir",
+        "The entry_point should not be a pipeline variable when source_dir is a local path.",
         id="entry-point-parameter-with-local-source-dir",
     ),
     pytest.param(
@@ -411,14 +416,18 @@ SDK_REFUSALS = [
         },
         "entry_point",
         "enable_network_isolation",
+        "entry_point, source_dir should not be pipeline variables when "
+        "enable_network_isolation is a pipeline variable or it is set to True.",
         id="entry-point-parameter-with-network-isolation",
     ),
 ]
 
 
-@pytest.mark.parametrize(("arguments", "path", "text"), SDK_REFUSALS)
-def test_the_sdks_definition_time_refusals_are_ours(pipeline_session, arguments, path, text):
-    assert text in _refused_by_both(pipeline_session, arguments).get(path, "")
+@pytest.mark.parametrize(("arguments", "path", "text", "sdk_says"), SDK_REFUSALS)
+def test_the_sdks_definition_time_refusals_are_ours(
+    pipeline_session, arguments, path, text, sdk_says
+):
+    assert text in _refused_by_both(pipeline_session, arguments, sdk_says).get(path, "")
 
 
 def test_output_kms_key_parameter_with_uploaded_code_builds(pipeline_session):
@@ -456,7 +465,9 @@ def test_a_count_parameter_in_a_one_gpu_compiler_job_is_refused_as_the_sdk_refus
         "instance_count": ParameterInteger("TrainingInstanceCount", default_value=1),
     }
     bare = {k: v for k, v in arguments.items() if k != "training_compiler"}
-    with pytest.raises(TypeError):
+    # TrainingCompilerConfig.validate's comparison, the bare SDK's refusal.
+    compared = "'>' not supported between instances of 'ParameterInteger'"
+    with pytest.raises(TypeError, match=compared):
         HuggingFace(**bare, sagemaker_session=pipeline_session, compiler_config=HFCompiler())
     with pytest.raises(ConfigError) as caught:
         safe_estimators.huggingface(**arguments, sagemaker_session=pipeline_session)

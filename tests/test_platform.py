@@ -355,7 +355,9 @@ def test_a_warm_pool_with_instance_groups_is_a_warning(tmp_path):
     assert [p.severity for p in _at(problems, "keep_alive_period_in_seconds")] == ["warning"]
 
 
-@pytest.mark.parametrize(("seconds", "expected"), [(3600, []), (7200, ["warning"])])
+@pytest.mark.parametrize(
+    ("seconds", "expected"), [(3600, []), (3601, ["warning"]), (7200, ["warning"])]
+)  # the boundary at the boundary: 3600 s is the documented limit
 def test_a_keep_alive_past_the_documented_hour_is_a_warning(tmp_path, seconds, expected):
     spec = _spec(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=seconds,
                  **_pt("2.8.0"))

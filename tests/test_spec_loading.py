@@ -153,3 +153,26 @@ def test_a_model_parallel_parameters_file_is_relative_to_the_spec_and_inside_the
     assert "outside the project" in problem.message
     # A file outside the project is not read: nothing of it reaches a message.
     assert not any("secret" in p.message for p in validate_file(spec))
+
+
+def test_an_entry_point_is_bounded_by_source_dir_not_by_the_project(tmp_path: Path) -> None:
+    # The SDK packages source_dir and starts entry_point inside it: a script beside source_dir,
+    # though inside the project, is not in the package.
+    from safe_estimators._commands.validate import validate_file
+
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (project / "src" / "train.py").write_text("print('train')\n")
+    (project / "beside.py").write_text("print('beside')\n")
+    spec = project / "job.yaml"
+    body = "instance_type: ml.p3.2xlarge\nframework_version: '2.0'\npy_version: py310\n"
+    spec.write_text(f"estimator: pytorch\nsource_dir: src\nentry_point: train.py\n{body}")
+    assert [p for p in validate_file(spec) if p.severity == "error"] == []
+    spec.write_text(f"estimator: pytorch\nsource_dir: src\nentry_point: ../beside.py\n{body}")
+    [problem] = [p for p in validate_file(spec) if p.severity == "error"]
+    assert problem.path == "entry_point"
+    assert problem.message.startswith("'../beside.py' resolves to ")
+    assert problem.message.endswith(
+        "outside source_dir; plan and submit would package and upload it."
+    )

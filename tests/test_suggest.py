@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,12 +46,10 @@ def test_any_words_and_names(word, names):
 
 
 def test_a_misspelt_instance_type_names_the_nearest_types():
-    assert instance_catalog.UnknownInstanceType  # the lookup raises it with the suggestions
-    try:
+    with pytest.raises(instance_catalog.UnknownInstanceType) as caught:
         instance_catalog.get("ml.p3.2xlarg")
-    except instance_catalog.UnknownInstanceType as exc:
-        assert exc.suggestions == difflib.get_close_matches("ml.p3.2xlarg", NAMES, 3, 0.6)
-        assert exc.suggestions[0] == "ml.p3.2xlarge"
+    assert caught.value.suggestions == difflib.get_close_matches("ml.p3.2xlarg", NAMES, 3, 0.6)
+    assert caught.value.suggestions[0] == "ml.p3.2xlarge"
     assert CloseMatches(OPTIONS)("instance_cout", 1) == ["instance_count"]
 
 

@@ -20,6 +20,7 @@ from safe_estimators._resolved import Explanation
 from safe_estimators._secret_formats import mask_text, masked
 from safe_estimators._spec import JobSpec
 from safe_estimators._spec_files.read import job_arguments, offline_problems, sdk_config_problems
+from safe_estimators._targets.shared import REGION_SOURCES, job_region
 
 
 @attrs.frozen
@@ -149,24 +150,6 @@ def other_fields(request: Mapping[str, Any]) -> list[tuple[str, str]]:
             found.append((path, json.dumps(value, default=str)))
 
     walk("", request)
-    return found
-
-
-REGION_SOURCES = "AWS_REGION, AWS_DEFAULT_REGION or the AWS config"
-
-
-def job_region() -> str | None:
-    """The region plan and submit both use; no network call.
-
-    botocore reads AWS_DEFAULT_REGION and the AWS config file only; AWS_REGION, which the AWS
-    CLI v2, most AWS SDKs and many CI systems set, is honoured too and wins, as in the AWS CLI.
-    """
-    region = os.environ.get("AWS_REGION")
-    if region:
-        return region
-    import boto3
-
-    found: str | None = boto3.Session().region_name
     return found
 
 

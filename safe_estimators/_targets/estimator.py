@@ -22,6 +22,7 @@ from safe_estimators._targets.shared import (
     _offline_send,
     _sdk_loader,
     _sdk_refused,
+    default_boto_session,
     job_explanation,
 )
 
@@ -410,7 +411,9 @@ def build_estimator(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     if session is None:
         import sagemaker
 
-        session = sagemaker.Session()  # what the estimator would create; we need its config
+        # What the estimator would create (we need its config), in a region we can name: the
+        # SDK's own refusal is a bare ValueError.
+        session = sagemaker.Session(boto_session=default_boto_session())
     kwargs = estimator_arguments(job, session)
     injections = _respect_sdk_config(kwargs, job.injections, session)
     try:

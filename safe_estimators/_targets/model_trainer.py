@@ -20,6 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob
 from safe_estimators._resolved import Explanation
 from safe_estimators._targets.shared import (
@@ -28,6 +29,7 @@ from safe_estimators._targets.shared import (
     _botocore_session,
     _offline_send,
     _sdk_refused,
+    default_boto_session,
     job_explanation,
 )
 from safe_estimators._targets.trainer_args import TrainerArguments, trainer_arguments
@@ -205,16 +207,77 @@ def _region(session: Any) -> str:
     return region or PLACEHOLDER_REGION
 
 
+def _role_arn(role: Any) -> bool:
+    return isinstance(role, str) and role.startswith("arn:") and ":iam::" in role
+
+
+def _lookups_at_build(arguments: TrainerArguments, session: Any) -> list[Problem]:
+    """What ModelTrainer would look up through AWS while it is built on a session of ours:
+    each a problem naming the argument that spares the call.
+
+    ModelTrainer resolves a missing role (STS GetCallerIdentity, then IAM) and its output
+    location (``Session.default_bucket()``: STS for the account, then S3 HeadBucket and
+    CreateBucket) in its constructor, where the estimator waits for ``fit()``.
+    """
+    problems = []
+    role = arguments.configs.get("role") or configured_role(session)
+    if role is None:
+        problems.append(
+            Problem(
+                "role",
+                "is not given: ModelTrainer would look up the caller's role through STS and IAM "
+                "while it is built, and building makes no AWS call.",
+                "pass role='arn:aws:iam::<account>:role/<name>' (in SageMaker Studio, "
+                "role=sagemaker.get_execution_role()), or set SageMaker.TrainingJob.RoleArn in "
+                "the SageMaker SDK config.",
+            )
+        )
+    elif not _role_arn(role):  # sagemaker 2's ModelTrainer sends it: a rule refuses that
+        problems.append(
+            Problem(
+                "role",
+                f"is {role!r}, a role name: sagemaker 3's ModelTrainer would look it up through "
+                "IAM while it is built, and building makes no AWS call.",
+                f"give the role's ARN: arn:aws:iam::<account>:role/{role}.",
+            )
+        )
+    if not (arguments.configs.get("output_data_config") or {}).get("s3_output_path"):
+        problems.append(
+            Problem(
+                "output_path",
+                "is not given: ModelTrainer fixes its output location while it is built, from "
+                "the default bucket, which the SageMaker SDK looks up (and creates) through STS "
+                "and S3 at that moment; building makes no AWS call.",
+                "pass output_path='s3://<bucket>/<prefix>', or build on your own "
+                "sagemaker_session (the SDK then makes that lookup with it).",
+            )
+        )
+    return problems
+
+
 def build_model_trainer(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     """Construct the ModelTrainer for ``job`` (``train()`` runs it) and remember its
-    Explanation (``explain``)."""
+    Explanation (``explain``).
+
+    Without ``sagemaker_session`` nothing is sent while building: a job that would make
+    ModelTrainer call AWS in its constructor (no role, a role name, no output path) or that
+    has no region is refused with the argument that spares the call. A role ARN is not checked
+    through IAM here (sagemaker 3 would): CreateTrainingJob checks it when ``train()`` runs.
+    """
     sdk = _sdk()
     arguments = trainer_arguments(job)
-    session = sagemaker_session if sagemaker_session is not None else trainer_session()
+    session = sagemaker_session
+    if session is None:
+        session = trainer_session(boto_session=default_boto_session())
+        lookups = _lookups_at_build(arguments, session)
+        if lookups:
+            raise ConfigError(lookups)
     image = training_image(arguments, _region(session))
     kwargs = {**_configs(arguments), "training_image": image, "sagemaker_session": session}
+    checked = _role_not_validated() if _role_arn(kwargs.get("role")) else contextlib.nullcontext()
     try:
-        trainer = _with_calls(sdk.ModelTrainer(**kwargs), arguments)
+        with checked:
+            trainer = _with_calls(sdk.ModelTrainer(**kwargs), arguments)
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise _sdk_refused(exc, "constructing ModelTrainer") from exc
     explanation = job_explanation(

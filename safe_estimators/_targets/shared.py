@@ -4,6 +4,7 @@ leave the machine."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,107 @@ def _sdk_refused(exc: Exception, what: str) -> ConfigError:
         "this is a case safe_estimators does not check yet; please report it with the spec "
         "that caused it.",
     )]))  # fmt: skip
+
+REGION_SOURCES = "AWS_REGION, AWS_DEFAULT_REGION or the AWS config"
+
+
+def job_region() -> str | None:
+    """The region plan, submit and the factories use; no network call.
+
+    botocore reads AWS_DEFAULT_REGION and the AWS config file only; AWS_REGION, which the AWS
+    CLI v2, most AWS SDKs and many CI systems set, is honoured too and wins, as in the AWS CLI.
+    """
+    region = os.environ.get("AWS_REGION")
+    if region:
+        return region
+    import boto3
+
+    found: str | None = boto3.Session().region_name
+    return found
+
+
+def no_region() -> ConfigError:
+    """What building a job without a session says when no region is configured, in place of the
+    SDK's ``ValueError: Must setup local AWS configuration with a region...``."""
+    return ConfigError(
+        [
+            Problem(
+                "region",
+                f"no AWS region: none is set in {REGION_SOURCES}, and the SageMaker SDK needs one "
+                "to build the job (its container images and endpoints are per region).",
+                "export AWS_REGION=us-east-1 (your region), run `aws configure`, or pass "
+                "sagemaker_session=sagemaker.Session(boto_session=boto3.Session("
+                "region_name='us-east-1')).",
+            )
+        ]
+    )
+
+
+def default_boto_session() -> Any:
+    """The boto3 session the SDK's default Session takes (``boto3.DEFAULT_SESSION`` or a new
+    one), in the region ``job_region`` finds (AWS_REGION counts, as for plan and submit), with
+    its credentials looked up when a request is first signed.
+
+    botocore looks credentials up when a client is created, and the SDK creates its clients
+    while a job is built; the last place it looks, the instance metadata endpoint, is a
+    connection. Here the lookup waits for the first request (``fit()``, ``train()``), and is
+    that session's own. Raises ConfigError at ``region`` when no region is configured.
+    """
+    import boto3
+    import botocore.session
+
+    session = boto3.DEFAULT_SESSION or boto3.Session()
+    region = os.environ.get("AWS_REGION") or session.region_name
+    if not region:
+        raise no_region()
+    # The same profile, where one is named (profile_name says "default" when none is).
+    profile = session.profile_name if session.profile_name in session.available_profiles else None
+    core = botocore.session.Session(profile=profile)
+    core.register_component("credential_provider", _OnFirstRequest(session.get_credentials))
+    return boto3.Session(botocore_session=core, region_name=region)
+
+
+class _OnFirstRequest:
+    """A credential resolver (botocore's ``credential_provider`` component) whose credentials
+    are looked up, by ``lookup``, when botocore first asks for their values."""
+
+    def __init__(self, lookup: Any) -> None:
+        self._lookup = lookup
+
+    def load_credentials(self) -> Any:
+        import threading
+
+        from botocore.credentials import Credentials
+        from botocore.exceptions import NoCredentialsError
+
+        lookup, lock = self._lookup, threading.Lock()
+        found: list[Any] = []
+
+        def credentials() -> Any:
+            with lock:
+                if not found:
+                    resolved = lookup()
+                    if resolved is None:
+                        raise NoCredentialsError()
+                    found.append(resolved)
+            return found[0]
+
+        class Deferred(Credentials):  # type: ignore[misc]
+            method = "safe-estimators-on-first-request"
+
+            def __init__(self) -> None:  # no values yet
+                pass
+
+            access_key = property(lambda self: credentials().access_key)
+            secret_key = property(lambda self: credentials().secret_key)
+            token = property(lambda self: credentials().token)
+            account_id = property(lambda self: getattr(credentials(), "account_id", None))
+
+            def get_frozen_credentials(self) -> Any:
+                return credentials().get_frozen_credentials()
+
+        return Deferred()
+
 
 PLACEHOLDER_REGION = "us-east-1"
 PLACEHOLDER_BUCKET = "sagemaker-plan-placeholder-bucket"
