@@ -79,8 +79,7 @@ def _build(
         HOME=str(tmp_path / "home"),
         PYTHONPATH=str(ROOT),
         SAGEMAKER_SUPPRESS_V2_WARNING="1",
-        **metadata,
-        **(env or {}),
+        **{**metadata, **(env or {})},
     )
     job = {
         "entry_point": "train.py",
@@ -170,33 +169,56 @@ def test_model_trainer_with_role_arn_and_output_path_builds_with_no_call(
     assert key == credentials.get("AWS_ACCESS_KEY_ID", "no-credentials")
 
 
+NO_CREDENTIALS = {"AWS_REGION": "us-west-2", "AWS_EC2_METADATA_DISABLED": "true"}
+
+
 @pytest.mark.both_sdks
-def test_model_trainer_names_each_argument_that_spares_a_lookup(tmp_path: Path) -> None:
-    kind, problems = _build(
-        tmp_path, "model_trainer", {"AWS_REGION": "us-west-2", **FAKE_CREDENTIALS}
-    )
+def test_model_trainer_names_each_argument_whose_lookup_failed(tmp_path: Path) -> None:
+    # Without a role and an output path ModelTrainer looks both up while it is built; with no
+    # credentials those lookups fail, and the failure names the arguments that spare them.
+    kind, problems = _build(tmp_path, "model_trainer", NO_CREDENTIALS)
     assert kind == "CONFIGERROR" and sorted(problems) == ["output_path", "role"]
     role_message, role_hint = problems["role"]
-    assert "through STS and IAM" in role_message and "role='arn:aws:iam::" in role_hint
+    assert "through STS and IAM" in role_message and "NoCredentialsError" in role_message
+    assert "role='arn:aws:iam::" in role_hint
     output_message, output_hint = problems["output_path"]
     assert "default bucket" in output_message and "through STS and S3" in output_message
     assert "output_path='s3://" in output_hint
 
 
 @pytest.mark.both_sdks
-def test_model_trainer_refuses_a_role_name_it_would_look_up_through_iam(tmp_path: Path) -> None:
+def test_model_trainer_names_a_role_name_it_cannot_use(tmp_path: Path) -> None:
     kind, problems = _build(
-        tmp_path,
-        "model_trainer",
-        {"AWS_REGION": "us-west-2", **FAKE_CREDENTIALS},
-        role="SageMakerRole",
+        tmp_path, "model_trainer", NO_CREDENTIALS, role="SageMakerRole",
         output_path="s3://bucket/out",
-    )
-    # sagemaker 2's ModelTrainer would send the name (a rule refuses it); 3's looks it up.
+    )  # fmt: skip
+    # sagemaker 2's ModelTrainer would send the name (a rule refuses it); 3's looks it up in
+    # IAM while it is built, which fails here without credentials.
     assert kind == "CONFIGERROR" and list(problems) == ["role"]
     message, hint = problems["role"]
-    assert "is 'SageMakerRole', a role name" in message
-    assert hint == "give the role's ARN: arn:aws:iam::<account>:role/SageMakerRole."
+    assert "'SageMakerRole'" in message and "a role name" in message
+    assert "arn:aws:iam::<account>:role/SageMakerRole" in hint
+
+
+@pytest.mark.both_sdks
+def test_model_trainer_makes_and_records_its_lookups_with_credentials(tmp_path, monkeypatch):
+    # The same job with credentials (moto's account, in process) is built, not refused: the
+    # lookups ModelTrainer makes at build are recorded with the argument that spares them.
+    from moto import mock_aws
+
+    import safe_estimators
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    with mock_aws():
+        trainer = safe_estimators.model_trainer(
+            entry_point="train.py", instance_type="ml.g5.xlarge", framework_version="2.3.0",
+            py_version="py311", role=ROLE,
+        )  # fmt: skip
+    assert trainer.output_data_config.s3_output_path.startswith("s3://sagemaker-us-west-2-")
+    injected = safe_estimators.explain(trainer).injected
+    assert injected["output_path"] == "<the default bucket>"
+    assert "role" not in injected
 
 
 BARE_MODEL_TRAINER = r"""

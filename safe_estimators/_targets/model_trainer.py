@@ -22,7 +22,7 @@ from typing import Any
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob
-from safe_estimators._resolved import Explanation
+from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._targets.shared import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_REGION,
@@ -211,77 +211,101 @@ def _role_arn(role: Any) -> bool:
     return isinstance(role, str) and role.startswith("arn:") and ":iam::" in role
 
 
-def _lookups_at_build(arguments: TrainerArguments, session: Any) -> list[Problem]:
-    """What ModelTrainer would look up through AWS while it is built on a session of ours:
-    each a problem naming the argument that spares the call.
+def _lookups_at_build(arguments: TrainerArguments, session: Any) -> list[Injection]:
+    """What ModelTrainer looks up through AWS while it is built on a session of ours, each
+    recorded with the argument that spares the call (the estimator waits for ``fit()``).
 
     ModelTrainer resolves a missing role (STS GetCallerIdentity, then IAM) and its output
     location (``Session.default_bucket()``: STS for the account, then S3 HeadBucket and
-    CreateBucket) in its constructor, where the estimator waits for ``fit()``.
+    CreateBucket) in its constructor; sagemaker 3 looks a role name up in IAM there too.
     """
-    problems = []
+    found = []
     role = arguments.configs.get("role") or configured_role(session)
     if role is None:
-        problems.append(
-            Problem(
+        found.append(
+            Injection(
                 "role",
-                "is not given: ModelTrainer would look up the caller's role through STS and IAM "
-                "while it is built, and building makes no AWS call.",
-                "pass role='arn:aws:iam::<account>:role/<name>' (in SageMaker Studio, "
-                "role=sagemaker.get_execution_role()), or set SageMaker.TrainingJob.RoleArn in "
-                "the SageMaker SDK config.",
+                "<the caller's role>",
+                "not given: ModelTrainer looks up the caller's role through STS and IAM while it "
+                "is built (AWS calls at build time); pass role='arn:aws:iam::<account>:role/"
+                "<name>' to build without them.",
             )
         )
-    elif not _role_arn(role):  # sagemaker 2's ModelTrainer sends it: a rule refuses that
-        problems.append(
-            Problem(
+    elif not _role_arn(role) and sdk_generation() >= 3:  # sagemaker 2 sends it: a rule refuses
+        found.append(
+            Injection(
                 "role",
-                f"is {role!r}, a role name: sagemaker 3's ModelTrainer would look it up through "
-                "IAM while it is built, and building makes no AWS call.",
-                f"give the role's ARN: arn:aws:iam::<account>:role/{role}.",
+                role,
+                f"{role!r} is a role name: sagemaker 3's ModelTrainer looks its ARN up through "
+                f"IAM while it is built (an AWS call at build time); give the ARN, "
+                f"arn:aws:iam::<account>:role/{role}, to build without it.",
             )
         )
     if not (arguments.configs.get("output_data_config") or {}).get("s3_output_path"):
-        problems.append(
-            Problem(
+        found.append(
+            Injection(
                 "output_path",
-                "is not given: ModelTrainer fixes its output location while it is built, from "
-                "the default bucket, which the SageMaker SDK looks up (and creates) through STS "
-                "and S3 at that moment; building makes no AWS call.",
-                "pass output_path='s3://<bucket>/<prefix>', or build on your own "
-                "sagemaker_session (the SDK then makes that lookup with it).",
+                "<the default bucket>",
+                "not given: ModelTrainer fixes its output location while it is built, from the "
+                "SageMaker SDK's default bucket, which it looks up (and creates) through STS and "
+                "S3 at that moment; pass output_path='s3://<bucket>/<prefix>' to build without "
+                "those calls.",
             )
         )
-    return problems
+    return found
+
+
+def _lookup_failed(lookups: list[Injection], exc: Exception) -> ConfigError:
+    """The AWS lookups ModelTrainer makes while it is built could not be made."""
+    return ConfigError(
+        [
+            Problem(
+                lookup.path,
+                f"needs an AWS lookup while ModelTrainer is built ({lookup.reason.split(';')[0]}),"
+                f" and it failed: {type(exc).__name__}: {exc}.",
+                lookup.reason.rpartition("; ")[2].rstrip(".") + ", or configure AWS credentials.",
+            )
+            for lookup in lookups
+        ]
+    )
 
 
 def build_model_trainer(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     """Construct the ModelTrainer for ``job`` (``train()`` runs it) and remember its
     Explanation (``explain``).
 
-    Without ``sagemaker_session`` nothing is sent while building: a job that would make
-    ModelTrainer call AWS in its constructor (no role, a role name, no output path) or that
-    has no region is refused with the argument that spares the call. A role ARN is not checked
-    through IAM here (sagemaker 3 would): CreateTrainingJob checks it when ``train()`` runs.
+    Without ``sagemaker_session``, a job with a role ARN and an output path is built with no AWS
+    call (a role ARN is not checked through IAM here, as sagemaker 3 would: CreateTrainingJob
+    checks it when ``train()`` runs). A job without them makes the lookups ModelTrainer's
+    constructor makes (STS, IAM, S3): each is recorded in ``explain()`` with the argument that
+    spares it, and one that fails (no credentials) is our ConfigError naming that argument.
     """
     sdk = _sdk()
     arguments = trainer_arguments(job)
     session = sagemaker_session
+    lookups: list[Injection] = []
     if session is None:
         session = trainer_session(boto_session=default_boto_session())
         lookups = _lookups_at_build(arguments, session)
-        if lookups:
-            raise ConfigError(lookups)
     image = training_image(arguments, _region(session))
     kwargs = {**_configs(arguments), "training_image": image, "sagemaker_session": session}
     checked = _role_not_validated() if _role_arn(kwargs.get("role")) else contextlib.nullcontext()
+    from botocore.exceptions import BotoCoreError, ClientError
+
     try:
         with checked:
             trainer = _with_calls(sdk.ModelTrainer(**kwargs), arguments)
+    except (BotoCoreError, ClientError) as exc:  # a lookup at build: no credentials, denied
+        if not lookups:
+            raise
+        raise _lookup_failed(lookups, exc) from None
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise _sdk_refused(exc, "constructing ModelTrainer") from exc
     explanation = job_explanation(
-        job, f"model_trainer ({job.estimator} container)", arguments.injections, image
+        job,
+        f"model_trainer ({job.estimator} container)",
+        [*arguments.injections, *lookups],
+        image,
     )
     _remember(trainer, explanation)
     return trainer
