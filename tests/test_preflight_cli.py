@@ -143,7 +143,7 @@ def test_preflight_refuses_a_bucket_in_another_region_in_every_format(stubbed, t
 
     assert main(["preflight", str(spec), "--format", "sarif"]) == 1
     results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
-    assert any(r["ruleId"] == "output_path" and r["level"] == "error" for r in results)
+    assert any(r["ruleId"] == "preflight" and r["level"] == "error" for r in results)
 
 
 def test_preflight_passes_a_job_whose_account_is_ready(stubbed, tmp_path, capsys):

@@ -13,7 +13,7 @@ from safe_estimators._preflight.context import Context, CouldNotCheck, error_cod
 from safe_estimators._preflight.guard import Clients, ReadOnlyViolation
 from safe_estimators._preflight.job import Job
 from safe_estimators._preflight.price import Price, price
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem, problem_source, tagged, warning
 
 TIME_LIMIT = 30.0  # seconds for the whole preflight
 CALL_THREADS = 16
@@ -61,6 +61,15 @@ def _account(clients: Clients) -> tuple[str | None, list[Problem]]:
     return str(identity["Account"]), []
 
 
+@problem_source(
+    "preflight",
+    "The job against the AWS account, read-only, after the offline verdict: quotas (on-demand, "
+    "spot, warm pool, the account-wide count, with the instances of running jobs), the instance "
+    "type offered in the region, the role's trust and permissions, every S3 location, a custom "
+    "image in ECR, subnets, security groups and their route to S3, KMS keys and a training plan. "
+    "An error only where the account's answer settles it; a warning where it can change, is "
+    "partial, or our own call was denied (naming the permission).",
+)
 def run(
     job: Job,
     clients: Clients,
@@ -77,7 +86,7 @@ def run(
     deadline = time.monotonic() + time_limit
     account, problems = _account(clients)
     if account is None:
-        return problems, [], None, None
+        return tagged(run, problems), [], None, None
     calls = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="preflight-call")
     workers = ThreadPoolExecutor(len(checks) + 1, thread_name_prefix="preflight")
     ctx = Context(job, clients, calls, account)
@@ -117,4 +126,4 @@ def run(
                 "time (--preflight-time-limit).",
             )
         )
-    return list(dict.fromkeys(problems)), unfinished, found, account
+    return tagged(run, dict.fromkeys(problems)), unfinished, found, account
