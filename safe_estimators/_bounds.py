@@ -8,6 +8,8 @@ interpreter's recursion limit.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import os
@@ -124,6 +126,31 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     return read_contained(path, limit, None)
 
 
+# The files read (or looked for) while one verdict is made, for the verdict cache to key them by
+# their bytes (``recording_reads``); None outside a recording. A context variable: threads and
+# nested commands keep their own.
+_READS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("reads", default=None)
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[list[str]]:
+    """While this runs, every file ``read_contained`` reads or ``note_read`` names is listed
+    (absolute paths, in order, repeats kept) in the list it yields."""
+    found: list[str] = []
+    token = _READS.set(found)
+    try:
+        yield found
+    finally:
+        _READS.reset(token)
+
+
+def note_read(path: str | os.PathLike[str]) -> None:
+    """Record that a verdict depends on ``path`` (read, or looked for and maybe missing)."""
+    found = _READS.get()
+    if found is not None:
+        found.append(os.path.abspath(path))
+
+
 def read_contained(
     path: str | os.PathLike[str], limit: int, root: str | os.PathLike[str] | None
 ) -> bytes:
@@ -135,6 +162,7 @@ def read_contained(
     between the check and the read: a link to ``/proc/self/fd/1`` (the CI log's pipe), a FIFO
     or ``/dev/zero`` is refused without a byte read, as is a link that leaves ``root``.
     """
+    note_read(path)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         info = os.fstat(fd)

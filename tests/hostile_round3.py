@@ -59,7 +59,8 @@ def _project(d: Path, spec: str, recipe: str | None = RECIPE, **files: str) -> P
 
 
 def everywhere(*extra: str) -> tuple[tuple[str, ...], ...]:
-    """validate in every output format, lint and plan (text and JSON)."""
+    """validate in every output format, lint and plan (text and JSON): where a value of the
+    runner could be printed."""
     return (
         *(("validate", "--no-cache", "--format", f, *extra, "job.yaml") for f in FORMATS),
         ("lint", *extra, "job.yaml"),
@@ -68,15 +69,18 @@ def everywhere(*extra: str) -> tuple[tuple[str, ...], ...]:
     )
 
 
-def _overrides(line: str) -> str:
-    return RECIPE_JOB.replace("  model: {data:", line + "  model: {data:", 1)
+CHECKED = (("validate", "--no-cache", "job.yaml"), ("plan", "job.yaml"))
+# Where plan reads the recipe exactly as validate does and stops at the same problem.
+VALIDATED = (("validate", "--no-cache", "job.yaml"),)
+RESOLVED_AT_BUILD = "the SageMaker SDK resolves it when it builds the job"
 
 
 def _env_in_overrides(name: str, value: str) -> Callable[[Path], Case3]:
     def make(d: Path) -> Case3:
         spec = RECIPE_JOB + f"  trainer: {{precision: {json.dumps(value)}}}\n"
-        spec = spec.replace("  model: {data: {", f"  model: {{model_type: {json.dumps(value)}, data: {{")
-        return Case3(name, _project(d, spec), everywhere(), "resolved by the SageMaker SDK")
+        shown = json.dumps(value)
+        spec = spec.replace("  model: {data: {", f"  model: {{model_type: {shown}, data: {{")
+        return Case3(name, _project(d, spec), everywhere(), RESOLVED_AT_BUILD)
 
     return make
 
@@ -84,13 +88,14 @@ def _env_in_overrides(name: str, value: str) -> Callable[[Path], Case3]:
 def _env_in_recipe(d: Path) -> Case3:
     recipe = RECIPE.replace("model_type: llama_v3", "model_type: ${oc.env:AWS_SECRET_ACCESS_KEY}")
     return Case3("env-in-recipe-file", _project(d, RECIPE_JOB, recipe), everywhere(),
-                 "resolved by the SageMaker SDK")  # fmt: skip
+                 RESOLVED_AT_BUILD)  # fmt: skip
 
 
 def _escaped_decode(d: Path) -> Case3:
     # A literal "${oc.env:...}" made an interpolation again by oc.decode.
     recipe = RECIPE + "hidden: \\${oc.env:AWS_SECRET_ACCESS_KEY}\nshown: ${oc.decode:${hidden}}\n"
-    return Case3("oc-decode-of-escaped-env", _project(d, RECIPE_JOB, recipe), everywhere())
+    return Case3("oc-decode-of-escaped-env", _project(d, RECIPE_JOB, recipe), everywhere(),
+                 "calls oc.decode")  # fmt: skip
 
 
 def _outside(d: Path) -> Path:
@@ -115,7 +120,7 @@ def _git_config_outside(d: Path) -> Case3:
         "git_config: {repo: 'https://github.com/aws/sagemaker-python-sdk.git'}\n"
     )
     _project(project, spec)
-    return Case3("git-config-recipe-outside", project, everywhere(), "outside the project")
+    return Case3("git-config-recipe-outside", project, CHECKED, "outside the project")
 
 
 def _git_config_parameters(d: Path) -> Case3:
@@ -128,16 +133,18 @@ def _git_config_parameters(d: Path) -> Case3:
         "parameters: ../outside/mp.json}}, mpi: {enabled: true}}\n"
     )
     _project(project, spec, None)
-    return Case3("git-config-parameters-outside", project, everywhere(), "outside the project")
+    return Case3("git-config-parameters-outside", project, CHECKED, "outside the project")
 
 
-def _recipe_numbers(name: str, *changes: tuple[str, str], expected: str = "") -> Callable[[Path], Case3]:
+def _recipe_numbers(
+    name: str, *changes: tuple[str, str], expected: str = ""
+) -> Callable[[Path], Case3]:
     def make(d: Path) -> Case3:
         recipe = RECIPE
         for old, new in changes:
             assert old in recipe, old
             recipe = recipe.replace(old, new)
-        return Case3(name, _project(d, RECIPE_JOB, recipe), everywhere(), expected)
+        return Case3(name, _project(d, RECIPE_JOB, recipe), CHECKED, expected)
 
     return make
 
@@ -177,44 +184,54 @@ def _ds_config(name: str, target: str) -> Callable[[Path], Case3]:
     return make
 
 
-def _deep_recipe(d: Path) -> Case3:
-    recipe = RECIPE + "deep: " + "[" * 3000 + "]" * 3000 + "\n"
-    return Case3("recipe-3000-deep", _project(d, RECIPE_JOB, recipe), everywhere(),
-                 "nested deeper than")  # fmt: skip
+def _deep_recipe(levels: int, expected: str) -> Callable[[Path], Case3]:
+    def make(d: Path) -> Case3:
+        recipe = RECIPE + "deep: " + "[" * levels + "]" * levels + "\n"
+        commands = CHECKED if levels > 1000 else VALIDATED
+        case = Case3(f"recipe-{levels}-deep", _project(d, RECIPE_JOB, recipe), commands, expected)
+        return case
+
+    return make
 
 
 def _deep_block_recipe(d: Path) -> Case3:
-    lines = "".join(" " * i + f"k{i}:\n" for i in range(3000))
+    lines = "".join(" " * i + f"k{i}:\n" for i in range(300))
     recipe = RECIPE + "deep:\n" + "".join(" " + line for line in lines.splitlines(True))
-    return Case3("recipe-3000-deep-block", _project(d, RECIPE_JOB, recipe), everywhere(),
-                 "nested deeper than")  # fmt: skip
+    return Case3("recipe-300-deep-block", _project(d, RECIPE_JOB, recipe), VALIDATED,
+                 "nested deeper than 64 levels")  # fmt: skip
 
 
 def _deep_interpolation(d: Path) -> Case3:
     value = "${oc.select:nope," * 450 + "1" + "}" * 450
     recipe = RECIPE + f"deep: '{value}'\n"
-    return Case3("interpolation-450-deep", _project(d, RECIPE_JOB, recipe), everywhere())
+    return Case3("interpolation-450-deep", _project(d, RECIPE_JOB, recipe), VALIDATED,
+                 "nests interpolations over 16 deep")  # fmt: skip
 
 
 def _select_chain(d: Path) -> Case3:
     chain = "a0: aaaaaaaaaa\n" + "".join(
-        f"a{i}: ${{oc.select:recipes.a{i - 1}}}${{oc.select:recipes.a{i - 1}}}\n" for i in range(22, 0, -1)
+        f"a{i}: ${{oc.select:recipes.a{i - 1}}}${{oc.select:recipes.a{i - 1}}}\n"
+        for i in range(22, 0, -1)
     )
-    return Case3("oc-select-chain-22", _project(d, RECIPE_JOB, RECIPE + chain), everywhere())
+    return Case3("oc-select-chain-22", _project(d, RECIPE_JOB, RECIPE + chain), VALIDATED,
+                 "more than 100,000 characters")  # fmt: skip
 
 
 def _empty_select_chain(d: Path) -> Case3:
-    # No growth at all (the leaf is empty): only the number of evaluations explodes.
+    # No growth at all (the leaf is empty): only the number of evaluations explodes, as
+    # OmegaConf evaluates a reference to a value not resolved yet each time it is named.
     chain = "b0: ''\n" + "".join(
-        f"b{i}: ${{oc.select:recipes.b{i - 1}}}${{oc.select:recipes.b{i - 1}}}\n" for i in range(24, 0, -1)
+        f"b{i}: ${{recipes.b{i - 1}}}${{recipes.b{i - 1}}}\n" for i in range(24, 0, -1)
     )
-    return Case3("empty-select-chain-24", _project(d, RECIPE_JOB, RECIPE + chain), everywhere())
+    return Case3("empty-select-chain-24", _project(d, RECIPE_JOB, RECIPE + chain), VALIDATED,
+                 "past 10,000 evaluations")  # fmt: skip
 
 
 def _resolver_then_copies(d: Path) -> Case3:
     copies = "".join(f"c{i}: ${{recipes.c{i - 1}}}${{recipes.c{i - 1}}}\n" for i in range(1, 12))
     recipe = RECIPE + "c0: ${multiply:'aaaaaaaaaa',2000}\n" + copies
-    return Case3("resolver-result-copied", _project(d, RECIPE_JOB, recipe), everywhere())
+    return Case3("resolver-result-copied", _project(d, RECIPE_JOB, recipe), VALIDATED,
+                 "more than 100,000 characters")  # fmt: skip
 
 
 def _self_link(d: Path) -> Case3:
@@ -226,7 +243,7 @@ def _self_link(d: Path) -> Case3:
     (d / "code" / "x").symlink_to(".")
     commands = (("validate", "--no-cache", "job.yaml"), ("plan", "job.yaml"),
                 ("plan", "--json", "job.yaml"))  # fmt: skip
-    return Case3("source-dir-links-to-itself", d, commands)
+    return Case3("source-dir-links-to-itself", d, commands, "is a link to a folder that holds it")
 
 
 MAKERS: tuple[Callable[[Path], Case3], ...] = (
@@ -244,15 +261,19 @@ MAKERS: tuple[Callable[[Path], Case3], ...] = (
         "num-nodes-1e12-shard-3",
         ("  num_nodes: 2 ", "  num_nodes: 1000000000000 "),
         ("shard_degree: 8 ", "shard_degree: 3 "),
+        expected="must divide the world size",
     ),
     _recipe_numbers(
-        "multiply-450-mb", ("model_type: hf", "model_type: ${multiply:'aaaaaaaaaa',45000000}")
+        "multiply-450-mb",
+        ("model_type: hf", "model_type: ${multiply:'aaaaaaaaaa',45000000}"),
+        expected="multiply would repeat 10 characters 45,000,000 times",
     ),
     _ds_config("ds-config-is-stdout", "/proc/self/fd/1"),
     _ds_config("ds-config-is-dev-zero", "/dev/zero"),
     _ds_config("ds-config-is-a-fifo", "fifo"),
     _ds_config("ds-config-outside", "/etc/passwd"),
-    _deep_recipe,
+    _deep_recipe(3000, "training_recipe: "),
+    _deep_recipe(500, "nested deeper than 64 levels"),
     _deep_block_recipe,
     _deep_interpolation,
     _select_chain,

@@ -25,6 +25,7 @@ from safe_estimators._bounds import (
     MAX_DEPTH,
     MAX_NODES,
     is_inside,
+    note_read,
     quote,
     real_path,
 )
@@ -138,8 +139,10 @@ def _locate(training_recipe: str) -> tuple[str | None, list[Problem]]:
 
     if is_file_recipe(training_recipe):
         # A spec's URL is never looked for here (_files decided it names no file beside it).
-        if not isinstance(training_recipe, RemoteRecipe) and os.path.isfile(training_recipe):
-            return training_recipe, []
+        if not isinstance(training_recipe, RemoteRecipe):
+            note_read(training_recipe)  # looked for: a verdict depends on it being there
+            if os.path.isfile(training_recipe):
+                return training_recipe, []
         if is_url(training_recipe):
             return None, _unreadable(
                 training_recipe,
@@ -188,6 +191,7 @@ def _locate(training_recipe: str) -> tuple[str | None, list[Problem]]:
     root = real_path(folder)
     for base in (os.path.join(root, COLLECTION_FOLDER), root):
         candidate = os.path.join(base, *parts) + ".yaml"
+        note_read(candidate)
         if os.path.isfile(candidate) and is_inside(real_path(candidate), root):
             return candidate, []
     return None, [
