@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import safe_estimators._validate
@@ -281,32 +281,24 @@ def _copy(project: str, folder: Path) -> Path:
     return next(p for p in sorted(folder.glob("job.*")))
 
 
-def _read_files(entry: Path, spec: Path) -> list[Path]:
-    """Every regular file the cached verdict depends on (named, read, or in a folder it walked)."""
-    document = json.loads(entry.read_text())
-    found: list[Path] = [spec]
-    for kind, name, _ in document["dependencies"]:
-        path = Path(name) if os.path.isabs(name) else spec.parent / name
-        if kind != "path":
-            continue
-        if path.is_file():
-            found.append(path)
-        elif path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.is_file() and ".git" not in p.parts)
-    return list(dict.fromkeys(found))
+def _inputs(project: Path) -> list[Path]:
+    """Every file a verdict of the project's spec could read: all of the project's files (not
+    the entry's list of what it read, which is what is under test)."""
+    return sorted(p for p in project.rglob("*") if p.is_file() and ".git" not in p.parts)
 
 
-def _mutated(text: str, how: int, where: int) -> str:
+def _mutated(text: str, how: int, where: int, value: int) -> str:
     """One edit a contributor could make: a digit changed in place (same size), a number
-    replaced, a line dropped, or text added."""
-    digits = [i for i, c in enumerate(text) if c.isdigit()]
-    if how == 0 and digits:
-        i = digits[where % len(digits)]
-        return text[:i] + str((int(text[i]) + 1 + where % 8) % 10) + text[i + 1 :]
-    if how == 1 and digits:
-        numbers = list(re.finditer(r"\d+", text))
+    replaced by a small one (degrees, stages and device counts are small numbers), a line
+    dropped, or text added."""
+    numbers = list(re.finditer(r"\d+", text))
+    if how == 0 and numbers:
         found = numbers[where % len(numbers)]
-        return text[: found.start()] + str(where) + text[found.end() :]
+        i = found.end() - 1
+        return text[:i] + str(value % 10) + text[i + 1 :]
+    if how == 1 and numbers:
+        found = numbers[where % len(numbers)]
+        return text[: found.start()] + str(value) + text[found.end() :]
     lines = text.splitlines(keepends=True)
     if how == 2 and lines:
         del lines[where % len(lines)]
@@ -314,36 +306,40 @@ def _mutated(text: str, how: int, where: int) -> str:
     return text + "\n# edited\n"
 
 
+@pytest.mark.parametrize("project", PROJECTS)
 @settings(
-    max_examples=30,
+    max_examples=12,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
-    project=st.sampled_from(PROJECTS),
     pick=st.integers(0, 10_000),
     how=st.integers(0, 3),
     where=st.integers(0, 10_000),
+    value=st.integers(0, 3),
 )
+# The second file's first number set to 0: ds_config.json's ZeRO stage in the DeepSpeed project,
+# the recipe's first number in the recipe example (the two the issue found unkeyed).
+@example(pick=1, how=1, where=0, value=0)
 def test_a_cached_verdict_is_never_looser_than_a_fresh_one(
-    capsys, monkeypatch, project, pick, how, where
+    capsys, monkeypatch, project, pick, how, where, value
 ):
-    # Any file a verdict read, edited in any of these ways: the cached verdict is the fresh one.
+    # Any file a verdict read (the spec, the script, a recipe, a DeepSpeed JSON, a model's
+    # config, a file of the folder it walked), edited: the cached verdict is the fresh one.
     with tempfile.TemporaryDirectory() as scratch:
         monkeypatch.setenv("SAFE_ESTIMATORS_CACHE_DIR", str(Path(scratch) / "cache"))
         spec = _copy(project, Path(scratch) / "project")
         run(capsys, "validate", spec)
-        [entry] = sorted((Path(scratch) / "cache" / "verdicts").glob("*/*.json"))
-        files = _read_files(entry, spec)
+        files = _inputs(spec.parent)
         target = files[pick % len(files)]
         try:
             text = target.read_text()
         except UnicodeDecodeError:
             return
-        target.write_text(_mutated(text, how, where))
+        target.write_text(_mutated(text, how, where, value))
         cached = run(capsys, "validate", spec)
         fresh = run(capsys, "validate", "--no-cache", spec)
-        assert cached == fresh, (target.name, how, where)
+        assert cached == fresh, (target.name, how, where, value)
 
 
 def test_the_files_a_verdict_read_include_the_recipe_and_the_deepspeed_config(capsys, tmp_path):
