@@ -121,7 +121,7 @@ def resolvers_called(text: str) -> tuple[str, ...]:
     except Exception:  # GrammarParseError: OmegaConf refuses it as well, at resolution
         return ("<unparsable>",)
     found: list[str] = []
-    stack = [tree]
+    stack: list[Any] = [tree]  # ANTLR's untyped parse tree
     while stack:
         node = stack.pop()
         if isinstance(node, OmegaConfGrammarParser.InterpolationResolverContext):

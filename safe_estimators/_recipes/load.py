@@ -57,7 +57,7 @@ class Recipe:
     name: str
     source: str
     merged: str
-    data: dict[str, Any]
+    data: Mapping[str, Any]  # a dict (a read-only view while a rule runs: check._Tracked)
     kind: str  # "standard", "nova", "eval" or "llmft"
     resolved: str = ""
     unresolved: frozenset[tuple[str, ...]] = frozenset()
@@ -327,9 +327,9 @@ def _merge_and_resolve(
             resolved = target if key is None else target.get(key)
             break
     if refused:
-        key, exc = errors[-1] if errors else (None, None)
-        where = str(getattr(exc, "full_key", "") or "").split(".")
-        if key and where[0] == key:
+        wrapped, failure = errors[-1] if errors else (None, None)
+        where = str(getattr(failure, "full_key", "") or "").split(".")
+        if wrapped and where[0] == wrapped:
             where = where[1:]  # the attempt's wrapping key
         return None, [
             Problem(
