@@ -245,3 +245,36 @@ def test_a_deepspeed_config_of_the_same_size_is_keyed_by_its_bytes(tmp_path: Pat
     cached, fresh = _verdicts(project, tmp_path / "cache")
     assert cached[:2] == fresh[:2]
     assert cached[0] == 1 and "155.9 GB per accelerator" in cached[1]
+
+
+# --- the build itself still resolves what only the build can ---------------------------------
+
+
+def test_the_build_resolves_oc_env_on_the_machine_that_builds_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sagemaker_session: object
+) -> None:
+    # Checking never resolves it; building (fit, submit, a factory) hands the SDK the merged
+    # recipe, which it resolves where it runs, as the bare SDK does.
+    from conftest import ROLE
+    from recipe_fixtures import README_OVERRIDES as OVERRIDES
+    from recipe_fixtures import gpu_recipe, local_repositories, redirect_environment
+
+    import safe_estimators
+
+    name = "training/llama/ours_p5_pretrain"
+    found = local_repositories(tmp_path / "repos", {name: gpu_recipe(nodes=1, shard=8)})
+    for variable, value in redirect_environment(found).items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("SAFE_ESTIMATORS_RECIPES", str(found["launcher"]))
+    monkeypatch.setenv("OURS_MODEL_TYPE", "llama_v3")
+    model = {**OVERRIDES["model"], "model_type": "${oc.env:OURS_MODEL_TYPE}"}
+    overrides = {**OVERRIDES, "model": model}
+    (tmp_path / "code").mkdir()
+    estimator = safe_estimators.pytorch(
+        training_recipe=name, recipe_overrides=overrides, instance_type="ml.p5.48xlarge",
+        role=ROLE, sagemaker_session=sagemaker_session, source_dir=str(tmp_path / "code"),
+    )  # fmt: skip
+    assert estimator.entry_point == "llama_pretrain.py"  # the adapter's script for llama_v3
+    warnings = safe_estimators.explain(estimator).warnings
+    [warning] = [w for w in warnings if w.path.startswith("recipe")]
+    assert warning.path == "recipe.model.model_type" and "calls oc.env" in warning.message
