@@ -7,7 +7,9 @@ from a local copy of the collection (``--recipes DIR`` or ``$SAFE_ESTIMATORS_REC
 recipe is a file from a pull request like a spec file, so it is read bounded (size, values,
 depth, interpolations) and, from a spec file, only inside the project. ``recipe_overrides`` are
 merged with OmegaConf (which the SDK depends on and uses itself), then resolved with the SDK's
-resolvers and its three attempts, so the recipe checked is the recipe the job gets.
+resolvers and its three attempts, so the recipe checked is the recipe the job gets; nothing that
+reads outside the merged document (``oc.env``, ``oc.decode``, a resolver the program registered)
+is resolved here, on the machine that checks it (``interpolation``).
 """
 
 from __future__ import annotations

@@ -280,9 +280,10 @@ def _paths(
 def _program_spawns(path: Path) -> str | None:
     """A shell entry point that runs a launcher itself (``torchrun --nproc_per_node=32 ...``,
     as Neuron's ``neuron_parallel_compile`` examples do): ``"spawn"``."""
-    try:
-        with path.open("rb") as file:
-            text = file.read(_MAX_BYTES).decode("utf-8", "replace")
+    from safe_estimators._bounds import read_regular
+
+    try:  # bounded and never blocking: an entry point may be a FIFO or a link to a device
+        text = read_regular(path, _MAX_BYTES).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
     return "spawn" if any(option in text for option in _LAUNCHER_OPTIONS) else None
