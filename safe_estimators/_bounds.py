@@ -8,6 +8,8 @@ interpreter's recursion limit.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import os
@@ -99,6 +101,21 @@ MAX_VERSION_CHARS = 32
 MAX_DIVISOR_TRIALS = 100_000
 
 
+def divisors(number: int) -> list[int]:
+    """The divisors of ``number`` in increasing order, found by trial division up to
+    MAX_DIVISOR_TRIALS candidates (every divisor of a number up to 10^10; beyond, only those
+    paired with a small one: a bounded subset), never one step per unit of ``number``."""
+    small, large = [], []
+    candidate = 1
+    while candidate * candidate <= number and candidate <= MAX_DIVISOR_TRIALS:
+        if number % candidate == 0:
+            small.append(candidate)
+            if candidate * candidate != number:
+                large.append(number // candidate)
+        candidate += 1
+    return small + large[::-1]
+
+
 class NotRegular(OSError):
     """A file ``read_regular`` refused: why, in words for a message."""
 
@@ -107,11 +124,53 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes. Opened without blocking (a FIFO
     would wait for a writer forever) and checked on the open descriptor; raises NotRegular
     (a FIFO, a device, a folder, too large) or the OSError of the open."""
+    return read_contained(path, limit, None)
+
+
+# The files read (or looked for) while one verdict is made, for the verdict cache to key them by
+# their bytes (``recording_reads``); None outside a recording. A context variable: threads and
+# nested commands keep their own.
+_READS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("reads", default=None)
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[list[str]]:
+    """While this runs, every file ``read_contained`` reads or ``note_read`` names is listed
+    (absolute paths, in order, repeats kept) in the list it yields."""
+    found: list[str] = []
+    token = _READS.set(found)
+    try:
+        yield found
+    finally:
+        _READS.reset(token)
+
+
+def note_read(path: str | os.PathLike[str]) -> None:
+    """Record that a verdict depends on ``path`` (read, or looked for and maybe missing)."""
+    found = _READS.get()
+    if found is not None:
+        found.append(os.path.abspath(path))
+
+
+def read_contained(
+    path: str | os.PathLike[str], limit: int, root: str | os.PathLike[str] | None
+) -> bytes:
+    """``read_regular``, and the file must be inside ``root`` (a real path; None: anywhere)
+    once every link is followed: the bounded reader every file a check reads goes through.
+
+    The checks are made on the open descriptor (its type, its size, and where it really is:
+    ``/proc/self/fd`` names it), so the file cannot be swapped for a link, a FIFO or a device
+    between the check and the read: a link to ``/proc/self/fd/1`` (the CI log's pipe), a FIFO
+    or ``/dev/zero`` is refused without a byte read, as is a link that leaves ``root``.
+    """
+    note_read(path)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotRegular("is not a regular file")
+            raise NotRegular(f"is {file_kind(info.st_mode)}, not a regular file")
+        if root is not None and not is_inside(_opened_path(fd, path), os.fspath(root)):
+            raise NotRegular("links to a file outside the project")
         if info.st_size > limit:
             raise NotRegular(f"is {info.st_size:,} bytes, more than {limit:,}")
         data = read_at_most(fd, info.st_size, limit + 1)
@@ -120,6 +179,31 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     if len(data) > limit:
         raise NotRegular(f"is more than {limit:,} bytes")
     return data
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _opened_path(fd: int, path: str | os.PathLike[str]) -> str:
+    """Where the open file ``fd`` really is (links resolved)."""
+    if _HAS_PROC_FD:
+        try:
+            found = os.readlink(f"{_PROC_FD}/{fd}")
+        except OSError:
+            found = ""
+        if found.startswith(os.sep) and not found.endswith(" (deleted)"):
+            return found
+    return real_path(path)
 
 
 def read_at_most(fd: int, size: int, limit: int) -> bytes:
@@ -443,6 +527,9 @@ class Tree:
     python_files: tuple[str, ...] = ()
     # Links that point nowhere or into a loop of links: tarfile (dereference=True) fails on them.
     broken_links: tuple[str, ...] = ()
+    # Links to a folder that holds them (``x -> .``): tarfile (dereference=True) descends into
+    # them again and again until the system refuses the path (ELOOP).
+    looping_links: tuple[str, ...] = ()
 
 
 def _tree(
@@ -451,9 +538,12 @@ def _tree(
     truncated: str | None,
     broken: list[str],
     too_deep: bool = False,
+    looping: tuple[str, ...] = (),
 ) -> Tree:
     python = tuple(path for path in files if path.endswith(".py"))
-    return Tree(tuple(files), tuple(outside), truncated, too_deep, python, tuple(broken))
+    return Tree(
+        tuple(files), tuple(outside), truncated, too_deep, python, tuple(broken), looping
+    )
 
 
 def _name(entry: os.DirEntry[str]) -> str:
@@ -513,11 +603,13 @@ def _walk(real_root: str) -> tuple[Tree, list[str]]:
     listed_folders: list[str] = []
     outside: list[tuple[str, str]] = []
     broken: list[str] = []
+    looping: list[str] = []
     seen_dirs = {real_root}
-    stack: list[tuple[str, int]] = [(real_root, 0)]
+    # (the folder as reached, its real path, its depth)
+    stack: list[tuple[str, str, int]] = [(real_root, real_root, 0)]
     entries = 0
     while stack:
-        folder, depth = stack.pop()
+        folder, real_folder, depth = stack.pop()
         listed_folders.append(folder)
         try:
             with os.scandir(folder) as it:
@@ -528,7 +620,9 @@ def _walk(real_root: str) -> tuple[Tree, list[str]]:
             entries += 1
             if entries > MAX_TREE_ENTRIES:
                 truncated = f"more than {MAX_TREE_ENTRIES:,} entries"
-                return _tree(files, outside, truncated, broken), listed_folders
+                return _tree(files, outside, truncated, broken, False, tuple(looping)), (
+                    listed_folders
+                )
             path = entry.path
             try:
                 if entry.is_symlink():
@@ -542,6 +636,9 @@ def _walk(real_root: str) -> tuple[Tree, list[str]]:
                         broken.append(path)
                         continue
                     is_dir, is_file = stat.S_ISDIR(mode), stat.S_ISREG(mode)
+                    if is_dir and is_inside(real_folder, target):
+                        looping.append(path)  # to its own folder or one above it
+                        continue
                 else:
                     target = path
                     is_dir = entry.is_dir(follow_symlinks=False)
@@ -553,9 +650,12 @@ def _walk(real_root: str) -> tuple[Tree, list[str]]:
                     continue
                 if depth + 1 >= MAX_TREE_DEPTH:
                     deep = f"folders nested over {MAX_TREE_DEPTH} deep"
-                    return _tree(files, outside, deep, broken, too_deep=True), listed_folders
+                    return _tree(files, outside, deep, broken, True, tuple(looping)), (
+                        listed_folders
+                    )
                 seen_dirs.add(target)
-                stack.append((path, depth + 1))
+                real = target if target != path else os.path.join(real_folder, entry.name)
+                stack.append((path, real, depth + 1))
             elif is_file:
                 files.append(path)
-    return _tree(files, outside, None, broken), listed_folders
+    return _tree(files, outside, None, broken, False, tuple(looping)), listed_folders

@@ -6,9 +6,12 @@ given, the environment variables in ``ENVIRONMENT`` and the installed code (``_i
 safe_estimators and its catalog, the SageMaker SDK, botocore). It records the files the verdict
 read or looked for (``_dependencies``: the project's ``.git``, the code folder the script checks
 and the upload rule walk, the entry point, the data files and dependencies the spec names), each
-with a fingerprint, and is used only while every fingerprint is the same: Python and shell files
-and the files the spec names by their bytes, the other files of a code folder by name, kind and
-size (no check reads their contents), links by their target.
+with a fingerprint, and is used only while every fingerprint is the same: Python and shell files,
+the files the spec names and every file the checks read or looked for (``_bounds.recording_reads``:
+a recipe file, a DeepSpeed JSON a script names, a predefined recipe's candidates) by their bytes,
+the other files of a code folder by name, kind and size (no check reads their contents), links by
+their target, and the recipes collection a predefined recipe name is read from (``--recipes``,
+``$SAFE_ESTIMATORS_RECIPES`` or git's ``insteadOf``) by its path.
 
 Threat model: entries another user could have written are never read (the folder and the file
 must be this user's and writable by no one else, ``_cache.read_in``; a run checks each shard
@@ -30,10 +33,10 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from safe_estimators._bounds import MAX_SPEC_BYTES, read_at_most
+from safe_estimators._bounds import MAX_SPEC_BYTES, read_at_most, recording_reads
 from safe_estimators._cache import (
     cache_folder,
     open_folder,
@@ -54,6 +57,10 @@ ENVIRONMENT = (
     "AWS_DEFAULT_REGION",
     "SAGEMAKER_USER_CONFIG_OVERRIDE",
     "SAGEMAKER_ADMIN_CONFIG_OVERRIDE",
+    # The recipe checks: the collection's copy, the adapter and launcher repositories' URLs.
+    "SAFE_ESTIMATORS_RECIPES",
+    "TRAINING_ADAPTER_GIT",
+    "TRAINING_LAUNCHER_GIT",
 )
 # Files of a code folder whose bytes a check may read (the script checks parse Python and shell
 # entry points); the others count by name, kind and size.
@@ -91,12 +98,13 @@ def _validate_cached(
 
     if key is None:
         return located(path, _validate.validate_file(path, project_root=project_root))
-    arguments, problems = _validate.validate_spec(path, project_root=project_root)
+    with recording_reads() as reads:  # every file the checks read, keyed by its bytes
+        arguments, problems = _validate.validate_spec(path, project_root=project_root)
     # What the lookup doubted, for a spec whose checks did not get to say it (one that does
     # not parse runs no rules): the warning belongs to this spec, not the next one.
     problems += tagged(cache_trusted, [doubt_warning(why) for why in take_doubts()])
     entries = located(path, problems)
-    dependencies = _dependencies(current, path, arguments, project_root)
+    dependencies = _dependencies(current, path, arguments, project_root, reads)
     # A problem about the cache itself is this process's, not the spec's: never kept.
     if dependencies is not None and not any(p.path == "<cache>" for p in problems):
         _write(current, shard, name, key, dependencies, entries)
@@ -255,10 +263,15 @@ def _dependencies(
     path: str,
     arguments: dict[str, object] | None,
     project_root: str | os.PathLike[str] | None,
+    reads: Sequence[str] = (),
 ) -> list[list[str]] | None:
     """``[kind, name, fingerprint]`` of everything the verdict of the spec read or looked for
-    (``path``: a file or folder; ``project``: the project found above the spec's folder), or
-    None when one of them cannot be fingerprinted (too large a folder)."""
+    (``path``: a file or folder; ``project``: the project found above the spec's folder;
+    ``recipes``: the recipes collection a predefined recipe is read from, which ``--recipes``,
+    ``$SAFE_ESTIMATORS_RECIPES`` or git's configuration name), or None when one of them cannot
+    be fingerprinted (too large a folder). ``reads``: the files the checks read or looked for
+    (``_bounds.recording_reads``: a recipe file, a configuration file a script reads), each
+    by its bytes."""
     out = []
     if project_root is None:
         folder = os.path.dirname(path) or "."
@@ -287,6 +300,10 @@ def _dependencies(
         dependencies = arguments.get("dependencies")
         if isinstance(dependencies, list):
             named += [d for d in dependencies if isinstance(d, str) and "://" not in d]
+        recipe = arguments.get("training_recipe")
+        if isinstance(recipe, str) and not recipe.endswith(".yaml"):
+            out.append(["recipes", "", _recipes_now()])
+    named += [name for name in dict.fromkeys(reads) if name not in named]
     for name in named:
         fingerprint = _fingerprint(current, name)
         if fingerprint is None:
@@ -307,7 +324,18 @@ def _project(current: _Run, folder: str) -> str:
 
 
 def _now(current: _Run, kind: str, name: str) -> str | None:
+    if kind == "recipes":
+        return _recipes_now()
     return _project(current, name) if kind == "project" else _fingerprint(current, name)
+
+
+def _recipes_now() -> str:
+    """The recipes collection predefined recipes are read from now (its real path)."""
+    from safe_estimators._bounds import real_path
+    from safe_estimators._recipes.modes import recipes_folder
+
+    folder = recipes_folder()
+    return "" if folder is None else real_path(folder)
 
 
 def _fingerprint(current: _Run, path: str) -> str | None:

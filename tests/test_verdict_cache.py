@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 import safe_estimators._commands.validate
 import safe_estimators._verdicts as verdicts
@@ -247,3 +251,126 @@ def test_commands_in_several_threads_keep_their_own_lookups(capsys):
     assert codes == [expected] * 16
     assert "<cache>" not in out
     assert sorted(out.splitlines()) == sorted(reference.splitlines() * 16)
+
+
+# --- a cached verdict is never looser than a fresh one (issue 32) ----------------------------
+
+DS_CONFIG = '{"zero_optimization": {"stage": 3}}'
+
+
+def _deepspeed_project(folder: Path) -> None:
+    """The memory-fit shape on two p5 with a script whose DeepSpeed JSON shards everything."""
+    from hostile_round3 import DS_JOB, DS_SCRIPT, LLAMA_CONFIG
+
+    folder.mkdir(parents=True)
+    (folder / "job.yaml").write_text(DS_JOB)
+    (folder / "train.py").write_text(DS_SCRIPT)
+    (folder / "config.json").write_text(LLAMA_CONFIG)
+    (folder / "ds_config.json").write_text(DS_CONFIG)
+
+
+PROJECTS = [*(spec.parent.name for spec in EXAMPLES), "deepspeed"]
+
+
+def _copy(project: str, folder: Path) -> Path:
+    if project == "deepspeed":
+        _deepspeed_project(folder)
+    else:
+        shutil.copytree(ROOT / "examples" / project, folder, symlinks=True)
+    (folder / ".git").mkdir()
+    return next(p for p in sorted(folder.glob("job.*")))
+
+
+def _inputs(project: Path) -> list[Path]:
+    """Every file a verdict of the project's spec could read: all of the project's files (not
+    the entry's list of what it read, which is what is under test)."""
+    return sorted(p for p in project.rglob("*") if p.is_file() and ".git" not in p.parts)
+
+
+def _mutated(text: str, how: int, where: int, value: int) -> str:
+    """One edit a contributor could make: a digit changed in place (same size), a number
+    replaced by a small one (degrees, stages and device counts are small numbers), a line
+    dropped, or text added."""
+    numbers = list(re.finditer(r"\d+", text))
+    if how == 0 and numbers:
+        found = numbers[where % len(numbers)]
+        i = found.end() - 1
+        return text[:i] + str(value % 10) + text[i + 1 :]
+    if how == 1 and numbers:
+        found = numbers[where % len(numbers)]
+        return text[: found.start()] + str(value) + text[found.end() :]
+    lines = text.splitlines(keepends=True)
+    if how == 2 and lines:
+        del lines[where % len(lines)]
+        return "".join(lines)
+    return text + "\n# edited\n"
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    pick=st.integers(0, 10_000),
+    how=st.integers(0, 3),
+    where=st.integers(0, 10_000),
+    value=st.integers(0, 3),
+)
+# The second file's first number set to 0: ds_config.json's ZeRO stage in the DeepSpeed project,
+# the recipe's first number in the recipe example (the two the issue found unkeyed).
+@example(pick=1, how=1, where=0, value=0)
+def test_a_cached_verdict_is_never_looser_than_a_fresh_one(
+    capsys, monkeypatch, project, pick, how, where, value
+):
+    # Any file a verdict read (the spec, the script, a recipe, a DeepSpeed JSON, a model's
+    # config, a file of the folder it walked), edited: the cached verdict is the fresh one.
+    with tempfile.TemporaryDirectory() as scratch:
+        monkeypatch.setenv("SAFE_ESTIMATORS_CACHE_DIR", str(Path(scratch) / "cache"))
+        spec = _copy(project, Path(scratch) / "project")
+        run(capsys, "validate", spec)
+        files = _inputs(spec.parent)
+        target = files[pick % len(files)]
+        try:
+            text = target.read_text()
+        except UnicodeDecodeError:
+            return
+        target.write_text(_mutated(text, how, where, value))
+        cached = run(capsys, "validate", spec)
+        fresh = run(capsys, "validate", "--no-cache", spec)
+        assert cached == fresh, (target.name, how, where, value)
+
+
+def test_the_files_a_verdict_read_include_the_recipe_and_the_deepspeed_config(capsys, tmp_path):
+    for project, wanted in (("hyperpod-recipe", "llama3_8b_pretrain.yaml"),
+                            ("deepspeed", "ds_config.json")):  # fmt: skip
+        spec = _copy(project, tmp_path / project)
+        run(capsys, "validate", spec)
+        found = [e for e in entries(tmp_path) if wanted in e.read_text()]
+        assert found, project
+
+
+@pytest.mark.parametrize("how", ["option", "variable"])
+def test_another_recipes_collection_is_another_verdict(capsys, tmp_path, monkeypatch, how):
+    from hostile_round3 import RECIPE
+
+    collections = []
+    for name, devices in (("a", 8), ("b", 3)):
+        folder = tmp_path / name / "recipes_collection" / "recipes" / "training"
+        folder.mkdir(parents=True)
+        (folder / "r.yaml").write_text(RECIPE.replace("  devices: 8 ", f"  devices: {devices} "))
+        collections.append(tmp_path / name)
+    spec = _copy("hyperpod-recipe", tmp_path / "project")
+    spec.write_text(spec.read_text().replace("recipes/llama3_8b_pretrain.yaml", "training/r"))
+
+    def validate(collection: Path, *options: str) -> tuple[int, str]:
+        if how == "option":
+            return run(capsys, "validate", *options, "--recipes", collection, spec)
+        monkeypatch.setenv("SAFE_ESTIMATORS_RECIPES", str(collection))
+        return run(capsys, "validate", *options, spec)
+
+    assert validate(collections[0])[0] == 0
+    cached = validate(collections[1])
+    assert cached == validate(collections[1], "--no-cache")
+    assert cached[0] == 1 and "recipe.trainer.devices: is 3" in cached[1]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import attrs
 
 import instance_catalog
-from safe_estimators._bounds import MAX_DIVISOR_TRIALS
+from safe_estimators._bounds import divisors as _divisors
 from safe_estimators._memory.accounting import MIB, MemoryEstimate, estimate, gb
 from safe_estimators._memory.complete import CompleteShape
 from safe_estimators._memory.layout import MemoryLayout
@@ -83,20 +83,6 @@ def _shard_names(layout: MemoryLayout, degree: int) -> str:
         f"shard the model states over {degree} GPUs (SMP v2 hybrid_shard_degree: {degree}, or "
         "FSDP FULL_SHARD / DeepSpeed ZeRO-3 in the script)"
     )
-
-
-def _divisors(number: int) -> list[int]:
-    """The divisors of ``number`` in increasing order, found by trial division up to
-    MAX_DIVISOR_TRIALS (beyond it, only those paired with a small one: a bounded subset)."""
-    small, large = [], []
-    candidate = 1
-    while candidate * candidate <= number and candidate <= MAX_DIVISOR_TRIALS:
-        if number % candidate == 0:
-            small.append(candidate)
-            if candidate * candidate != number:
-                large.append(number // candidate)
-        candidate += 1
-    return small + large[::-1]
 
 
 def _smallest_fit(candidates: list[tuple[str, Job]]) -> Iterator[tuple[str, Job]]:

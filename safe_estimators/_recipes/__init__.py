@@ -92,6 +92,10 @@ def recipe_arguments(arguments: Mapping[str, Any]) -> tuple[Mapping[str, Any], l
     value, key = recipe_instance_count(recipe)
     if type(value) is int and value >= 1:
         return {**arguments, "instance_count": value}, []
+    from safe_estimators._recipes.interpolation import UNRESOLVED
+
+    if isinstance(value, str) and UNRESOLVED in value:
+        return arguments, []  # resolved at build: its warning says so
     section, _, name = key.partition(".")
     given = (
         f"the recipe has no {name} in its {section} section" if value is None

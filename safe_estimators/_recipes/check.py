@@ -15,6 +15,9 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import attrs
+
+from safe_estimators._bounds import divisors
 from safe_estimators._context import Context
 from safe_estimators._facts.versions import parse_version
 from safe_estimators._problems import (
@@ -26,7 +29,7 @@ from safe_estimators._problems import (
     warning,
 )
 from safe_estimators._recipes import facts
-from safe_estimators._recipes.load import Recipe
+from safe_estimators._recipes.load import Recipe, recipe_kind
 from safe_estimators._resolved import Injection
 from safe_estimators._spec import JobSpec
 
@@ -300,12 +303,12 @@ def recipe_degrees(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     if world % degree == 0:
         return
     unit = "NeuronCores" if _device(ctx) == "trainium" else "GPUs"
-    divisors = [d for d in range(1, world + 1) if world % d == 0]
+    found = divisors(world)  # bounded: a recipe's num_nodes may be 10^12
     yield Problem(
         path,
         f"{shown} = {degree} must divide the world size, {nodes} node(s) x {per_instance} "
         f"{unit} = {world}; the training fails at start.",
-        f"choose degrees whose product is one of {', '.join(map(str, divisors[-6:]))} (or "
+        f"choose degrees whose product is one of {', '.join(map(str, found[-6:]))} (or "
         "another divisor), or run more nodes.",
     )
 
@@ -538,13 +541,61 @@ def dropped_arguments(spec: JobSpec) -> list[Problem]:
 
 def check_recipe(ctx: Context, recipe: Recipe) -> list[Problem]:
     """Every recipe rule's problems, in the table's order; the memory estimate's warnings
-    once the rest holds."""
+    once the rest holds. A rule that read a value only the build resolves says nothing (the
+    value's own warning says it was not checked): its verdict would be about a stand-in."""
     from safe_estimators._recipes.memory import recipe_memory
 
-    found = [found_by(problem, rule) for rule in RECIPE_RULES for problem in rule(ctx, recipe)]
+    found = [
+        found_by(problem, rule)
+        for rule in RECIPE_RULES
+        for problem in _known(rule, ctx, recipe)
+    ]
     if any(p.severity == "error" for p in found):
         return found
-    return found + tagged(recipe_memory, recipe_memory(ctx, recipe))
+    return found + tagged(recipe_memory, _known(recipe_memory, ctx, recipe))
+
+
+def _known(rule: RecipeRule, ctx: Context, recipe: Recipe) -> list[Problem]:
+    """``rule``'s problems, or none when it (or the recipe's kind) read an unresolved value."""
+    if not recipe.unresolved:
+        return list(rule(ctx, recipe))
+    read: list[tuple[str, ...]] = []
+    tracked = _Tracked(recipe.data, (), recipe.unresolved, read)
+    if recipe_kind(tracked) != recipe.kind or read:
+        return []  # the kind itself depends on the build: no rule's verdict holds
+    problems = list(rule(ctx, attrs.evolve(recipe, data=tracked)))
+    return [] if read else problems
+
+
+class _Tracked(Mapping[str, Any]):
+    """A recipe's data that records every read of a value only the build resolves (or of a
+    list or text holding one)."""
+
+    __slots__ = ("_data", "_path", "_read", "_unresolved")
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        path: tuple[str, ...],
+        unresolved: frozenset[tuple[str, ...]],
+        read: list[tuple[str, ...]],
+    ) -> None:
+        self._data, self._path, self._unresolved, self._read = data, path, unresolved, read
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        path = (*self._path, str(key))
+        if isinstance(value, Mapping):
+            return _Tracked(value, path, self._unresolved, self._read)
+        if any(found[: len(path)] == path for found in self._unresolved):
+            self._read.append(path)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 def recipe_instance_count(recipe: Recipe) -> tuple[object, str]:

@@ -32,6 +32,11 @@ _GIT_VARIABLES = (
 )
 
 
+# GIT_CONFIG_COUNT's settings read (git's own are a handful; the count is a number anyone
+# setting the environment chooses).
+_MAX_PARAMETERS = 1_000
+
+
 def launcher_url() -> str:
     """The URL the SDK clones the recipes collection from."""
     return os.environ.get(facts.LAUNCHER_VARIABLE) or str(
@@ -44,7 +49,7 @@ def configured_recipes_folder() -> str | None:
     count = os.environ.get("GIT_CONFIG_COUNT", "")
     extra = [
         (os.environ.get(f"GIT_CONFIG_KEY_{i}"), os.environ.get(f"GIT_CONFIG_VALUE_{i}"))
-        for i in range(int(count) if count.isdigit() else 0)
+        for i in range(min(int(count), _MAX_PARAMETERS) if count.isdigit() else 0)
     ]
     state = (*(os.environ.get(name) for name in _GIT_VARIABLES), count, str(extra))
     return _rewritten(launcher_url(), state)

@@ -7,14 +7,15 @@ from a local copy of the collection (``--recipes DIR`` or ``$SAFE_ESTIMATORS_REC
 recipe is a file from a pull request like a spec file, so it is read bounded (size, values,
 depth, interpolations) and, from a spec file, only inside the project. ``recipe_overrides`` are
 merged with OmegaConf (which the SDK depends on and uses itself), then resolved with the SDK's
-resolvers and its three attempts, so the recipe checked is the recipe the job gets.
+resolvers and its three attempts, so the recipe checked is the recipe the job gets; nothing that
+reads outside the merged document (``oc.env``, ``oc.decode``, a resolver the program registered)
+is resolved here, on the machine that checks it (``interpolation``).
 """
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import json
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -26,10 +27,13 @@ from safe_estimators._bounds import (
     MAX_DEPTH,
     MAX_NODES,
     is_inside,
+    note_read,
     quote,
     real_path,
 )
 from safe_estimators._problems import Problem, problem_source, warning
+from safe_estimators._recipes import interpolation
+from safe_estimators._recipes.interpolation import MAX_NESTING, nesting
 from safe_estimators._recipes.modes import RECIPES_VARIABLE, reading_offline, recipes_folder
 
 # Where a predefined name lives inside a copy of aws/sagemaker-hyperpod-recipes.
@@ -45,14 +49,20 @@ _SETUP = (
 
 @attrs.frozen
 class Recipe:
-    """A recipe as the job gets it: ``merged`` (YAML, before resolution, what the SDK is handed
-    offline) and ``data`` (resolved, plain), with the kind the SDK sees in it."""
+    """A recipe as the job gets it: ``merged`` (YAML, before resolution: what the SDK is
+    handed to build the job, which it resolves on the machine that builds it), ``data``
+    (resolved here, plain), ``resolved`` (``data`` as YAML with its interpolation marks
+    escaped: what ``plan`` hands the SDK, which reads it back as ``data``), the kind the SDK
+    sees in it, and the values only the build can resolve (``UNRESOLVED`` in ``data``; see
+    ``interpolation``)."""
 
     name: str
     source: str
     merged: str
-    data: dict[str, Any]
+    data: Mapping[str, Any]  # a dict (a read-only view while a rule runs: check._Tracked)
     kind: str  # "standard", "nova", "eval" or "llmft"
+    resolved: str = ""
+    unresolved: frozenset[tuple[str, ...]] = frozenset()
 
 
 def is_file_recipe(value: str) -> bool:
@@ -100,10 +110,24 @@ def load_recipe(
         return None, problems
     try:
         key = json.dumps(overrides or {}, sort_keys=True, default=repr)
-        info = os.stat(path)
-    except (TypeError, ValueError, OSError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         return None, [Problem("recipe_overrides", f"cannot be read: {quote(str(exc))}.")]
-    return _load_cached(training_recipe, path, key, info.st_size, info.st_mtime_ns)
+    text, problems = _read(path)
+    if text is None:
+        return None, problems
+    # Remembered by the recipe's bytes, not its name and time: an edit within the file system's
+    # timestamp granularity, or a file swapped for another of the same size, is read again.
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    found = (training_recipe, path, key, digest)
+    if found not in _LOADED:
+        if len(_LOADED) >= _MAX_LOADED:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[found] = _merge_and_resolve(training_recipe, path, text, json.loads(key))
+    return _LOADED[found]
+
+
+_LOADED: dict[tuple[str, str, str, bytes], tuple[Recipe | None, list[Problem]]] = {}
+_MAX_LOADED = 64
 
 
 def _unreadable(training_recipe: str, message: str, hint: str) -> list[Problem]:
@@ -119,9 +143,14 @@ def _unreadable(training_recipe: str, message: str, hint: str) -> list[Problem]:
 
 
 def _locate(training_recipe: str) -> tuple[str | None, list[Problem]]:
+    from safe_estimators._spec_files.read import RemoteRecipe
+
     if is_file_recipe(training_recipe):
-        if os.path.isfile(training_recipe):
-            return training_recipe, []
+        # A spec's URL is never looked for here (_files decided it names no file beside it).
+        if not isinstance(training_recipe, RemoteRecipe):
+            note_read(training_recipe)  # looked for: a verdict depends on it being there
+            if os.path.isfile(training_recipe):
+                return training_recipe, []
         if is_url(training_recipe):
             return None, _unreadable(
                 training_recipe,
@@ -170,6 +199,7 @@ def _locate(training_recipe: str) -> tuple[str | None, list[Problem]]:
     root = real_path(folder)
     for base in (os.path.join(root, COLLECTION_FOLDER), root):
         candidate = os.path.join(base, *parts) + ".yaml"
+        note_read(candidate)
         if os.path.isfile(candidate) and is_inside(real_path(candidate), root):
             return candidate, []
     return None, [
@@ -185,29 +215,30 @@ def _locate(training_recipe: str) -> tuple[str | None, list[Problem]]:
     ]
 
 
-@functools.lru_cache(maxsize=64)
-def _load_cached(
-    training_recipe: str, path: str, overrides: str, _size: int, _mtime: int
-) -> tuple[Recipe | None, list[Problem]]:
-    text, problems = _read(path)
-    if text is None:
-        return None, problems
-    return _merge_and_resolve(training_recipe, path, text, json.loads(overrides))
-
-
 def _read(path: str) -> tuple[str | None, list[Problem]]:
-    from safe_estimators._spec_files.read import _NotASpec, _read_bounded
+    from safe_estimators._bounds import MAX_SPEC_BYTES, NotRegular, read_contained
 
     try:
-        text = _read_bounded(path).decode("utf-8")  # type: ignore[arg-type]
-    except _NotASpec as exc:
-        return None, [Problem("training_recipe", str(exc), exc.hint)]
+        text = read_contained(path, MAX_SPEC_BYTES, _containing_root(path)).decode("utf-8")
+    except NotRegular as exc:
+        return None, [Problem("training_recipe", f"{quote(path)} {exc}; it was not read.")]
     except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem("training_recipe", f"cannot be read: {quote(str(exc))}.")]
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        return None, [Problem("training_recipe", f"cannot be read: {quote(reason)}.")]
     found = _yaml_shape(text)
     if found:
         return None, [Problem("training_recipe", found, "keep the recipe to its settings.")]
     return text, []
+
+
+def _containing_root(path: str) -> str | None:
+    """The folder a recipe file must stay in: the ``--recipes`` copy for a predefined name
+    (its real path), else none here (a spec's recipe is contained by ``_files``)."""
+    folder = recipes_folder()
+    if folder is None:
+        return None
+    root = real_path(folder)
+    return root if is_inside(real_path(path), root) else None
 
 
 def _yaml_shape(text: str) -> str | None:
@@ -216,12 +247,24 @@ def _yaml_shape(text: str) -> str | None:
 
     if text.count("${") > MAX_INTERPOLATIONS:
         return f"has {text.count('${'):,} interpolations; at most {MAX_INTERPOLATIONS} are read."
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        # The parser's events first (iterative): yaml.compose recurses once per level.
+        depth = 0
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return f"is nested deeper than {MAX_DEPTH} levels."
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+        root = yaml.compose(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         return f"is not valid YAML{where}: {quote(getattr(exc, 'problem', None) or str(exc))}."
+    except RecursionError:  # pragma: no cover - the depth is checked first
+        return f"is nested deeper than {MAX_DEPTH} levels."
     nodes = 0
     stack = [(root, 1)] if root is not None else []
     while stack:
@@ -235,33 +278,11 @@ def _yaml_shape(text: str) -> str | None:
             stack += [(v, depth + 1) for pair in node.value for v in pair]
         elif isinstance(node, yaml.SequenceNode):
             stack += [(v, depth + 1) for v in node.value]
+        elif "${" in node.value and nesting(node.value) > MAX_NESTING:
+            # OmegaConf parses every interpolation when it reads the file, recursing per level.
+            line = node.start_mark.line + 1
+            return f"nests interpolations over {MAX_NESTING} deep (at line {line})."
     return None
-
-
-def _setup_resolvers() -> None:
-    """The SDK's resolvers (``_setup_omegaconf_resolvers``), registered as it registers them."""
-    import warnings
-
-    from omegaconf import OmegaConf
-
-    with warnings.catch_warnings():  # OmegaConf 2.4 calls the SDK's way of registering old
-        warnings.simplefilter("ignore", UserWarning)
-        _register(OmegaConf)
-
-
-def _register(OmegaConf: Any) -> None:
-    if not OmegaConf.has_resolver("multiply"):
-        OmegaConf.register_new_resolver("multiply", lambda x, y: x * y, replace=True)
-    if not OmegaConf.has_resolver("divide_ceil"):
-        OmegaConf.register_new_resolver(
-            "divide_ceil", lambda x, y: math.ceil(x / y), replace=True
-        )
-    if not OmegaConf.has_resolver("divide_floor"):
-        OmegaConf.register_new_resolver(
-            "divide_floor", lambda x, y: math.floor(x / y), replace=True
-        )
-    if not OmegaConf.has_resolver("add"):
-        OmegaConf.register_new_resolver("add", lambda *numbers: sum(numbers))
 
 
 def _merge_and_resolve(
@@ -278,126 +299,112 @@ def _merge_and_resolve(
         return None, [Problem("training_recipe", message)]
     if not isinstance(loaded, DictConfig):
         return None, [Problem("training_recipe", "must hold a mapping at the top level.")]
+    deep = interpolation.nesting_problem(overrides)
+    if deep is not None:  # OmegaConf parses them when it merges them
+        return None, [Problem(_dotted(deep[0]), deep[1], "write the value out instead.")]
     try:
         merged = OmegaConf.merge(loaded, overrides)
     except OmegaConfBaseException as exc:
         message = f"cannot be merged into the recipe: {quote(str(exc), 200)}."
         return None, [Problem("recipe_overrides", message)]
-    merged_text = OmegaConf.to_yaml(merged)
-    grown = _expansion(OmegaConf.to_container(merged, resolve=False))
+    plain = OmegaConf.to_container(merged, resolve=False)
+    deep = interpolation.nesting_problem(plain)
+    if deep is not None:
+        return None, [Problem(_dotted(deep[0]), deep[1], "write the value out instead.")]
+    outside = interpolation.outside_values(plain)
+    plain = interpolation.replaced(plain, {o.path for o in outside})
+    grown = interpolation.growth_problem(plain)
     if grown is not None:
-        return None, [Problem(grown[0], grown[1], "write the value out instead.")]
-    _setup_resolvers()
+        return None, [Problem(_dotted(grown[0]), grown[1], "write the value out instead.")]
+    notes = [_outside_warning(found) for found in outside]
     # The SDK's attempts (_recipe_resolve_and_save): the recipe itself, then under the key
     # "recipes", then under "training". OmegaConf.resolve works in place, as there.
-    attempt = OmegaConf.create(merged_text)
     errors: list[tuple[str | None, Exception]] = []
     resolved = None
-    for key in (None, "recipes", "training"):
-        target: Any = attempt if key is None else DictConfig({key: attempt})
-        try:
-            OmegaConf.resolve(target)
-        except OmegaConfBaseException as exc:
-            errors.append((key, exc))
-            continue
-        resolved = target if key is None else target.get(key)
-        break
+    with interpolation.sandboxed() as refused:
+        for key in (None, "recipes", "training"):
+            attempt = OmegaConf.create(plain)
+            target: Any = attempt if key is None else DictConfig({key: attempt})
+            try:
+                OmegaConf.resolve(target)
+            except OmegaConfBaseException as exc:
+                errors.append((key, exc))
+                continue
+            except RecursionError:  # pragma: no cover - nesting and growth are bounded first
+                return None, [Problem("training_recipe", "is nested too deeply to resolve.")]
+            resolved = target if key is None else target.get(key)
+            break
+    if refused:
+        wrapped, failure = errors[-1] if errors else (None, None)
+        where = str(getattr(failure, "full_key", "") or "").split(".")
+        if wrapped and where[0] == wrapped:
+            where = where[1:]  # the attempt's wrapping key
+        return None, [
+            Problem(
+                _dotted(tuple(where)),
+                f"cannot be resolved here: {refused[0]}. A recipe's arithmetic makes numbers.",
+                "write the value out instead.",
+            )
+        ]
     if resolved is None:
-        return None, [_unresolved(errors, merged_text)]
+        return None, [*notes, _unresolved(errors, OmegaConf.to_yaml(merged))]
     data: Any = OmegaConf.to_container(resolved)
     if not isinstance(data, dict):
         return None, [Problem("training_recipe", "must hold a mapping at the top level.")]
-    return Recipe(name, path, merged_text, data, recipe_kind(data)), []
+    unresolved = frozenset(interpolation.unresolved_paths(data))
+    handed = OmegaConf.to_yaml(OmegaConf.create(_escaped(data)))
+    merged_text = OmegaConf.to_yaml(merged)
+    return Recipe(name, path, merged_text, data, recipe_kind(data), handed, unresolved), notes
 
 
-# The longest resolved string read: interpolations that repeat each other could grow without end.
-MAX_RESOLVED_CHARS = 100_000
-_INNERMOST = re.compile(r"\$\{([^${}]*)\}")
-_SHORT = 32  # a number, or what a resolver returns
+def _dotted(path: tuple[str, ...]) -> str:
+    return ".".join(("recipe", *(p for p in path if p)))
 
 
-def _expansion(root: Any) -> tuple[str, str] | None:
-    """The first value whose interpolations would resolve to more than MAX_RESOLVED_CHARS
-    characters (its path and the message), or None. Sizes are over-estimated: a reference
-    counts as its target's whole size, a resolver call as a number."""
-    sizes: dict[tuple[str, ...], int] = {}
-    visiting: set[tuple[str, ...]] = set()
+def _escaped(value: Any) -> Any:
+    """Resolved data whose text OmegaConf reads back as that text: ``${`` becomes ``\\${``."""
+    if isinstance(value, dict):
+        return {k: _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    if isinstance(value, str) and "${" in value:
+        # Backslashes before an interpolation escape each other (OmegaConf's grammar): doubled.
+        return _MARK.sub(lambda found: found.group(1) * 2 + "\\${", value)
+    return value
 
-    def node(path: tuple[str, ...]) -> Any:
-        value = root
-        for key in path:
-            if isinstance(value, Mapping) and key in value:
-                value = value[key]
-            elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
-                value = value[int(key)]
-            else:
-                return None
-        return value
 
-    def target(where: tuple[str, ...], key: str) -> tuple[str, ...]:
-        if key.startswith("."):
-            dots = len(key) - len(key.lstrip("."))
-            base = where[: max(0, len(where) - (dots - 1))]
-            return base + tuple(k for k in key.lstrip(".").split(".") if k)
-        parts = tuple(key.split("."))
-        if parts[0] in ("recipes", "training") and parts[0] not in root:
-            parts = parts[1:]  # the SDK's second and third attempts wrap the recipe in that key
-        return parts
+_MARK = re.compile(r"(\\*)\$\{")
 
-    def size(path: tuple[str, ...]) -> int:
-        if path in sizes:
-            return sizes[path]
-        if path in visiting:
-            return _SHORT  # a cycle: OmegaConf refuses it
-        visiting.add(path)
-        value = node(path)
-        if isinstance(value, Mapping):
-            total = sum(size((*path, str(k))) + len(str(k)) + 4 for k in value)
-        elif isinstance(value, list):
-            total = sum(size((*path, str(i))) + 2 for i in range(len(value)))
-        elif isinstance(value, str) and "${" in value:
-            total = text_size(path[:-1], value)
-        else:
-            total = len(str(value))
-        visiting.discard(path)
-        sizes[path] = min(total, MAX_RESOLVED_CHARS + 1)
-        return sizes[path]
 
-    def text_size(where: tuple[str, ...], text: str) -> int:
-        total = 0
-        while True:
-            found = _INNERMOST.search(text)
-            if found is None:
-                return total + len(text)
-            inner = found.group(1).strip()
-            if ":" in inner or not inner:
-                total += _SHORT
-            else:
-                total += size(target(where, inner))
-            if total > MAX_RESOLVED_CHARS:
-                return total
-            text = text[: found.start()] + text[found.end() :]
+def _outside_warning(found: Any) -> Problem:
+    """A value the SDK resolves at build from outside the recipe: named, masked, unchecked."""
+    from safe_estimators._recipes.interpolation import DOCUMENT_RESOLVERS, SDK_RESOLVERS
+    from safe_estimators._secret_formats import redacted
 
-    def walk(path: tuple[str, ...], value: Any) -> tuple[str, str] | None:
-        if isinstance(value, Mapping):
-            items: Any = ((str(k), v) for k, v in value.items())
-        elif isinstance(value, list):
-            items = ((str(i), v) for i, v in enumerate(value))
-        else:
-            if isinstance(value, str) and "${" in value and size(path) > MAX_RESOLVED_CHARS:
-                return (
-                    "recipe." + ".".join(path),
-                    f"would resolve to more than {MAX_RESOLVED_CHARS:,} characters: its "
-                    "interpolations repeat values that repeat others.",
-                )
-            return None
-        for key, item in items:
-            found = walk((*path, key), item)
-            if found is not None:
-                return found
-        return None
-
-    return walk((), root)
+    calls = ", ".join(found.resolvers)
+    what = []
+    if "oc.env" in found.resolvers:
+        what.append("oc.env reads an environment variable of that machine")
+    if {"oc.decode", "oc.create"} & set(found.resolvers):
+        what.append("oc.decode and oc.create make new values, and interpolations, from text")
+    unknown = [r for r in found.resolvers if not r.startswith("oc.") or r == "${...}"]
+    if unknown:
+        known = ", ".join((*SDK_RESOLVERS, *DOCUMENT_RESOLVERS, "oc.env", "oc.decode", "oc.create"))
+        what.append(
+            f"{', '.join(unknown)} is none of the resolvers the SDK and OmegaConf register "
+            f"({known}): the SDK resolves it only if the program that builds the job registers "
+            "it (OmegaConf.register_new_resolver), and otherwise stops with \"Could not resolve "
+            "provided recipe.\""
+        )
+    return warning(
+        _dotted(found.path),
+        f"is {redacted(found.text)}, which calls {calls}: the SageMaker SDK resolves it when it "
+        f"builds the job, on the machine that builds it ({'; '.join(what)}). validate, lint and "
+        "plan never resolve it on this machine, so its value is unknown here and the checks "
+        "that read it were skipped.",
+        "write the value itself in the recipe or in recipe_overrides to have it checked (and "
+        "keep credentials out of recipes: the resolved recipe is uploaded with the job).",
+    )
 
 
 def _unresolved(errors: list[tuple[str | None, Exception]], text: str) -> Problem:

@@ -32,7 +32,9 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._recipes import facts
+from safe_estimators._recipes.interpolation import register_sdk_resolvers
 from safe_estimators._recipes.load import load_recipe
 
 _STAND_IN = (
@@ -56,8 +58,12 @@ def environment_set(values: Mapping[str, str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def handed_recipe(kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """``kwargs`` with the checked, merged recipe as a local file while the SDK reads it.
+def handed_recipe(kwargs: dict[str, Any], *, resolved: bool = False) -> Iterator[dict[str, Any]]:
+    """``kwargs`` with the checked, merged recipe as a local file while the SDK reads it:
+    as merged (a build: the SDK resolves it on the machine that builds the job), or
+    ``resolved`` here (plan: the SDK resolves nothing of it on this machine, so no value of
+    this machine's environment or files can reach the plan). A recipe with a value only the
+    build resolves cannot be planned: a ConfigError says which.
 
     A recipe that could not be read locally (a factory call without a local copy) is left to
     the SDK, which fetches it.
@@ -70,13 +76,25 @@ def handed_recipe(kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
     if recipe is None:
         yield kwargs
         return
+    if resolved and recipe.unresolved:
+        raise ConfigError([_unplannable(sorted(recipe.unresolved)[0])])
+    register_sdk_resolvers()
     with tempfile.TemporaryDirectory(prefix="safe-estimators-recipe-") as folder:
         path = os.path.join(folder, recipe.name + ".yaml")
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(recipe.merged)
+            handle.write(recipe.resolved if resolved else recipe.merged)
         handed = {k: v for k, v in kwargs.items() if k != "recipe_overrides"}
         handed["training_recipe"] = path
         yield handed
+
+
+def _unplannable(path: tuple[str, ...]) -> Problem:
+    return Problem(
+        ".".join(("recipe", *path)),
+        "is resolved by the SageMaker SDK when it builds the job, on the machine that builds "
+        "it; plan never resolves it on this machine, so it cannot show the job.",
+        "write the value itself in the recipe or in recipe_overrides to plan the job.",
+    )
 
 
 def clone_urls(environ: Mapping[str, str]) -> dict[str, str]:
@@ -206,7 +224,8 @@ def _planned(kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
         os.makedirs(source)
         # The recipe first: the redirect hides the user's git configuration, which may be
         # where its local copy is found.
-        with handed_recipe({**kwargs, "source_dir": source}) as handed, redirected_clones(root):
+        planned = {**kwargs, "source_dir": source}
+        with handed_recipe(planned, resolved=True) as handed, redirected_clones(root):
             yield handed
     finally:
         shutil.rmtree(root, ignore_errors=True)

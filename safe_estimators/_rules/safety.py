@@ -151,6 +151,14 @@ def _tree_problems(path: str, folder: str, tree: Tree) -> Iterator[Problem]:
             f"packages {name} following links, and fails on it.",
             "remove the link, or point it at a file inside the folder.",
         )
+    for link in tree.looping_links[:MAX_PROBLEMS]:
+        yield Problem(
+            path,
+            f"{quote(link)} is a link to a folder that holds it; the SDK packages {name} "
+            "following links, so it would descend into it again and again until the system "
+            "refuses the path (\"Too many levels of symbolic links\").",
+            "remove the link.",
+        )
     if tree.too_deep:
         yield Problem(
             path,

@@ -284,9 +284,10 @@ def _program_spawns(path: Path) -> str | None:
     (``torchrun --nproc_per_node=32 ...``, as Neuron's ``neuron_parallel_compile`` examples do;
     ``accelerate launch --num_processes "$NUM_GPUS"``, ``deepspeed``, ``mpirun``, ``tune run``:
     ``shell.LAUNCHERS``): ``"spawn"``."""
-    try:
-        with path.open("rb") as file:
-            text = file.read(_MAX_BYTES).decode("utf-8", "replace")
+    from safe_estimators._bounds import read_regular
+
+    try:  # bounded and never blocking: an entry point may be a FIFO or a link to a device
+        text = read_regular(path, _MAX_BYTES).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
     from safe_estimators._script_checks.shell import runs_launcher_per_device

@@ -563,12 +563,15 @@ class _Reader:
     def _json(self, name: str) -> dict[str, Any] | None:
         if self.base is None or os.path.isabs(name) or ".." in Path(name).parts:
             return None
-        path = self.base / name
+        from safe_estimators._bounds import MAX_CONFIG_BYTES, read_contained, real_path
+
+        # Bounded and contained: a link to /proc/self/fd/1 (the CI log's pipe), a FIFO or
+        # /dev/zero hung the check or filled the memory, and a link out of source_dir is
+        # what SageMaker would upload, never read here.
         try:
-            if path.stat().st_size > 1_000_000:
-                return None
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
+            raw = read_contained(self.base / name, MAX_CONFIG_BYTES, real_path(self.base))
+            data = json.loads(raw.decode("utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
 

@@ -258,6 +258,12 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
     return arguments
 
 
+class RemoteRecipe(str):
+    """A recipe a spec names that is no file beside it: the SDK downloads it
+    (``urlretrieve``), so it is never looked for on this machine (not in the working folder
+    either, where ``x://../..`` could name a file outside the project)."""
+
+
 @problem_source(
     "project-containment",
     "entry_point, source_dir, dependencies, model.config and the other local paths of a spec "
@@ -275,8 +281,11 @@ def containment_problems(
     """Local paths of a spec file that resolve outside ``root``: plan and submit would package
     and upload whatever they point to (the SDK follows links), so they are refused.
     ``real_root``: ``root`` with its links resolved, where the caller has it already."""
-    if data.get("git_config"):
-        return []  # the paths are inside the repository that git_config clones
+    # One gate, no early exit: with git_config the code's paths (entry_point, source_dir,
+    # dependencies) name files of the repository it clones, never read here; the data files
+    # (model.config, the model parallel parameters, a recipe file) are read from this machine
+    # by the SDK and by the checks whatever git_config says, so they are contained all the same.
+    in_repository = bool(data.get("git_config"))
     # Plain strings: this runs for every file a CI job validates.
     base = os.fspath(folder)
     resolved: dict[str, str] = {}  # source_dir is both a check and the entry point's bound
@@ -291,11 +300,13 @@ def containment_problems(
     # Only the schemes the SDK itself reads remotely (``_facts.code_paths``): "x://../.." is a
     # local path to the SDK, and so it is here.
     source_dir = given if isinstance(given, str) and not remote_source_dir(given) else None
+    if in_repository:
+        source_dir = None
     checks: list[tuple[str, str, str, str]] = []
     if source_dir is not None:
         checks.append(("source_dir", source_dir, os.path.join(base, source_dir), real_root))
     entry_point = data.get("entry_point")
-    if isinstance(entry_point, str) and not remote_source_dir(given):
+    if isinstance(entry_point, str) and not remote_source_dir(given) and not in_repository:
         if source_dir is not None:
             inside = _real(os.path.join(base, source_dir))
             target = os.path.join(base, source_dir, entry_point)
@@ -309,11 +320,11 @@ def containment_problems(
     parameters = _parameters_file(data)
     if parameters is not None:
         checks.append((_PARAMETERS_PATH, parameters, os.path.join(base, parameters), real_root))
-    recipe = _recipe_file(data)
+    recipe = _recipe_file(data, folder)
     if recipe is not None:
         checks.append(("training_recipe", recipe, os.path.join(base, recipe), real_root))
     dependencies = data.get("dependencies")
-    if isinstance(dependencies, list) and not remote_source_dir(given):
+    if isinstance(dependencies, list) and not remote_source_dir(given) and not in_repository:
         for i, dependency in enumerate(dependencies):
             if isinstance(dependency, str):
                 target = os.path.join(base, dependency)
@@ -421,12 +432,17 @@ def _parameters_file(data: Mapping[str, Any]) -> str | None:
     return found if isinstance(found, str) and found else None
 
 
-def _recipe_file(data: Mapping[str, Any]) -> str | None:
-    """A local recipe file the spec names (the SDK reads a name ending in .yaml as a file)."""
+def _recipe_file(data: Mapping[str, Any], folder: Path | None = None) -> str | None:
+    """A local recipe file the spec names, by the SDK's own rule (``_recipe_load_from_yaml``):
+    a name ending in .yaml is a file when ``os.path.isfile`` finds one (here beside the spec),
+    and a URL to download only otherwise, whatever it looks like (``x://../r.yaml`` is a file
+    when a folder ``x:`` holds the path). Without ``folder``: any .yaml name."""
     recipe = data.get("training_recipe")
-    if isinstance(recipe, str) and recipe.endswith(".yaml") and "://" not in recipe:
-        return recipe
-    return None
+    if not (isinstance(recipe, str) and recipe.endswith(".yaml")):
+        return None
+    if folder is not None and "://" in recipe and not os.path.isfile(_under(folder, recipe)):
+        return None  # a URL to the SDK: it downloads it; never read here
+    return recipe
 
 
 def _with_parameters(arguments: dict[str, Any], parameters: object) -> dict[str, Any]:
@@ -449,9 +465,11 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
         out = _with_parameters(out, _under(folder, parameters))
     if isinstance(out.get("hyperparameters"), str):  # ModelTrainer's hyperparameters file
         out["hyperparameters"] = _under(folder, out["hyperparameters"])
-    recipe = _recipe_file(out)
+    recipe = _recipe_file(out, folder)
     if recipe is not None:
         out["training_recipe"] = _under(folder, recipe)
+    elif isinstance(out.get("training_recipe"), str) and "://" in out["training_recipe"]:
+        out["training_recipe"] = RemoteRecipe(out["training_recipe"])
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")

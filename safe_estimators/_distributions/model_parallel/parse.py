@@ -247,23 +247,18 @@ def _parameters_file(path: str, where: str) -> tuple[object, list[Problem]]:
                 "give the options as a dict, or the path of an existing JSON file.",
             )
         ]
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_SPEC_BYTES + 1)
+    from safe_estimators._bounds import NotRegular, read_regular
+
+    try:  # bounded, never blocking: the file may be swapped for a FIFO or a device meanwhile
+        data = read_regular(path, MAX_SPEC_BYTES)
+    except NotRegular as error:
+        return None, [Problem(where, f"{quote(path)} {error}.", "give the options as a dict.")]
     except OSError as error:
         return None, [
             Problem(
                 where,
                 f"cannot read {quote(path)}: {error.strerror}.",
                 "check the file's permissions, or give the options as a dict.",
-            )
-        ]
-    if len(data) > MAX_SPEC_BYTES:
-        return None, [
-            Problem(
-                where,
-                f"{quote(path)} is larger than {MAX_SPEC_BYTES} bytes.",
-                "give the options as a dict.",
             )
         ]
     try:
