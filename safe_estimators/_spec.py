@@ -771,6 +771,9 @@ def _own_config(
             continue
         elif name == "source_code" and field in ("command", "requirements"):
             found[field] = given
+            script = _command_script(given) if field == "command" else None
+            if script is not None and not fields.get("entry_script"):
+                put("entry_point", script, where)  # checked as the entry point is
         elif name == "output_data_config" and field == "compression_type":
             if given == "NONE":
                 put("disable_output_compression", True, where)
@@ -778,6 +781,20 @@ def _own_config(
             put("instance_groups", [_fields_of(g) or g for g in given], where)
         elif table[field] is not None:
             put(table[field], given, where)
+
+
+def _command_script(command: object) -> str | None:
+    """The Python script a SourceCode command runs (``torchrun ... train.py --lr 1``: the first
+    word ending in .py), which the script checks read; None when there is none."""
+    import shlex
+
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return next((w for w in words if w.endswith(".py") and not w.startswith("-")), None)
 
 
 _OWN_EXAMPLES = {
