@@ -39,13 +39,14 @@ attempts = []
 sys.addaudithook(lambda event, args: event == "socket.connect" and attempts.append(repr(args[1])))
 from safe_estimators._cli import main
 import safe_estimators
-from conftest import SDK3
 spec, script = sys.argv[1], sys.argv[2]
 codes = [main(["validate", spec]), main(["lint", spec]), main(["lint", script]),
          main(["plan", spec]), main(["plan", spec, "--json"])]
 plan = safe_estimators.plan(spec)
-print(json.dumps({"codes": codes, "attempts": attempts,
-                  "region": plan.request["HyperParameters"]["sagemaker_region"],
+# The estimator names its region in a hyperparameter; a ModelTrainer's image names it.
+image_region = plan.request["AlgorithmSpecification"]["TrainingImage"].split(".")[3]
+region = plan.request["HyperParameters"].get("sagemaker_region", json.dumps(image_region))
+print(json.dumps({"codes": codes, "attempts": attempts, "region": region,
                   "metadata_env": os.environ.get("AWS_EC2_METADATA_DISABLED")}))
 """
 
