@@ -131,6 +131,7 @@ def test_an_aws_profile_that_does_not_exist_is_a_problem_not_a_crash(tmp_path, m
     assert safe_estimators.plan(job).request["ResourceConfig"]["InstanceType"] == INSTANCE
 
 
+@pytest.mark.sdk2_only  # the estimator's sessions read boto3's default session
 def test_a_profile_added_after_boto3_read_the_config_is_explained(tmp_path, monkeypatch):
     # boto3's default session reads the AWS config files once; the SDK looks the profile up
     # there for every estimator. A profile added since is explained, not a crash.
