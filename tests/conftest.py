@@ -117,6 +117,21 @@ if SDK3:
     collect_ignore = sorted(SDK2_ONLY_MODULES)
 
 
+@pytest.fixture(autouse=True)
+def _estimator_factories_skip_on_sdk3(request, monkeypatch):
+    """On sagemaker 3 a test that calls safe_estimators.pytorch() or huggingface() builds the
+    estimator, whose classes exist only in sagemaker 2: it is skipped there, as if marked
+    sdk2_only (a test marked estimator_refused checks the refusal itself)."""
+    if not SDK3 or request.node.get_closest_marker("estimator_refused") is not None:
+        return
+    from safe_estimators import _factories
+
+    def skip() -> None:
+        pytest.skip("builds the estimator, whose classes exist only in sagemaker 2")
+
+    monkeypatch.setattr(_factories, "_estimator_available", skip)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests of the estimator-only modules sdk2_only; on sagemaker 3 skip every test
     marked sdk2_only (``-m "not sdk2_only"`` leaves them out altogether)."""
