@@ -781,6 +781,9 @@ def _own_config(
             continue
         elif name == "source_code" and field in ("command", "requirements"):
             found[field] = given
+            script = _command_script(given) if field == "command" else None
+            if script is not None and not fields.get("entry_script"):
+                put("entry_point", script, where)  # checked as the entry point is
         elif name == "output_data_config" and field == "compression_type":
             if given == "NONE":
                 put("disable_output_compression", True, where)
@@ -823,6 +826,20 @@ def _own_preferences(
     put("instance_type", preferences[0][0], "compute.instance_preferences.0.instance_type")
     if preferences[0][1] is not None:
         put("instance_count", preferences[0][1], "compute.instance_preferences.0.instance_count")
+
+
+def _command_script(command: object) -> str | None:
+    """The Python script a SourceCode command runs (``torchrun ... train.py --lr 1``: the first
+    word ending in .py), which the script checks read; None when there is none."""
+    import shlex
+
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return next((w for w in words if w.endswith(".py") and not w.startswith("-")), None)
 
 
 _OWN_EXAMPLES = {

@@ -357,7 +357,7 @@ def test_plan_output_is_clean_in_a_fresh_process(tmp_path):
     dead_proxy = "http://127.0.0.1:9"
     env.update(HOME=str(tmp_path), HTTP_PROXY=dead_proxy, HTTPS_PROXY=dead_proxy, NO_PROXY="")
     # On sagemaker 3, a job ModelTrainer runs (the compiler is the estimator's only).
-    example = "model-trainer/torchrun-fsdp.yaml" if SDK3 else "compiler-single-gpu/job.yaml"
+    example = "model-trainer/qlora.yaml" if SDK3 else "compiler-single-gpu/job.yaml"
     result = subprocess.run(
         [str(script), "plan", str(ROOT / "examples" / example)],
         capture_output=True,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SDK3
 
 import safe_estimators
 from safe_estimators._cli import main
@@ -148,7 +149,9 @@ def test_main_from_several_threads_leaves_logging_and_warnings_as_they_were(tmp_
 def test_validate_and_plan_together_leave_logging_and_warnings_as_they_were(tmp_path: Path):
     # validate quiets only warnings (it loads nothing that logs); plan also silences logging.
     # Whichever enters first, the last to leave restores both.
-    spec = Path(__file__).parent.parent / "examples" / "compiler-single-gpu" / "job.yaml"
+    # A job that builds on the installed SDK (the compiler is the estimator's only).
+    example = "model-trainer/qlora.yaml" if SDK3 else "compiler-single-gpu/job.yaml"
+    spec = Path(__file__).parent.parent / "examples" / example
     disabled, filters = logging.root.manager.disable, list(warnings.filters)
     codes: list[int] = []
     commands = ["validate", "plan", "validate", "validate", "plan", "validate"]
@@ -169,7 +172,9 @@ def test_remote_code_is_only_what_the_sdk_reads_remotely() -> None:
     from safe_estimators._distributions._sdk_source import sdk_constant
     from safe_estimators._facts import code_paths
 
-    assert sdk_constant("utils.py", "S3_PREFIX") == code_paths.S3_PREFIX
+    # sagemaker 2 keeps it in sagemaker/utils.py, 3 in sagemaker/core/common_utils.py.
+    module = "common_utils.py" if SDK3 else "utils.py"
+    assert sdk_constant(module, "S3_PREFIX") == code_paths.S3_PREFIX
     assert code_paths.remote_source_dir("S3://bucket/code/sourcedir.tar.gz")  # lower() in the SDK
     assert not code_paths.remote_source_dir("x://../../secret")  # a folder named "x:"
     assert not code_paths.remote_source_dir("file:///etc")
@@ -177,6 +182,7 @@ def test_remote_code_is_only_what_the_sdk_reads_remotely() -> None:
     assert not code_paths.s3_entry_point("S3://bucket/train.py")  # startswith in the SDK
 
 
+@pytest.mark.sdk2_only  # reads the estimator's JSON-encoded hyperparameters
 def test_a_plan_renders_an_attackers_values_as_text_in_a_notebook(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "train.py").write_text("print('train')\n")

@@ -113,6 +113,7 @@ def test_the_hugging_face_version_checks_hold_for_model_trainer(script):
     assert "pytorch_version" in caught.value.paths
 
 
+@pytest.mark.estimator_refused
 @pytest.mark.skipif(sdk_generation() < 3, reason="huggingface() builds the estimator on 2")
 def test_huggingfaces_fix_on_sagemaker_3_works_when_followed(script):
     arguments, region, image = HF_IMAGES[0]

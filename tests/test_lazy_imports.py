@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import sdk_major
 
 import safe_estimators
 
@@ -58,13 +59,20 @@ def test_validating_a_spec_without_a_local_script_loads_neither_builder_nor_scri
     assert [m for m in [*HEAVY, SCRIPT_CHECKS, "sagemaker"] if m in loaded] == []
 
 
+# A plain YAML job with a local script that builds on the installed SDK (on sagemaker 3 the
+# compiler example is the estimator's only).
+LOCAL_SCRIPT_JOB = EXAMPLES / (
+    "model-trainer/torchrun-fsdp.yaml" if sdk_major() >= 3 else "compiler-multi-gpu/job.yaml"
+)
+
+
 def test_validating_a_spec_with_a_local_script_checks_it_without_the_builder():
     # --no-cache: an unchanged spec's verdict would be read back without checking its script.
     code = (
         "from safe_estimators._cli import main\n"
         "assert main(['validate', '--no-cache', sys.argv[1]]) == 0"
     )
-    loaded = _loaded_after("import sys\n" + code, str(EXAMPLES / "compiler-multi-gpu/job.yaml"))
+    loaded = _loaded_after("import sys\n" + code, str(LOCAL_SCRIPT_JOB))
     assert SCRIPT_CHECKS in loaded
     assert [m for m in [*HEAVY, "sagemaker"] if m in loaded] == []
 
@@ -91,7 +99,7 @@ FOR_OTHER_JOBS = [
 
 def test_validating_a_plain_yaml_job_loads_only_what_it_uses():
     code = "from safe_estimators._cli import main\nassert main(['validate', sys.argv[1]]) == 0"
-    job = EXAMPLES / "compiler-multi-gpu/job.yaml"
+    job = LOCAL_SCRIPT_JOB
     loaded = _loaded_after("import sys\n" + code, str(job))
     assert [m for m in FOR_OTHER_JOBS if m in loaded] == []
 

@@ -464,6 +464,7 @@ def test_any_model_data_gives_problems_with_paths_never_exceptions(model):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.sdk2_only  # memory-fit runs the model parallel library v1 (estimator only)
 def test_plan_shows_the_per_accelerator_breakdown(capsys):
     assert main(["plan", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
@@ -471,6 +472,7 @@ def test_plan_shows_the_per_accelerator_breakdown(capsys):
     assert "weights " in out and "optimizer states " in out and "activations " in out
 
 
+@pytest.mark.sdk2_only  # memory-fit runs the model parallel library v1 (estimator only)
 def test_plan_json_has_the_memory_document(capsys):
     assert main(["plan", str(EXAMPLE), "--json"]) == 0
     memory = json.loads(capsys.readouterr().out)["memory"]
@@ -480,11 +482,13 @@ def test_plan_json_has_the_memory_document(capsys):
     )
 
 
+@pytest.mark.sdk2_only  # memory-fit runs the model parallel library v1 (estimator only)
 def test_the_notebook_table_has_the_memory_row():
     rows = safe_estimators.plan(EXAMPLE)._repr_markdown_()
     assert "| memory per accelerator |" in rows
 
 
+@pytest.mark.sdk2_only  # memory-fit runs the model parallel library v1 (estimator only)
 def test_catalog_fits_lists_instance_types_and_counts_smallest_accelerator_first(capsys):
     assert main(["catalog", "--fits", str(EXAMPLE), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

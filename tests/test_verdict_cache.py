@@ -78,6 +78,7 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
+@pytest.mark.sdk2_only  # its project is the model parallel library v1 example (estimator only)
 def test_a_change_to_anything_the_verdict_reads_checks_again(capsys, tmp_path, checks):
     project = _project(tmp_path)
     spec = project / "job.yaml"

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from safe_estimators._spec import is_pipeline_variable
 
-# sagemaker/utils.py S3_PREFIX (a test keeps the two equal).
+# S3_PREFIX of sagemaker/utils.py (2.x) and sagemaker/core/common_utils.py (3.x); a test keeps
+# them equal.
 S3_PREFIX = "s3://"
 
 

@@ -87,7 +87,7 @@ def _source_code(job: ResolvedJob, record: list[Injection]) -> dict[str, Any]:
             name: value
             for name, value in (
                 ("source_dir", job.kwargs.get("source_dir")),
-                ("entry_script", job.kwargs.get("entry_point") or None),
+                ("entry_script", _given_fields(words, "source_code").get("entry_script")),
                 ("command", words.command),
                 ("requirements", words.requirements),
             )
