@@ -26,9 +26,9 @@ from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._targets.shared import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_REGION,
-    _botocore_session,
-    _offline_send,
+    _Captured,
     _sdk_refused,
+    capturing_session,
     default_boto_session,
     job_explanation,
 )
@@ -321,36 +321,15 @@ def offline_trainer_session(region: str | None) -> Any:
     machine: its default bucket is given (no STS or S3 call), S3 uploads are answered locally,
     CreateTrainingJob's parameters are captured where boto3 would send them, and any other call
     is refused."""
-    import boto3
 
     class _OfflineSession(_sdk().Session):  # type: ignore[misc,name-defined]
         def default_bucket(self) -> str:
             # The bucket given (through the SDK config), else a placeholder: no STS or S3 call.
             return self._default_bucket_name_override or PLACEHOLDER_BUCKET
 
-    boto_session = boto3.Session(
-        botocore_session=_botocore_session(),
-        region_name=region or PLACEHOLDER_REGION,
-        aws_access_key_id="PLAN",
-        aws_secret_access_key="PLAN",  # never sent: every call is answered locally
-    )
-    boto_session.events.register("before-send", _offline_send)
-    boto_session.events.register("provide-client-params.sagemaker.CreateTrainingJob", _capture)
-    return trainer_session(_OfflineSession, opt_out=True, boto_session=boto_session)
+    return trainer_session(_OfflineSession, opt_out=True, boto_session=capturing_session(region))
 
 
-class _Captured(Exception):
-    """Raised by the request hook: the request is kept and nothing is sent."""
-
-    def __init__(self, request: dict[str, Any]) -> None:
-        super().__init__("captured")
-        self.request = request
-
-
-def _capture(params: dict[str, Any], **_: Any) -> None:
-    import copy
-
-    raise _Captured(copy.deepcopy(params))
 
 
 @contextlib.contextmanager

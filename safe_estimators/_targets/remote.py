@@ -95,15 +95,9 @@ def offline_remote_session(region: str | None) -> Any:
     3.x's ``sagemaker.core`` Session) whose calls never leave the machine: the default bucket is
     given (no STS or S3 call), S3 uploads are answered locally, CreateTrainingJob's parameters
     are captured where boto3 would send them, any other call is refused, telemetry is off."""
-    import boto3
 
-    from safe_estimators._targets.model_trainer import _capture, _sdk_config
-    from safe_estimators._targets.shared import (
-        PLACEHOLDER_BUCKET,
-        PLACEHOLDER_REGION,
-        _botocore_session,
-        _offline_send,
-    )
+    from safe_estimators._targets.model_trainer import _sdk_config
+    from safe_estimators._targets.shared import PLACEHOLDER_BUCKET, capturing_session
 
     if sdk_generation() >= 3:
         from sagemaker.core.helper.session_helper import Session
@@ -114,22 +108,14 @@ def offline_remote_session(region: str | None) -> Any:
         def default_bucket(self) -> str:
             return getattr(self, "_default_bucket_name_override", None) or PLACEHOLDER_BUCKET
 
-    boto_session = boto3.Session(
-        botocore_session=_botocore_session(),
-        region_name=region or PLACEHOLDER_REGION,
-        aws_access_key_id="PLAN",
-        aws_secret_access_key="PLAN",  # never sent: every call is answered locally
-    )
-    boto_session.events.register("before-send", _offline_send)
-    boto_session.events.register("provide-client-params.sagemaker.CreateTrainingJob", _capture)
-    return _OfflineSession(boto_session=boto_session, sagemaker_config=_sdk_config(True))
+    session = capturing_session(region)
+    return _OfflineSession(boto_session=session, sagemaker_config=_sdk_config(True))
 
 
 def plan_remote(job: ResolvedRemote, region: str | None) -> dict[str, Any]:
     """The CreateTrainingJob request the SDK's decorator makes for ``job``, offline: the real
     decorator runs a stand-in function (a spec file names none) on an offline session."""
-    from safe_estimators._targets.model_trainer import _Captured
-    from safe_estimators._targets.shared import OfflineCallRefused
+    from safe_estimators._targets.shared import OfflineCallRefused, _Captured
 
     def remote_function() -> None:
         """A stand-in for the decorated function: the request does not depend on its body."""

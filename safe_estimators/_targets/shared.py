@@ -210,3 +210,34 @@ def job_explanation(
         script_findings=job.script_findings,
         neuron_cores=job.instance.neuron_cores if job.instance else None,
     )
+
+
+class _Captured(Exception):
+    """Raised by the request hook: the request is kept and nothing is sent."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        super().__init__("captured")
+        self.request = request
+
+
+def _capture(params: dict[str, Any], **_: Any) -> None:
+    import copy
+
+    raise _Captured(copy.deepcopy(params))
+
+
+def capturing_session(region: str | None) -> Any:
+    """A boto3 session whose calls never leave the machine: S3 uploads are answered locally,
+    CreateTrainingJob's parameters are captured (``_Captured``) where boto3 would send them, and
+    any other call is refused. What an offline plan builds its SDK session on."""
+    import boto3
+
+    boto_session = boto3.Session(
+        botocore_session=_botocore_session(),
+        region_name=region or PLACEHOLDER_REGION,
+        aws_access_key_id="PLAN",
+        aws_secret_access_key="PLAN",  # never sent: every call is answered locally
+    )
+    boto_session.events.register("before-send", _offline_send)
+    boto_session.events.register("provide-client-params.sagemaker.CreateTrainingJob", _capture)
+    return boto_session
