@@ -50,6 +50,7 @@ def test_version_prints_the_installed_version(capsys):
     assert (code, out, err) == (0, f"safe-estimators {version('safe-estimators')}\n", "")
 
 
+@pytest.mark.sdk2_only
 def test_plan_takes_the_target_on_the_command_line(capsys):
     spec = ROOT / "examples/model-trainer/torchrun-fsdp.yaml"  # an estimator spec: no target:
     code, out, _ = run(capsys, "plan", "--json", "--target", "model_trainer", spec)
@@ -117,6 +118,7 @@ MP_JOB = (
 )
 
 
+@pytest.mark.sdk2_only
 def test_a_finding_about_the_whole_script_has_no_line_zero(capsys, tmp_path):
     project = _project(tmp_path)  # model parallelism, and a script that never imports it
     spec = project / "job.yaml"
@@ -135,6 +137,7 @@ def test_a_finding_about_the_whole_script_has_no_line_zero(capsys, tmp_path):
     assert ":0" not in out
 
 
+@pytest.mark.sdk2_only
 def test_lint_of_a_recipe_job_does_not_check_an_entry_point_the_recipe_supplies(capsys):
     spec = ROOT / "examples/hyperpod-recipe/job.yaml"
     assert run(capsys, "validate", spec)[0] == 0
@@ -249,6 +252,7 @@ def test_the_catalog_gives_memory_in_gigabytes_of_ten_to_the_ninth_bytes(capsys)
     assert "GiB" not in out and "MiB" not in out
 
 
+@pytest.mark.sdk2_only
 def test_fits_and_plan_give_memory_in_gigabytes_only(capsys):
     spec = ROOT / "examples/memory-fit/job.yaml"
     code, out, _ = run(capsys, "catalog", "--fits", spec)

@@ -52,6 +52,7 @@ def offered(arguments: dict[str, Any]) -> list[str]:
     return [fix.text for p in errors(arguments) for fix in p.fixes]
 
 
+@pytest.mark.sdk2_only
 def test_the_trn2_job_is_not_offered_a_container_older_than_trainium2():
     job = {
         "estimator": "pytorch", "entry_point": SCRIPT, "role": ROLE,

@@ -290,6 +290,7 @@ def test_forged_names_are_printed_neutral_and_read_back_whole_from_json(
     assert any("bad\\x1b]0;x\\x07" in line for line in annotations)  # file= escaped
 
 
+@pytest.mark.sdk2_only
 def test_plan_values_are_neutral_and_port_and_json_read_them_back(
     results: dict[tuple[str, str], Result],
 ) -> None:

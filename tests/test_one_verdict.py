@@ -113,4 +113,4 @@ def test_plan_of_the_estimator_target_on_sagemaker_3_is_our_config_error(fmt, tm
     assert "internal error" not in out
     if fmt == "sarif":
         (run,) = json.loads(out)["runs"]
-        assert [r["ruleId"] for r in run["results"]] == ["target"]
+        assert [r["ruleId"] for r in run["results"]] == ["estimator-needs-sdk2"]

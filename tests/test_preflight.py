@@ -622,6 +622,7 @@ def test_a_denied_price_list_is_a_warning_naming_the_permission(account):
 SCRIPT = str(__import__("pathlib").Path(__file__).parent / "fixtures" / "jobs" / "train.py")
 
 
+@pytest.mark.sdk2_only
 def test_a_factory_with_preflight_true_refuses_what_the_account_settles(account):
     import sagemaker
 

@@ -102,6 +102,7 @@ def test_a_change_to_anything_the_verdict_reads_checks_again(capsys, tmp_path, c
     assert len(checks) == 5
 
 
+@pytest.mark.sdk2_only
 def test_poisoned_entries_are_ignored(capsys, tmp_path, checks):
     good = EXAMPLES[0]
     bad = SPECS / "wrong-type.yaml"
@@ -352,6 +353,7 @@ def test_the_files_a_verdict_read_include_the_recipe_and_the_deepspeed_config(ca
         assert found, project
 
 
+@pytest.mark.sdk2_only
 @pytest.mark.parametrize("how", ["option", "variable"])
 def test_another_recipes_collection_is_another_verdict(capsys, tmp_path, monkeypatch, how):
     from hostile_round3 import RECIPE

@@ -20,11 +20,12 @@ from safe_estimators._facts.model_trainer import (
 )
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._facts.targets import ESTIMATOR, MODEL_TRAINER, only_for
-from safe_estimators._problems import Problem, join_path
+from safe_estimators._problems import Problem, join_path, problem_source
 
 _USE_ESTIMATOR = "or build the job as the estimator (target: estimator, with sagemaker 2.x)"
 
 
+@problem_source("estimator-needs-sdk2")
 def estimator_needs_sdk2() -> Problem:
     """The estimator target under sagemaker 3, which removed the estimator classes."""
     return Problem(
@@ -37,6 +38,7 @@ def estimator_needs_sdk2() -> Problem:
     )
 
 
+@problem_source("recipe-needs-estimator")
 def recipe_needs_estimator() -> Problem:
     """A HyperPod recipe job built as a ModelTrainer (checked as the estimator's only)."""
     return Problem(
