@@ -52,6 +52,7 @@ def test_no_ordinary_value_is_flagged_in_any_field(outcomes):
     assert [o for o in outcomes if o[0] == "flagged"] == []
 
 
+@pytest.mark.sdk2_only  # Python's estimator factories
 def test_a_value_passed_in_python_is_a_warning_with_the_secrets_manager_fix():
     token = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
     found = _secret_problems({**BASE, "environment": {"HF_TOKEN": token}})
@@ -60,6 +61,7 @@ def test_a_value_passed_in_python_is_a_warning_with_the_secrets_manager_fix():
     assert "accept_exposure=['environment.HF_TOKEN']" in found[0].hint
 
 
+@pytest.mark.sdk2_only  # Python's estimator factories
 def test_an_s3_uri_with_a_password_is_an_error_wherever_it_comes_from():
     found = _secret_problems({**BASE, "output_path": "s3://user:Pw0rdPw0rd@bucket/out"})
     assert [(p.path, p.severity) for p in found] == [("output_path", "error")]
@@ -67,6 +69,7 @@ def test_an_s3_uri_with_a_password_is_an_error_wherever_it_comes_from():
     assert "'s3://user:Pw…@bucket/out'" in found[0].message
 
 
+@pytest.mark.sdk2_only  # Python's estimator factories
 def test_accept_exposure_accepts_the_keys_it_names_and_no_other():
     token = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
     options = {
