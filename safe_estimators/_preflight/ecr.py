@@ -88,14 +88,7 @@ def _exists(ctx: Context, image: Image) -> list[Problem]:
     except Exception as exc:
         code = error_code(exc)
         if code == "RepositoryNotFoundException":
-            return [
-                Problem(
-                    "image_uri",
-                    f"the ECR repository {image.repository!r} does not exist in account "
-                    f"{image.account}, {image.region}: SageMaker cannot pull the image.",
-                    "push the image first, or fix the repository name.",
-                )
-            ]
+            return [_no_repository(image, "push the image first, or fix the repository name.")]
         if code == "ImageNotFoundException":
             what = image.digest or f"tag {image.tag or 'latest'!r}"
             return [
@@ -108,6 +101,16 @@ def _exists(ctx: Context, image: Image) -> list[Problem]:
             ]
         raise
     return []
+
+
+def _no_repository(image: Image, hint: str) -> Problem:
+    """The image's repository does not exist (in its own account or another's)."""
+    return Problem(
+        "image_uri",
+        f"the ECR repository {image.repository!r} does not exist in account "
+        f"{image.account}, {image.region}: SageMaker cannot pull the image.",
+        hint,
+    )
 
 
 def _grants(policy: dict[str, Any], account: str | None) -> bool:
@@ -142,10 +145,8 @@ def _pullable(ctx: Context, image: Image) -> list[Problem]:
         code = error_code(exc)
         if code == "RepositoryNotFoundException":
             return [
-                Problem(
-                    "image_uri",
-                    f"the ECR repository {image.repository!r} does not exist in account "
-                    f"{image.account}, {image.region}: SageMaker cannot pull the image.",
+                _no_repository(
+                    image,
                     "fix the image URI, or ask the account's owner for the repository's name.",
                 )
             ]
