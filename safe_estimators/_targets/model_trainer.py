@@ -167,7 +167,12 @@ def _sdk_config(opt_out: bool = False) -> dict[str, Any]:
         from safe_estimators._targets.estimator import _avoid_repeated_sdk_work
 
         _avoid_repeated_sdk_work()  # the config is validated once per content, as for estimators
-    config: dict[str, Any] = load_sagemaker_config()
+    try:
+        config: dict[str, Any] = load_sagemaker_config()
+    except Exception as exc:  # the file it was pointed at: missing, not YAML, not its schema
+        from safe_estimators._targets.estimator import _sdk_config_problem
+
+        raise ConfigError([_sdk_config_problem(exc)]) from None
     if opt_out:
         config.setdefault("SchemaVersion", "1.0")
         modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
