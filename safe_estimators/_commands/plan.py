@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -402,7 +403,9 @@ def _plan_model_trainer(
             "in IAM.",
             "give the role's ARN (arn:aws:iam::<account>:role/<name>) to plan offline.",
         )]), source=source) from exc  # fmt: skip
-    except (ValueError, TypeError, RuntimeError) as exc:
+    # shutil.Error: sagemaker 3's ModelTrainer copies source_dir (shutil.copytree) before the
+    # upload, which refuses a named pipe or a socket there; the estimator's tarfile takes them.
+    except (ValueError, TypeError, RuntimeError, shutil.Error) as exc:
         if isinstance(exc, ConfigError):
             raise
         raise ConfigError(sdk_refused("train()", exc), source=source) from exc
