@@ -11,7 +11,6 @@ import pytest
 
 import safe_estimators
 from safe_estimators import ConfigError
-from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._targets.model_trainer import _sdk, offline_trainer_session
 
 pytestmark = pytest.mark.both_sdks
@@ -209,7 +208,7 @@ def test_plan_of_a_model_trainer_job_opens_no_socket(monkeypatch):
     assert "SAGEMAKER_VALIDATE_ROLE" not in os.environ  # set for the plan only
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 2.x has the estimators")
+@pytest.mark.sdk3_only  # sagemaker 2.x has the estimators
 def test_under_sagemaker_3_the_estimator_factories_name_model_trainer(tmp_path):
     (tmp_path / "train.py").write_text("print('hello')\n")
     with pytest.raises(ConfigError) as raised:
@@ -224,7 +223,7 @@ def test_under_sagemaker_3_the_estimator_factories_name_model_trainer(tmp_path):
     assert "model_trainer" in problem.hint
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 2.x has the estimators")
+@pytest.mark.sdk3_only  # sagemaker 2.x has the estimators
 def test_under_sagemaker_3_a_spec_builds_a_model_trainer_by_default(session):
     trainer = safe_estimators.build(
         TRAINER / "torchrun-fsdp.yaml", role=ROLE, sagemaker_session=session
@@ -250,7 +249,7 @@ HETEROGENEOUS = {
 }
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 2.x's ModelTrainer has no groups")
+@pytest.mark.sdk3_only  # sagemaker 2.x's ModelTrainer has no groups
 def test_sagemaker_3_plans_a_heterogeneous_cluster_without_a_launcher():
     from safe_estimators._spec import structure_spec
 
@@ -294,6 +293,16 @@ def test_spot_training_reaches_the_request_spelt_right():
         "MaxWaitTimeInSeconds": 7200,
     }
     assert plan.request["CheckpointConfig"]["S3Uri"] == "s3://bucket/checkpoints"
+
+
+@pytest.mark.parametrize(
+    "tags", [{"team": "nlp"}, [{"Key": "team", "Value": "nlp"}]], ids=["mapping", "list"]
+)
+def test_tags_in_either_of_the_estimators_forms_reach_the_request(tags):
+    # The estimator takes a mapping too (sagemaker 2's format_tags); ModelTrainer's Tag list
+    # is made from either (a mapping was an internal TypeError reported as the SDK's refusal).
+    plan = safe_estimators.plan(TRAINER / "torchrun-fsdp.yaml", target="model_trainer", tags=tags)
+    assert plan.request["Tags"] == [{"Key": "team", "Value": "nlp"}]
 
 
 def test_trainium_torchrun_runs_one_process_per_neuron_core():
