@@ -15,7 +15,9 @@ from safe_estimators._facts.sdk_files import sdk_generation
 
 pytestmark = [
     pytest.mark.both_sdks,
-    pytest.mark.skipif(sdk_generation() < 3, reason="Compute.instance_preferences is sagemaker 3's"),
+    pytest.mark.skipif(
+        sdk_generation() < 3, reason="Compute.instance_preferences is sagemaker 3's"
+    ),
 ]
 
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
