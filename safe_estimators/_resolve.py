@@ -25,7 +25,7 @@ from safe_estimators._distributions.instance_groups.spec import (
 from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_launchers
 from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
-from safe_estimators._facts.targets import ESTIMATOR, REMOTE_FUNCTION
+from safe_estimators._facts.targets import ESTIMATOR, FINE_TUNING, REMOTE_FUNCTION
 from safe_estimators._memory import check_memory, job_of
 from safe_estimators._problems import ConfigError, Fix, Problem, count, problem_source, tagged
 from safe_estimators._recipes import recipe_arguments, recipe_of
@@ -676,6 +676,8 @@ def check_arguments(
     """
     if isinstance(arguments, Mapping) and arguments.get("target") == REMOTE_FUNCTION:
         return None, check_remote_arguments(arguments)[1], []
+    if isinstance(arguments, Mapping) and arguments.get("target") == FINE_TUNING:
+        return None, check_fine_tuning_arguments(arguments, region=_known_region())[1], []
     arguments, problems = recipe_arguments(arguments)
     spec, found_in_spec = structure_spec(arguments)
     problems = tagged(structure_spec, found_in_spec) + tagged(recipe_arguments, problems)
@@ -687,6 +689,12 @@ def check_arguments(
     if skipped:  # options the rules did not see: a malformed entry must not hide a credential
         problems += secrets_in_arguments(arguments, skipped)
     return ctx, problems, findings
+
+
+def _known_region() -> str | None:
+    """The region a job would be created in when the environment says it (AWS_REGION,
+    AWS_DEFAULT_REGION): no config file is read and nothing is asked."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
 
 
 def resolve_arguments(
@@ -778,3 +786,111 @@ def resolve_remote_arguments(
         neuron_cores=entry.neuron_cores if entry is not None else None,
     )
     return ResolvedRemote(spec, {**kwargs, **injected}, explanation)
+
+
+# --- a fine-tuning trainer's job -----------------------------------------------------------------
+
+
+@attrs.frozen
+class ResolvedFineTuning:
+    """A checked fine-tuning job: the trainer (its technique), its keyword arguments as the
+    user gave them, and what ``explain`` shows (with what only the hub or account can say)."""
+
+    spec: Any
+    technique: str
+    kwargs: dict[str, Any]
+    explanation: Explanation
+    region: str | None = None
+
+
+def fine_tuning_technique(arguments: Mapping[str, Any]) -> tuple[str | None, list[Problem]]:
+    """The trainer a fine-tuning spec names (``trainer: SFT``, or the class name)."""
+    from safe_estimators._facts.fine_tuning import TRAINERS
+
+    given = arguments.get("trainer")
+    names = {cls.lower(): t for t, (_, cls) in TRAINERS.items()}
+    names.update({t.lower(): t for t in TRAINERS})
+    if isinstance(given, str) and given.lower() in names:
+        return names[given.lower()], []
+    choices = ", ".join(TRAINERS)
+    return None, [
+        Problem(
+            "trainer",
+            f"must name a fine-tuning trainer ({choices}, or the class: SFTTrainer, ...), got "
+            f"{given!r}." if given is not None else f"is missing: name the trainer ({choices}).",
+            "write trainer: SFT (or DPO, RLVR, RLAIF, CPT).",
+        )
+    ]
+
+
+def check_fine_tuning_arguments(
+    arguments: Mapping[str, Any], technique: str | None = None, region: str | None = None
+) -> tuple[Any, list[Problem]]:
+    """Structure and check a fine-tuning job's keyword arguments; never raises. Returns the
+    fine-tuning context (None when no spec could be built) and every problem."""
+    from safe_estimators._rules.targets import fine_tuning_needs_sdk3
+
+    if technique is None:
+        technique, problems = fine_tuning_technique(arguments)
+        if technique is None:
+            return None, problems
+    if sdk_generation() < 3:
+        return None, tagged(fine_tuning_needs_sdk3, [fine_tuning_needs_sdk3(technique)])
+    from safe_estimators._facts.fine_tuning import trainer_keywords
+    from safe_estimators._recipes.fine_tuning import model_recipes
+    from safe_estimators._recipes.modes import recipes_folder
+    from safe_estimators._rules.fine_tuning import FineTuningContext, check_fine_tuning
+    from safe_estimators._spec import structure_fine_tuning
+
+    spec, problems = structure_fine_tuning(arguments, technique, trainer_keywords(technique))
+    problems = tagged(structure_fine_tuning, problems)
+    if spec is None:
+        return None, problems
+    name = spec.compute.instance_type
+    folder = recipes_folder()
+    recipes = None
+    if folder and spec.model_name:
+        lora = None if technique == "CPT" else spec.training_type != "FULL"
+        recipes = model_recipes(folder, spec.model_name, technique, lora) or None
+    ctx = FineTuningContext(spec, _lookup(name) if name else None, region, recipes, folder)
+    return ctx, problems + check_fine_tuning(ctx)
+
+
+def resolve_fine_tuning_arguments(
+    arguments: Mapping[str, Any],
+    technique: str | None = None,
+    source: str | None = None,
+    region: str | None = None,
+) -> ResolvedFineTuning:
+    """A checked fine-tuning job, or ConfigError with every error."""
+    from safe_estimators._facts.fine_tuning import TRAINERS
+    from safe_estimators._rules.fine_tuning import not_checked
+
+    ctx, problems = check_fine_tuning_arguments(arguments, technique, region)
+    errors = [p for p in problems if p.severity == "error"]
+    if ctx is None or errors:
+        raise ConfigError(errors or problems, source=source)
+    warnings = tuple(p for p in problems if p.severity == "warning")
+    if warnings:
+        import logging
+
+        for item in warnings:
+            logging.getLogger("safe_estimators").warning("%s", item)
+    spec = ctx.spec
+    kwargs = {
+        k: v
+        for k, v in arguments.items()
+        if k not in ("target", "trainer", "accept_exposure") and v is not None
+    }
+    entry = ctx.instance
+    compute = spec.compute
+    explanation = Explanation(
+        estimator=TRAINERS[spec.technique][1],
+        instance_type=compute.instance_type or compute.kind,
+        instance_count=compute.instance_count,
+        gpus_per_instance=entry.gpu_count if entry is not None else None,
+        warnings=warnings,
+        neuron_cores=entry.neuron_cores if entry is not None and entry.neuron_cores else None,
+        not_checked=not_checked(ctx),
+    )
+    return ResolvedFineTuning(spec, spec.technique, kwargs, explanation, region)

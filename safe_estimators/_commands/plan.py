@@ -12,7 +12,7 @@ import attrs
 from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, printable, quote
 from safe_estimators._commands.validate import offline
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
-from safe_estimators._facts.targets import MODEL_TRAINER, REMOTE_FUNCTION
+from safe_estimators._facts.targets import FINE_TUNING, MODEL_TRAINER, REMOTE_FUNCTION
 from safe_estimators._problems import ConfigError, Problem, problem_source, tagged
 from safe_estimators._recipes.offline import planned_recipe_job
 from safe_estimators._resolve import resolve_arguments
@@ -232,6 +232,8 @@ def _plan(
     region = job_region()
     if arguments.get("target") == REMOTE_FUNCTION:
         return _plan_remote(arguments, source, prior, region)
+    if arguments.get("target") == FINE_TUNING:
+        return _plan_fine_tuning(arguments, source, prior, region)
     if (arguments.get("target") or default_target()) == MODEL_TRAINER:
         return _plan_model_trainer(arguments, source, prior, region)
     if sdk_generation() >= 3:
@@ -443,3 +445,22 @@ def _remote_operation() -> Any:
 
     model = botocore.session.get_session().get_service_model("sagemaker")
     return model.operation_model("CreateTrainingJob")
+
+
+def _plan_fine_tuning(
+    arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
+) -> Plan:
+    """The plan of a fine-tuning trainer's job: what its request holds that the job's own
+    arguments settle, offline; the parts the hub supplies are named among the placeholders (the
+    trainer's constructor reads the hub, so it is not made here)."""
+    from safe_estimators._resolve import fine_tuning_technique, resolve_fine_tuning_arguments
+    from safe_estimators._targets.fine_tuning import plan_fine_tuning
+
+    technique, problems = fine_tuning_technique(arguments)
+    if prior or technique is None:
+        raise ConfigError([*prior, *problems], source=source)
+    given = {k: v for k, v in arguments.items() if k not in ("target", "trainer")}
+    job = resolve_fine_tuning_arguments(given, technique, source, region)
+    request, supplied = plan_fine_tuning(job)
+    placeholders = [f"{line} (not planned offline: the hub supplies it)" for line in supplied]
+    return Plan(request, job.explanation, tuple(placeholders), source)

@@ -13,6 +13,7 @@ Sources:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import instance_catalog
@@ -96,3 +97,28 @@ def max_pending_on_cpu(ctx: Context) -> Iterator[Problem]:
                 "remove it on a CPU instance type (it limits the wait for accelerated capacity, "
                 "such as a training plan's).",
             )
+
+
+# arn:<partition>:sagemaker:<region>:<account>:training-plan/<name> (botocore's TrainingPlanArn
+# pattern, the ARN CreateTrainingPlan returns).
+_PLAN_ARN = re.compile(r"arn:aws[a-z-]*:sagemaker:([a-z0-9-]+):\d{12}:training-plan/.+")
+
+
+def plan_region_problem(path: str, plan: object, region: str | None) -> Problem | None:
+    """A training plan ARN of another region than the job's: a plan reserves capacity in its own
+    region (the region is part of its ARN), and CreateTrainingJob in another region cannot use
+    it. None when the region is not known here or the value is not a plan ARN (a plan name, a
+    pipeline variable)."""
+    if not region or not isinstance(plan, str):
+        return None
+    match = _PLAN_ARN.fullmatch(plan)
+    if match is None or match.group(1) == region:
+        return None
+    return Problem(
+        path,
+        f"is a training plan of {match.group(1)} (its ARN says so), and the job is created in "
+        f"{region}: a plan reserves capacity in its own region only, so CreateTrainingJob in "
+        f"{region} cannot run on it.",
+        f"create the job in {match.group(1)} (AWS_REGION, or the session's region), or use a "
+        f"training plan of {region}.",
+    )

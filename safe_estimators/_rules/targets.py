@@ -38,6 +38,20 @@ def estimator_needs_sdk2() -> Problem:
     )
 
 
+@problem_source("fine-tuning-needs-sdk3")
+def fine_tuning_needs_sdk3(trainer: str) -> Problem:
+    """A fine-tuning trainer under sagemaker 2.x, which has none (sagemaker.train's SFTTrainer,
+    DPOTrainer, RLVRTrainer, RLAIFTrainer and CPTTrainer are sagemaker 3's)."""
+    return Problem(
+        "target",
+        f"the {trainer} fine-tuning trainer needs the SageMaker SDK 3.x, and sagemaker "
+        f"{sdk_version()} is installed: sagemaker 2.x has no fine-tuning trainers "
+        "(sagemaker.train.SFTTrainer and its siblings came with sagemaker 3).",
+        "install sagemaker>=3 (pip install 'sagemaker>=3.27'), or on sagemaker 2.x fine-tune "
+        "with a HyperPod recipe: safe_estimators.pytorch(training_recipe=...).",
+    )
+
+
 @problem_source("recipe-needs-estimator")
 def recipe_needs_estimator() -> Problem:
     """A HyperPod recipe job built as a ModelTrainer (checked as the estimator's only)."""

@@ -23,6 +23,7 @@ from safe_estimators._bounds import (
     too_wide_to_package,
 )
 from safe_estimators._facts.code_paths import remote_source_dir, s3_entry_point
+from safe_estimators._facts.targets import FINE_TUNING
 from safe_estimators._problems import ConfigError, Problem, problem_source, tagged, value_at
 from safe_estimators._secret_formats import mark_spec_file_secrets
 
@@ -229,7 +230,9 @@ def read_spec(
     # that their paths are checked and resolved as the estimator's are.
     from safe_estimators._spec import own_words
 
-    data, own = own_words(data, read_files=False)
+    own: list[Problem] = []
+    if data.get("target") != FINE_TUNING:  # a trainer's compute is its own, not ModelTrainer's
+        data, own = own_words(data, read_files=False)
     if project_root is None:
         root = real_project_folder(folder)
         problems = containment_problems(folder, data, root, real_root=root)

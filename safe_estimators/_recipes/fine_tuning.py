@@ -1,0 +1,162 @@
+"""The fine-tuning recipes of the user's copy of the HyperPod recipes collection, as the facts the
+fine-tuning trainers' checks need: for each recipe its base model, technique, LoRA or full, the
+instance types it lists and its sequence length.
+
+Why the collection: the SDK ships no table of which instance types a model's fine-tuning
+recipes run on. ``training_recipes.json`` holds repository URLs and image pins; the trainers ask
+the hub (DescribeHubContent) for the recipes at construction, and the serverful path validates
+the instance type against the HyperPod override spec's ``instance_type`` enum only at
+``train()`` (``base_trainer.py`` ``_validate_instance_type``; ``finetune_utils.py``
+``_get_smhp_instance_type_enum`` notes the training-job hub content has none). The collection's
+``recipes_collection/recipes/fine-tuning`` recipes (``llmft_*`` and ``verl-*``) list their
+``instance_types`` and carry the base model (``training_config.model_config.
+model_name_or_path``, or verl's ``actor_rollout_ref.model.path``) and the sequence length
+(``training_args.max_len``; verl's ``data.max_prompt_length`` + ``max_response_length``).
+Nothing here is downloaded: the collection is the folder of ``--recipes DIR`` or
+``$SAFE_ESTIMATORS_RECIPES``; without one, the check says what it could not see.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+FOLDER = os.path.join("recipes_collection", "recipes", "fine-tuning")
+# A recipe file is a few kilobytes; a larger one is not a recipe of the collection.
+MAX_RECIPE_BYTES = 1 << 20
+# The name tokens of each technique in the collection's file names (llmft_..._gpu_sft_lora,
+# verl-grpo-rlvr-...): the trainers' CustomizationTechnique values.
+TECHNIQUES = ("SFT", "DPO", "RLVR", "RLAIF", "CPT")
+
+
+@attrs.frozen
+class FineTuningRecipe:
+    """One fine-tuning recipe of the collection, by what the trainers' checks read."""
+
+    name: str  # the path under recipes/fine-tuning, without .yaml
+    model: str  # the base model's Hugging Face name
+    technique: str | None
+    lora: bool | None
+    instance_types: tuple[str, ...]
+    sequence_length: int | None
+
+
+def model_key(name: str) -> str:
+    """A model name without its organisation, case, punctuation or ``dot`` spellings:
+    ``meta-llama/Llama-3.2-1B-Instruct`` and ``llama-3-dot-2-1b-instruct`` both give
+    ``llama321binstruct``."""
+    base = name.rsplit("/", 1)[-1].lower().replace("-dot-", "")
+    return re.sub(r"[^a-z0-9]", "", base)
+
+
+def _get(data: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _technique(stem: str, data: Mapping[str, Any]) -> str | None:
+    tokens = {t.upper() for t in re.split(r"[-_]", stem)}
+    found = [t for t in TECHNIQUES if t in tokens]
+    if len(found) == 1:
+        return found[0]
+    kind = _get(data, "training_config.training_args.trainer_type")
+    return kind.upper() if isinstance(kind, str) and kind.upper() in TECHNIQUES else None
+
+
+def _lora(stem: str, data: Mapping[str, Any]) -> bool | None:
+    peft = _get(data, "training_config.model_config.peft_config")
+    if isinstance(peft, Mapping):
+        return True
+    rank = _get(data, "training_config.actor_rollout_ref.model.lora_rank")
+    if isinstance(rank, int):
+        return rank > 0
+    tokens = set(re.split(r"[-_]", stem.lower()))
+    if "fft" in tokens:
+        return False
+    return True if "lora" in tokens else None
+
+
+def _sequence_length(data: Mapping[str, Any]) -> int | None:
+    length = _get(data, "training_config.training_args.max_len")
+    if isinstance(length, int):
+        return length
+    prompt = _get(data, "training_config.data.max_prompt_length")
+    response = _get(data, "training_config.data.max_response_length")
+    if isinstance(prompt, int) and isinstance(response, int):
+        return prompt + response
+    return None
+
+
+def _recipe(path: str, stem: str) -> FineTuningRecipe | None:
+    import yaml
+
+    from safe_estimators._yaml import load_yaml  # bounded: aliases, depth and nodes
+
+    try:
+        if os.path.getsize(path) > MAX_RECIPE_BYTES:
+            return None
+        with open(path, encoding="utf-8") as handle:
+            data, refused = load_yaml(handle.read())
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    if refused or not isinstance(data, Mapping):
+        return None
+    types = data.get("instance_types")
+    model = _get(data, "training_config.model_config.model_name_or_path") or _get(
+        data, "training_config.actor_rollout_ref.model.path"
+    )
+    if not isinstance(types, list) or not isinstance(model, str):
+        return None
+    return FineTuningRecipe(
+        name=stem,
+        model=model,
+        technique=_technique(os.path.basename(stem), data),
+        lora=_lora(os.path.basename(stem), data),
+        instance_types=tuple(t for t in types if isinstance(t, str)),
+        sequence_length=_sequence_length(data),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def collection_recipes(folder: str) -> tuple[FineTuningRecipe, ...]:
+    """Every fine-tuning recipe under ``folder`` (a copy of the collection) that names its
+    instance types and base model, in path order."""
+    root = os.path.join(folder, FOLDER)
+    found: list[FineTuningRecipe] = []
+    for directory, subfolders, files in os.walk(root):
+        subfolders.sort()
+        for file in sorted(files):
+            if not file.endswith(".yaml"):
+                continue
+            path = os.path.join(directory, file)
+            stem = os.path.relpath(path, root)[: -len(".yaml")]
+            recipe = _recipe(path, stem)
+            if recipe is not None:
+                found.append(recipe)
+    return tuple(found)
+
+
+def model_recipes(
+    folder: str, model: str, technique: str, lora: bool | None
+) -> tuple[FineTuningRecipe, ...]:
+    """The collection's recipes for ``model`` (its Hugging Face name, or a hub content name
+    that ends in the same model: ``meta-textgeneration-llama-3-2-1b-instruct``) with this
+    technique, and LoRA or full when that is known (``lora`` None: either)."""
+    wanted = model_key(model)
+    if not wanted:
+        return ()
+    return tuple(
+        recipe
+        for recipe in collection_recipes(folder)
+        if wanted.endswith(model_key(recipe.model))
+        and recipe.technique == technique
+        and (lora is None or recipe.lora is None or recipe.lora == lora)
+    )
