@@ -145,23 +145,20 @@ def plan_fine_tuning(job: ResolvedFineTuning) -> tuple[dict[str, Any], tuple[str
     spec = job.spec
     compute = spec.compute
     request: dict[str, Any] = {}
-    fields = compute.fields
     if compute.kind == "training_job":
+        # The SDK's object (its defaults: a 30 GB volume), as the serverful path reads it.
+        sdk = compute_object(compute)
         resources: dict[str, Any] = {
-            "InstanceType": compute.instance_type,
-            "InstanceCount": compute.instance_count,
+            "InstanceType": sdk.instance_type,
+            "InstanceCount": sdk.instance_count,
+            "VolumeSizeInGB": sdk.volume_size_in_gb,
+            "KeepAlivePeriodInSeconds": sdk.keep_alive_period_in_seconds,
+            "TrainingPlanArn": sdk.training_plan_arn,
         }
-        for ours, theirs in (
-            ("volume_size_in_gb", "VolumeSizeInGB"),
-            ("keep_alive_period_in_seconds", "KeepAlivePeriodInSeconds"),
-            ("training_plan_arn", "TrainingPlanArn"),
-        ):
-            if fields.get(ours) is not None:
-                resources[theirs] = fields[ours]
         from safe_estimators._facts.fine_tuning import plan_arn_forwarded
 
         if not plan_arn_forwarded():
-            resources.pop("TrainingPlanArn", None)  # the installed SDK drops it (warned)
+            resources.pop("TrainingPlanArn")  # the installed SDK drops it (warned)
         request["ResourceConfig"] = {k: v for k, v in resources.items() if v is not None}
     elif compute.kind == "serverless":
         serverless: dict[str, Any] = {
@@ -188,7 +185,7 @@ def plan_fine_tuning(job: ResolvedFineTuning) -> tuple[dict[str, Any], tuple[str
         # No CreateTrainingJob: the trainer submits the job to the cluster (its recipe, helm).
         return {}, (
             f"no CreateTrainingJob: a HyperPodCompute job is submitted to the HyperPod cluster "
-            f"{fields.get('cluster_name')!r} with the hub's recipe at train()",
+            f"{compute.fields.get('cluster_name')!r} with the hub's recipe at train()",
         )
     supplied = [
         "ServerlessJobConfig.BaseModelArn: the model's hub content ARN (DescribeHubContent)"
