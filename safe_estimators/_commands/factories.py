@@ -14,6 +14,7 @@ from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._facts.targets import ESTIMATOR, FINE_TUNING, MODEL_TRAINER
 from safe_estimators._problems import ConfigError, warning
 from safe_estimators._resolve import ResolvedJob, resolve_arguments
+from safe_estimators._rules.capacity import job_created_in
 from safe_estimators._rules.request import pipeline_step
 from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import JobSpec, TrainingCompiler
@@ -32,6 +33,17 @@ if TYPE_CHECKING:
 def _given(named: Mapping[str, Any], passed_through: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments the caller set: None means "not given", as in the SageMaker SDK."""
     return {k: v for k, v in {**named, **passed_through}.items() if v is not None}
+
+
+def _region_of(session: Any) -> str | None:
+    """The region the job is created in: the session's, else the one the SDK's default session
+    finds (no network call); None when none is configured (the build says so)."""
+    region = getattr(session, "boto_region_name", None) if session is not None else None
+    if isinstance(region, str) and region:
+        return region
+    from safe_estimators._targets.shared import job_region
+
+    return job_region()
 
 
 def _estimator_available() -> None:
@@ -143,7 +155,7 @@ def huggingface(
         model=model,
         check_script=check_script,
     )
-    with pipeline_step(sagemaker_session):
+    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
         job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     with sdk_quiet():  # the SDK's banners and INFO lines are not the caller's output
         return _preflighted(build_estimator(job, sagemaker_session), preflight)
@@ -204,7 +216,7 @@ def pytorch(
         training_recipe=training_recipe,
         recipe_overrides=recipe_overrides,
     )
-    with pipeline_step(sagemaker_session):
+    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
         job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     with sdk_quiet():
         return _preflighted(build_estimator(job, sagemaker_session), preflight)
@@ -280,7 +292,7 @@ def model_trainer(
         inputs=inputs,
         check_script=check_script,
     )
-    with pipeline_step(sagemaker_session):
+    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
         job = resolve_arguments(_given(named, kwargs))
     with sdk_quiet():
         return _preflighted(build_model_trainer(job, sagemaker_session), preflight)
@@ -322,11 +334,7 @@ def _fine_tuning(technique: str, arguments: dict[str, Any]) -> Any:
     from safe_estimators._targets.fine_tuning import build_fine_tuning
 
     session = arguments.get("sagemaker_session")
-    region = getattr(session, "boto_region_name", None) if session is not None else None
-    if region is None:
-        from safe_estimators._targets.shared import job_region
-
-        region = job_region()
+    region = _region_of(session)
     given = {k: v for k, v in arguments.items() if k != "sagemaker_session"}
     job = resolve_fine_tuning_arguments(given, technique, region=region)
     return build_fine_tuning(job, session)
@@ -405,7 +413,7 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
         if prior:
             raise ConfigError(list(prior), source=source)
         return _fine_tuning_spec(arguments, source, session)
-    with pipeline_step(session):
+    with pipeline_step(session), job_created_in(_region_of(session)):
         job = resolve_arguments(arguments, source, prior)
     with sdk_quiet():
         return _preflighted(build_target(job, session), preflight)

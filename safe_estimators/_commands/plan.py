@@ -202,8 +202,10 @@ def plan(
     problems are ``validate``'s, in its order, then any the planned request itself has.
     """
     from safe_estimators._commands.quiet import sdk_quiet
+    from safe_estimators._rules.capacity import job_created_in
 
-    with offline(), sdk_quiet():  # no SDK banners or INFO lines under the caller's cell
+    # no SDK banners or INFO lines under the caller's cell; the rules know the job's region
+    with offline(), sdk_quiet(), job_created_in(job_region()):
         return _plan(spec_or_path, overrides, project_root)
 
 

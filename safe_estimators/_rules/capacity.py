@@ -13,6 +13,8 @@ Sources:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 from collections.abc import Iterator
 
@@ -122,3 +124,27 @@ def plan_region_problem(path: str, plan: object, region: str | None) -> Problem 
         f"create the job in {match.group(1)} (AWS_REGION, or the session's region), or use a "
         f"training plan of {region}.",
     )
+
+
+# The region the job is created in, where the caller knows it: plan (job_region) and the
+# factories (the session's region) set it around their checks; validate knows no region (a spec
+# file names none) and leaves the rule below silent.
+_REGION: contextvars.ContextVar[str | None] = contextvars.ContextVar("job_region", default=None)
+
+
+@contextlib.contextmanager
+def job_created_in(region: str | None) -> Iterator[None]:
+    """While this runs, the rules know the region the job is created in."""
+    token = _REGION.set(region)
+    try:
+        yield
+    finally:
+        _REGION.reset(token)
+
+
+def training_plan_region(ctx: Context) -> Iterator[Problem]:
+    """A training plan of another region than the job's, where the region is known (plan and
+    the factories): the plan's ARN names its region, and a plan reserves capacity there only."""
+    problem = plan_region_problem(PLAN, value_of(ctx.spec.extra.get(PLAN)), _REGION.get())
+    if problem is not None:
+        yield problem
