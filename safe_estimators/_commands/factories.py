@@ -41,9 +41,9 @@ def _region_of(session: Any) -> str | None:
     region = getattr(session, "boto_region_name", None) if session is not None else None
     if isinstance(region, str) and region:
         return region
-    from safe_estimators._targets.shared import job_region
+    from safe_estimators._targets.shared import known_region
 
-    return job_region()
+    return known_region()
 
 
 def _estimator_available() -> None:

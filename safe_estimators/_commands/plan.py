@@ -20,7 +20,7 @@ from safe_estimators._resolved import Explanation
 from safe_estimators._secret_formats import mask_text, masked
 from safe_estimators._spec import JobSpec
 from safe_estimators._spec_files.read import job_arguments, offline_problems, sdk_config_problems
-from safe_estimators._targets.shared import REGION_SOURCES, job_region
+from safe_estimators._targets.shared import REGION_SOURCES, job_region, known_region
 
 
 @attrs.frozen
@@ -205,7 +205,7 @@ def plan(
     from safe_estimators._rules.capacity import job_created_in
 
     # no SDK banners or INFO lines under the caller's cell; the rules know the job's region
-    with offline(), sdk_quiet(), job_created_in(job_region()):
+    with offline(), sdk_quiet(), job_created_in(known_region()):
         return _plan(spec_or_path, overrides, project_root)
 
 
