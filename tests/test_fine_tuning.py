@@ -410,3 +410,79 @@ def test_any_arguments_give_a_trainer_or_a_config_error(collection, arguments, t
         assert exc.problems
         return
     inspect.signature(checked.trainer_class).bind(**checked.kwargs)
+
+
+# --- the real trainer, made on first use, with the hub answered locally ---
+
+_HUB_DOCUMENT = {  # our own minimal hub document: one SFT LoRA recipe for training jobs
+    "GatedBucket": False,
+    "RecipeCollection": [
+        {
+            "CustomizationTechnique": "SFT",
+            "Peft": "LORA",
+            "SequenceLength": "4K",
+            "SmtjRecipeTemplateS3Uri": "s3://hub-bucket/recipe.yaml",
+            "SmtjOverrideParamsS3Uri": "s3://hub-bucket/override.json",
+        }
+    ],
+}
+
+
+def _hub_session(calls: list[str]) -> Any:
+    """A real sagemaker 3 Session whose boto3 calls are answered here (moto has no hub): the
+    model's hub content and its recipe's override parameters; any other call fails the test."""
+    import datetime
+    import io
+    import json
+
+    import boto3
+    from botocore.awsrequest import AWSResponse
+    from botocore.response import StreamingBody
+    from sagemaker.core.helper.session_helper import Session
+
+    ok = AWSResponse("https://localhost", 200, {}, None)
+    arn = "arn:aws:sagemaker:us-west-2:aws:hub"
+
+    def answer(model: Any, params: dict[str, Any], **_: Any) -> Any:
+        calls.append(model.name)
+        if model.name == "DescribeHubContent":
+            assert json.loads(params["body"])["HubContentName"] == MODEL
+            return ok, {
+                "HubContentName": MODEL, "HubContentVersion": "1.0.0",
+                "HubContentArn": f"{arn}-content/SageMakerPublicHub/Model/{MODEL}/1.0.0",
+                "HubContentType": "Model", "DocumentSchemaVersion": "2.0.0",
+                "HubName": "SageMakerPublicHub", "HubArn": f"{arn}/SageMakerPublicHub",
+                "HubContentDocument": json.dumps(_HUB_DOCUMENT), "HubContentStatus": "Available",
+                "CreationTime": datetime.datetime(2026, 1, 1),
+            }  # fmt: skip
+        if model.name == "GetObject":
+            body = json.dumps({"learning_rate": {"default": 0.0001, "type": "float"}}).encode()
+            return ok, {"Body": StreamingBody(io.BytesIO(body), len(body))}
+        raise AssertionError(f"the trainer called {model.name}")
+
+    boto_session = boto3.Session(region_name="us-west-2")
+    boto_session.events.register("before-call", answer)
+    return Session(boto_session=boto_session)
+
+
+@needs_sdk3
+def test_the_real_sft_trainer_is_made_on_first_use_with_the_hub_calls_explain_names(collection):
+    from sagemaker.train.sft_trainer import SFTTrainer
+
+    calls: list[str] = []
+    checked = safe_estimators.sft_trainer(
+        model=MODEL,
+        compute=_compute("ml.p5.48xlarge", 2),
+        role=ROLE,
+        hyperparameters={"learning_rate": 0.0002},
+        sagemaker_session=_hub_session(calls),
+    )
+    assert calls == []  # checking and building asked nothing
+    trainer = checked.trainer()
+    assert isinstance(trainer, SFTTrainer) and checked.trainer() is trainer
+    assert trainer.compute.instance_type == "ml.p5.48xlarge"
+    assert trainer.compute.instance_count == 2
+    assert trainer.hyperparameters.to_dict() == {"learning_rate": "0.0002"}
+    assert calls == ["DescribeHubContent", "DescribeHubContent", "GetObject"]
+    notes = " ".join(safe_estimators.explain(checked).not_checked)
+    assert "DescribeHubContent" in notes and "S3 GetObject" in notes
