@@ -181,7 +181,8 @@ def test_a_listed_type_plans_offline_with_the_request_its_arguments_settle(colle
         "TrainingPlanArn": PLAN,
     }
     assert plan.request["HyperParameters"] == {"learning_rate": "0.0001"}
-    assert any("TrainingImage" in p and "the hub supplies it" in p for p in plan.placeholders)
+    assert plan.request["RoleArn"] == ROLE
+    assert any("TrainingImage" in p and "from the hub" in p for p in plan.placeholders)
 
 
 @needs_sdk3

@@ -87,6 +87,8 @@ class Plan:
             f"  EnableInterContainerTrafficEncryption: "
             f"{r.get('EnableInterContainerTrafficEncryption', False)}",
         ]
+        if not resources:  # a serverless fine-tuning job: SageMaker picks the instances
+            lines = [line for line in lines if not line.startswith("  ResourceConfig: ")]
         for section in ("Environment", "HyperParameters"):
             for key, value in sorted((r.get(section) or {}).items()):
                 lines.append(f"  {section}.{key} = {value}")
@@ -464,5 +466,5 @@ def _plan_fine_tuning(
     given = {k: v for k, v in arguments.items() if k not in ("target", "trainer")}
     job = resolve_fine_tuning_arguments(given, technique, source, region)
     request, supplied = plan_fine_tuning(job)
-    placeholders = [f"{line} (not planned offline: the hub supplies it)" for line in supplied]
+    placeholders = [f"not planned offline: {line}" for line in supplied]
     return Plan(request, job.explanation, tuple(placeholders), source)

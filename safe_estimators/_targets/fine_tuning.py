@@ -150,7 +150,8 @@ def plan_fine_tuning(job: ResolvedFineTuning) -> tuple[dict[str, Any], tuple[str
         sdk = compute_object(compute)
         resources: dict[str, Any] = {
             "InstanceType": sdk.instance_type,
-            "InstanceCount": sdk.instance_count,
+            # ModelTrainer's default when the compute names none (train/defaults.py:146-147).
+            "InstanceCount": sdk.instance_count or 1,
             "VolumeSizeInGB": sdk.volume_size_in_gb,
             "KeepAlivePeriodInSeconds": sdk.keep_alive_period_in_seconds,
             "TrainingPlanArn": sdk.training_plan_arn,
@@ -170,6 +171,9 @@ def plan_fine_tuning(job: ResolvedFineTuning) -> tuple[dict[str, Any], tuple[str
         if spec.sequence_length:
             serverless["SequenceLength"] = spec.sequence_length
         request["ServerlessJobConfig"] = serverless
+    role = spec.extra.get("role")
+    if isinstance(role, str) and role.startswith("arn:"):
+        request["RoleArn"] = role  # both paths pass the trainer's role as given
     user = {str(k): str(v) for k, v in spec.hyperparameters.items()}
     if user:
         request["HyperParameters"] = user
@@ -188,12 +192,14 @@ def plan_fine_tuning(job: ResolvedFineTuning) -> tuple[dict[str, Any], tuple[str
             f"{compute.fields.get('cluster_name')!r} with the hub's recipe at train()",
         )
     supplied = [
-        "ServerlessJobConfig.BaseModelArn: the model's hub content ARN (DescribeHubContent)"
+        "ServerlessJobConfig.BaseModelArn: the model's hub content ARN, from the hub "
+        "(DescribeHubContent) when the trainer is made"
         if compute.kind == "serverless"
-        else "AlgorithmSpecification.TrainingImage: the model's recipe image on the hub "
-        "(DescribeHubContent), unless training_image is given",
-        "HyperParameters: the recipe's defaults from the hub (S3 GetObject of its override "
-        "parameters), besides the ones given",
-        "TrainingJobName, RoleArn, OutputDataConfig: made at train() as the SDK makes them",
+        else "AlgorithmSpecification.TrainingImage: the model's recipe image, from the hub "
+        "(DescribeHubContent) at train(), unless training_image is given",
+        "HyperParameters: the recipe's defaults besides the ones given, from the hub (S3 "
+        "GetObject of its override parameters) when the trainer is made",
+        "TrainingJobName, OutputDataConfig (and RoleArn when no role ARN is given): made by "
+        "the SDK at train(), as for any job",
     ]
     return request, tuple(supplied)
