@@ -487,3 +487,17 @@ def test_the_real_sft_trainer_is_made_on_first_use_with_the_hub_calls_explain_na
     assert calls == ["DescribeHubContent", "DescribeHubContent", "GetObject"]
     notes = " ".join(safe_estimators.explain(checked).not_checked)
     assert "DescribeHubContent" in notes and "S3 GetObject" in notes
+
+
+@needs_sdk3
+def test_the_cli_verdict_follows_an_edit_of_the_collection(collection, tmp_path, capsys):
+    from safe_estimators._cli import main
+
+    path = _spec(tmp_path, compute={"instance_type": "ml.g6e.12xlarge"})
+    assert main(["validate", "--recipes", str(collection), str(path)]) == 1
+    assert "ml.g6e.12xlarge" in capsys.readouterr().out
+    recipe = next(collection.rglob("llmft_llama3_2_1b_instruct_seq4k_gpu_sft_lora.yaml"))
+    data = yaml.safe_load(recipe.read_text())
+    data["instance_types"].append("ml.g6e.12xlarge")
+    recipe.write_text(yaml.safe_dump(data))
+    assert main(["validate", "--recipes", str(collection), str(path)]) == 0

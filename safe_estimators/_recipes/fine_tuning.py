@@ -125,23 +125,37 @@ def _recipe(path: str, stem: str) -> FineTuningRecipe | None:
     )
 
 
-@functools.lru_cache(maxsize=4)
-def collection_recipes(folder: str) -> tuple[FineTuningRecipe, ...]:
-    """Every fine-tuning recipe under ``folder`` (a copy of the collection) that names its
-    instance types and base model, in path order."""
+def _recipe_files(folder: str) -> tuple[tuple[str, str, int, int], ...]:
+    """The collection's fine-tuning recipe files as (path, stem, size, modification time), in
+    path order: what the parsed recipes are remembered by."""
     root = os.path.join(folder, FOLDER)
-    found: list[FineTuningRecipe] = []
+    found = []
     for directory, subfolders, files in os.walk(root):
         subfolders.sort()
         for file in sorted(files):
             if not file.endswith(".yaml"):
                 continue
             path = os.path.join(directory, file)
+            try:
+                status = os.stat(path)
+            except OSError:
+                continue
             stem = os.path.relpath(path, root)[: -len(".yaml")]
-            recipe = _recipe(path, stem)
-            if recipe is not None:
-                found.append(recipe)
+            found.append((path, stem, status.st_size, status.st_mtime_ns))
     return tuple(found)
+
+
+def collection_recipes(folder: str) -> tuple[FineTuningRecipe, ...]:
+    """Every fine-tuning recipe under ``folder`` (a copy of the collection) that names its
+    instance types and base model, in path order; parsed again when a file changes (a
+    notebook's process outlives a ``git pull`` of the collection)."""
+    return _parsed(_recipe_files(folder))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(files: tuple[tuple[str, str, int, int], ...]) -> tuple[FineTuningRecipe, ...]:
+    recipes = (_recipe(path, stem) for path, stem, _, _ in files)
+    return tuple(recipe for recipe in recipes if recipe is not None)
 
 
 def model_recipes(
