@@ -501,3 +501,15 @@ def test_the_cli_verdict_follows_an_edit_of_the_collection(collection, tmp_path,
     data["instance_types"].append("ml.g6e.12xlarge")
     recipe.write_text(yaml.safe_dump(data))
     assert main(["validate", "--recipes", str(collection), str(path)]) == 0
+
+
+@needs_sdk3
+def test_a_model_package_arn_is_left_to_the_account(collection, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")  # open-weight models customize here
+    package = "arn:aws:sagemaker:eu-west-1:111122223333:model-package/my-models/3"
+    checked = safe_estimators.sft_trainer(
+        model=package, compute=_compute("ml.g6.2xlarge"), role=ROLE
+    )
+    notes = safe_estimators.explain(checked).not_checked
+    assert notes[0].startswith("the model package and its base model: DescribeModelPackage")
+    assert any("no fine-tuning recipe of the collection names this model" in n for n in notes)

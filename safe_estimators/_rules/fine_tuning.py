@@ -167,13 +167,23 @@ def fine_tuning_hyperparameters(ctx: FineTuningContext) -> Iterator[Problem]:
             )
 
 
+def _is_package_arn(name: str) -> bool:
+    return name.startswith("arn:") and ":model-package/" in name
+
+
 def fine_tuning_region(ctx: FineTuningContext) -> Iterator[Problem]:
     """Model customization runs in some regions only: the constructor raises ValueError in any
-    other (``_validate_model_region_availability``)."""
+    other (``_validate_model_region_availability``; a model package is judged by its base
+    model, known to the account only: then only a region neither list has is refused)."""
     model = ctx.spec.model_name
     if ctx.region is None or model is None:
         return
-    regions = facts.customization_regions(model)
+    if _is_package_arn(model):
+        regions = tuple(
+            dict.fromkeys([*facts.customization_regions("nova"), *facts.customization_regions("")])
+        )
+    else:
+        regions = facts.customization_regions(model)
     if regions and ctx.region not in regions:
         yield Problem(
             "region",
@@ -286,8 +296,16 @@ def not_checked(ctx: FineTuningContext) -> tuple[str, ...]:
     say it: left for the trainer's constructor and train(), or the preflight."""
     spec = ctx.spec
     hub = facts.hub_name()
-    model = spec.model_name or "the model package's base model"
-    out = [
+    name = spec.model_name
+    arn = name is not None and _is_package_arn(name)
+    model = "the model package's base model" if name is None or arn else name
+    out = []
+    if arn:
+        out.append(
+            "the model package and its base model: DescribeModelPackage (ModelPackage.get), "
+            "made by the trainer's constructor"
+        )
+    out += [
         f"that {model} exists and has {ctx.describe} recipes: DescribeHubContent(HubName={hub}, "
         f"HubContentType=Model, HubContentName={model}), made by the trainer's constructor",
         "whether the model is gated (accept_eula=True needed): the same hub document's GatedBucket",
