@@ -837,7 +837,7 @@ def check_fine_tuning_arguments(
     if sdk_generation() < 3:
         return None, tagged(fine_tuning_needs_sdk3, [fine_tuning_needs_sdk3(technique)])
     from safe_estimators._facts.fine_tuning import trainer_keywords
-    from safe_estimators._recipes.fine_tuning import model_recipes
+    from safe_estimators._recipes.fine_tuning import model_recipes, read_collection
     from safe_estimators._recipes.modes import recipes_folder
     from safe_estimators._rules.fine_tuning import FineTuningContext, check_fine_tuning
     from safe_estimators._spec import structure_fine_tuning
@@ -848,11 +848,13 @@ def check_fine_tuning_arguments(
         return None, problems
     name = spec.compute.instance_type
     folder = recipes_folder()
-    recipes = None
+    recipes, unread = None, None
     if folder and spec.model_name:
+        collection, unread = read_collection(folder)
         lora = None if technique == "CPT" else spec.training_type != "FULL"
-        recipes = model_recipes(folder, spec.model_name, technique, lora) or None
-    ctx = FineTuningContext(spec, _lookup(name) if name else None, region, recipes, folder)
+        recipes = model_recipes(collection, spec.model_name, technique, lora) or None
+    instance = _lookup(name) if name else None
+    ctx = FineTuningContext(spec, instance, region, recipes, folder, unread)
     return ctx, problems + check_fine_tuning(ctx)
 
 

@@ -1447,6 +1447,20 @@ def structure_fine_tuning(
             )
         )
         length = None
+    recipe = extra.get("recipe")
+    if recipe is not None and (
+        not isinstance(recipe, str) or recipe.startswith(("http://", "https://"))
+    ):
+        problems.append(
+            Problem(
+                join_path(path, "recipe"),
+                f"is {quote(recipe)}: the trainers read a recipe from a local YAML file or an "
+                "s3:// URI only, and raise ValueError at train() for anything else (HTTP(S) "
+                "URLs \"are not supported for security reasons\": recipe_resolver."
+                "_load_user_recipe).",
+                "copy the recipe into the project (or to S3) and name that file.",
+            )
+        )
     hyperparameters = extra.pop("hyperparameters", None) or {}
     if not isinstance(hyperparameters, Mapping):
         problems.append(

@@ -304,6 +304,11 @@ def _dependencies(
         if isinstance(recipe, str) and not recipe.endswith(".yaml"):
             out.append(["recipes", "", _recipes_now()])
         if arguments.get("target") == "fine_tuning":
+            from safe_estimators._spec_files.read import fine_tuning_recipe_file
+
+            user_recipe = fine_tuning_recipe_file(arguments)
+            if user_recipe is not None:  # inside the project or not: where its links lead
+                named.append(user_recipe)
             # A fine-tuning job is checked against the collection's fine-tuning recipes: which
             # collection, and that folder's tree.
             collection = _recipes_now()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._bounds import MAX_SPEC_BYTES, read_at_most
+from safe_estimators._facts.targets import FINE_TUNING
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._spec_files.read import SUFFIXES, offline_problems, read_spec, read_spec_data
 
@@ -139,7 +140,9 @@ def validate_spec(
             return None, problems
         problems += offline_problems(arguments)
         checked = arguments
-        if problems:  # a path outside the project, or in git: its files are not to be read
+        if problems and arguments.get("target") != FINE_TUNING:
+            # A path outside the project, or in git: its files are not to be read (a
+            # fine-tuning job has no script, and takes no check_script).
             checked = {**arguments, "check_script": False}
         _, found, findings = check_arguments(checked)
     warnings = [finding_problem(f) for f in findings if f.severity == "warning"]
@@ -169,7 +172,7 @@ def _lint_target(
         return problems, []
     problems += offline_problems(arguments)
     checked = arguments
-    if problems:  # a path outside the project, or in git: its files are not to be read
+    if problems and arguments.get("target") != FINE_TUNING:  # as validate_spec
         checked = {**arguments, "check_script": False}
     ctx, found, findings = check_arguments(checked)
     if ctx is not None and not problems and checked.get("check_script") is False:

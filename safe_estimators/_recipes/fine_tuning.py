@@ -26,9 +26,20 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._bounds import quote
+
 FOLDER = os.path.join("recipes_collection", "recipes", "fine-tuning")
-# A recipe file is a few kilobytes; a larger one is not a recipe of the collection.
+# A recipe file is a few kilobytes; a larger one is not a recipe of the collection (skipped).
 MAX_RECIPE_BYTES = 1 << 20
+# The collection's fine-tuning folder held 671 recipes of about 1.8 KB each (1.2 MB) when this
+# was written; a folder with more files or bytes than these is no copy of it, and is not read:
+# every recipe is parsed on the first check (0.37 s for the 671), so the bounds keep a folder
+# from a pull request to a few seconds of parsing, whatever it holds.
+MAX_RECIPE_FILES = 5_000
+MAX_COLLECTION_BYTES = 8 << 20
+# What a recipe's instance type and a shown recipe name may be: they reach messages.
+_TYPE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
+_SHOWN_NAME = re.compile(r"[A-Za-z0-9_.+/-]+")
 # The name tokens of each technique in the collection's file names (llmft_..._gpu_sft_lora,
 # verl-grpo-rlvr-...): the trainers' CustomizationTechnique values.
 TECHNIQUES = ("SFT", "DPO", "RLVR", "RLAIF", "CPT")
@@ -95,17 +106,18 @@ def _sequence_length(data: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _recipe(path: str, stem: str) -> FineTuningRecipe | None:
+def _recipe(path: str, stem: str, root: str) -> FineTuningRecipe | None:
     import yaml
 
+    from safe_estimators._bounds import NotRegular, read_contained
     from safe_estimators._yaml import load_yaml  # bounded: aliases, depth and nodes
 
     try:
-        if os.path.getsize(path) > MAX_RECIPE_BYTES:
-            return None
-        with open(path, encoding="utf-8") as handle:
-            data, refused = load_yaml(handle.read())
-    except (OSError, ValueError, yaml.YAMLError):
+        # Bounded and inside the fine-tuning folder once its links are followed, checked on
+        # the open file: a recipe swapped for a link out, a FIFO or a device is not read.
+        text = read_contained(path, MAX_RECIPE_BYTES, root).decode("utf-8")
+        data, refused = load_yaml(text)
+    except (NotRegular, OSError, ValueError, RecursionError, yaml.YAMLError):
         return None
     if refused or not isinstance(data, Mapping):
         return None
@@ -116,60 +128,100 @@ def _recipe(path: str, stem: str) -> FineTuningRecipe | None:
     if not isinstance(types, list) or not isinstance(model, str):
         return None
     return FineTuningRecipe(
-        name=stem,
+        name=stem if _SHOWN_NAME.fullmatch(stem) else quote(stem),
         model=model,
         technique=_technique(os.path.basename(stem), data),
         lora=_lora(os.path.basename(stem), data),
-        instance_types=tuple(t for t in types if isinstance(t, str)),
+        # Only what is an instance type's name: the types reach messages, and a recipe is
+        # text from a folder a pull request may hold.
+        instance_types=tuple(t for t in types if isinstance(t, str) and _TYPE.fullmatch(t)),
         sequence_length=_sequence_length(data),
     )
 
 
-def _recipe_files(folder: str) -> tuple[tuple[str, str, int, int], ...]:
+@attrs.frozen
+class _Files:
     """The collection's fine-tuning recipe files as (path, stem, size, modification time), in
-    path order: what the parsed recipes are remembered by."""
+    path order (what the parsed recipes are remembered by), the real fine-tuning folder they
+    must stay in, and why none is read (None: they are)."""
+
+    files: tuple[tuple[str, str, int, int], ...]
+    root: str
+    unread: str | None = None
+
+
+def _recipe_files(folder: str) -> _Files:
+    """The fine-tuning recipe files of the collection at ``folder``, walked as a training
+    script's folder is (``_bounds.walk_tree``: bounded in entries and depth, links followed
+    only while they stay inside), and bounded in number and bytes: a folder past the bounds
+    is no copy of the collection, and none of it is read."""
+    from safe_estimators._bounds import is_inside, real_path, walk_tree
+
     root = os.path.join(folder, FOLDER)
+    real_root = real_path(root)
+    if not is_inside(real_root, real_path(folder)):
+        return _Files((), real_root, f"its {FOLDER} folder links outside the collection")
+    if not os.path.isdir(real_root):
+        return _Files((), real_root)
+    tree = walk_tree(real_root, resolved=True)
+    if tree.truncated:
+        return _Files((), real_root, f"its {FOLDER} folder holds {tree.truncated}")
+    paths = [path for path in tree.files if path.endswith(".yaml")]
+    if len(paths) > MAX_RECIPE_FILES:
+        return _Files(
+            (), real_root, f"its {FOLDER} folder holds {len(paths):,} YAML files, more than the "
+            f"{MAX_RECIPE_FILES:,} read"
+        )
     found = []
-    for directory, subfolders, files in os.walk(root):
-        subfolders.sort()
-        for file in sorted(files):
-            if not file.endswith(".yaml"):
-                continue
-            path = os.path.join(directory, file)
-            try:
-                status = os.stat(path)
-            except OSError:
-                continue
-            stem = os.path.relpath(path, root)[: -len(".yaml")]
-            found.append((path, stem, status.st_size, status.st_mtime_ns))
-    return tuple(found)
+    total = 0
+    for path in sorted(paths):
+        try:
+            status = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if status.st_size <= MAX_RECIPE_BYTES:  # a larger one is skipped, unread
+            total += status.st_size
+        if total > MAX_COLLECTION_BYTES:
+            return _Files(
+                (), real_root, f"its {FOLDER} folder holds more than "
+                f"{MAX_COLLECTION_BYTES:,} bytes of recipes, more than are read"
+            )
+        stem = os.path.relpath(path, real_root)[: -len(".yaml")]
+        found.append((path, stem, status.st_size, status.st_mtime_ns))
+    return _Files(tuple(found), real_root)
 
 
-def collection_recipes(folder: str) -> tuple[FineTuningRecipe, ...]:
+def read_collection(folder: str) -> tuple[tuple[FineTuningRecipe, ...], str | None]:
     """Every fine-tuning recipe under ``folder`` (a copy of the collection) that names its
-    instance types and base model, in path order; parsed again when a file changes (a
-    notebook's process outlives a ``git pull`` of the collection)."""
-    return _parsed(_recipe_files(folder))
+    instance types and base model, in path order, and why none is read (a folder past the
+    bounds, or one whose fine-tuning folder links out of it; else None). Parsed again when a
+    file changes (a notebook's process outlives a ``git pull`` of the collection)."""
+    found = _recipe_files(folder)
+    if found.unread is not None:
+        return (), found.unread
+    return _parsed(found.files, found.root), None
 
 
 @functools.lru_cache(maxsize=4)
-def _parsed(files: tuple[tuple[str, str, int, int], ...]) -> tuple[FineTuningRecipe, ...]:
-    recipes = (_recipe(path, stem) for path, stem, _, _ in files)
+def _parsed(
+    files: tuple[tuple[str, str, int, int], ...], root: str
+) -> tuple[FineTuningRecipe, ...]:
+    recipes = (_recipe(path, stem, root) for path, stem, _, _ in files)
     return tuple(recipe for recipe in recipes if recipe is not None)
 
 
 def model_recipes(
-    folder: str, model: str, technique: str, lora: bool | None
+    recipes: tuple[FineTuningRecipe, ...], model: str, technique: str, lora: bool | None
 ) -> tuple[FineTuningRecipe, ...]:
-    """The collection's recipes for ``model`` (its Hugging Face name, or a hub content name
-    that ends in the same model: ``meta-textgeneration-llama-3-2-1b-instruct``) with this
-    technique, and LoRA or full when that is known (``lora`` None: either)."""
+    """The recipes (``read_collection``'s) for ``model`` (its Hugging Face name, or a hub
+    content name that ends in the same model: ``meta-textgeneration-llama-3-2-1b-instruct``)
+    with this technique, and LoRA or full when that is known (``lora`` None: either)."""
     wanted = model_key(model)
     if not wanted:
         return ()
     return tuple(
         recipe
-        for recipe in collection_recipes(folder)
+        for recipe in recipes
         if wanted.endswith(model_key(recipe.model))
         and recipe.technique == technique
         and (lora is None or recipe.lora is None or recipe.lora == lora)

@@ -48,6 +48,7 @@ class FineTuningContext:
     region: str | None
     recipes: tuple[FineTuningRecipe, ...] | None
     collection: str | None
+    unread: str | None = None  # why the collection's recipes were not read (too large)
 
     @property
     def lora(self) -> bool | None:
@@ -318,12 +319,15 @@ def not_checked(ctx: FineTuningContext) -> tuple[str, ...]:
             "at train()"
         )
     if ctx.recipes is None and spec.compute.kind != "serverless":
-        where = (
-            "no fine-tuning recipe of the collection names this model"
-            if ctx.collection
-            else "no copy of the recipes collection was given (--recipes DIR or "
-            "$SAFE_ESTIMATORS_RECIPES)"
-        )
+        if ctx.unread:
+            where = f"the recipes collection was not read: {ctx.unread}"
+        elif ctx.collection:
+            where = "no fine-tuning recipe of the collection names this model"
+        else:
+            where = (
+                "no copy of the recipes collection was given (--recipes DIR or "
+                "$SAFE_ESTIMATORS_RECIPES)"
+            )
         out.append(
             f"the instance types and sequence lengths its recipes allow ({where}): the "
             "trainer reads them from the hub at train()"

@@ -258,6 +258,8 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
         arguments = _with_parameters(arguments, {})
     if "training_recipe" in outside:
         arguments["training_recipe"] = RefusedRecipeFile(arguments["training_recipe"])
+    if "recipe" in outside and fine_tuning_recipe_file(arguments) is not None:
+        arguments["recipe"] = RefusedRecipeFile(arguments["recipe"])
     return arguments
 
 
@@ -269,8 +271,9 @@ class RemoteRecipe(str):
 
 @problem_source(
     "project-containment",
-    "entry_point, source_dir, dependencies, model.config and the other local paths of a spec "
-    "must stay inside the project (the spec's git repository, else its folder, or "
+    "entry_point, source_dir, dependencies, model.config, a fine-tuning trainer's recipe and "
+    "the other local paths of a spec must stay inside the project (the spec's git repository, "
+    "else its folder, or "
     "--project-root): plan and submit package and upload what they point to, and the SDK "
     "follows links. A path outside is refused and never read.",
 )
@@ -326,6 +329,9 @@ def containment_problems(
     recipe = _recipe_file(data, folder)
     if recipe is not None:
         checks.append(("training_recipe", recipe, os.path.join(base, recipe), real_root))
+    user_recipe = fine_tuning_recipe_file(data)
+    if user_recipe is not None:  # the trainer reads it and sends its values as hyperparameters
+        checks.append(("recipe", user_recipe, os.path.join(base, user_recipe), real_root))
     dependencies = data.get("dependencies")
     if isinstance(dependencies, list) and not remote_source_dir(given) and not in_repository:
         for i, dependency in enumerate(dependencies):
@@ -448,6 +454,23 @@ def _recipe_file(data: Mapping[str, Any], folder: Path | None = None) -> str | N
     return recipe
 
 
+# The recipe locations a fine-tuning trainer does not open on this machine
+# (recipe_resolver._load_user_recipe): an S3 URI it downloads, and HTTP(S) URLs it refuses.
+# Anything else, "x://../r.yaml" included, is opened as a local path.
+_NOT_LOCAL_RECIPES = ("s3://", "http://", "https://")
+
+
+def fine_tuning_recipe_file(data: Mapping[str, Any]) -> str | None:
+    """The local recipe file a fine-tuning spec names (``recipe``), by the trainers' own rule
+    (``recipe_resolver._load_user_recipe``: ``s3://`` is downloaded, ``http(s)://`` refused, any
+    other string opened as a file), or None. The trainer reads it at ``train()`` and sends its
+    values as the job's hyperparameters: a file outside the project would reach SageMaker."""
+    recipe = data.get("recipe")
+    if data.get("target") != FINE_TUNING or not isinstance(recipe, str) or not recipe:
+        return None
+    return None if recipe.startswith(_NOT_LOCAL_RECIPES) else recipe
+
+
 def _with_parameters(arguments: dict[str, Any], parameters: object) -> dict[str, Any]:
     """``arguments`` with the model parallel ``parameters`` replaced (the others as they are)."""
     distribution = arguments["distribution"]
@@ -471,6 +494,9 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     recipe = _recipe_file(out, folder)
     if recipe is not None:
         out["training_recipe"] = _under(folder, recipe)
+    user_recipe = fine_tuning_recipe_file(out)
+    if user_recipe is not None:
+        out["recipe"] = _under(folder, user_recipe)
     elif isinstance(out.get("training_recipe"), str) and "://" in out["training_recipe"]:
         out["training_recipe"] = RemoteRecipe(out["training_recipe"])
     if out.get("git_config"):
