@@ -39,6 +39,9 @@ class Plan:
     source: str | None = None
     # The files a ModelTrainer uploads in its sm_drivers channel (distributed.json, ...).
     files: dict[str, str] = attrs.field(factory=dict)
+    # A fine-tuning trainer's checked job (``_resolve.ResolvedFineTuning``): the hub supplies
+    # part of its request, so the preflight reads the job's own arguments instead.
+    fine_tuning: Any = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready document: ``request``, ``injected``, ``warnings``, ``layout``,
@@ -440,7 +443,7 @@ def _plan_remote(
     problems = request_problems(request, _remote_operation())
     if problems:
         raise ConfigError(problems, source=source)
-    return Plan(request, job.explanation, tuple(placeholders), source)
+    return Plan(request, job.explanation, tuple(placeholders), source, fine_tuning=job)
 
 
 def _remote_operation() -> Any:
@@ -467,4 +470,4 @@ def _plan_fine_tuning(
     job = resolve_fine_tuning_arguments(given, technique, source, region)
     request, supplied = plan_fine_tuning(job)
     placeholders = [f"not planned offline: {line}" for line in supplied]
-    return Plan(request, job.explanation, tuple(placeholders), source)
+    return Plan(request, job.explanation, tuple(placeholders), source, fine_tuning=job)
