@@ -303,6 +303,9 @@ def _dependencies(
         recipe = arguments.get("training_recipe")
         if isinstance(recipe, str) and not recipe.endswith(".yaml"):
             out.append(["recipes", "", _recipes_now()])
+        from safe_estimators._spec_files.read import remote_function_files
+
+        named += [path for _, path in remote_function_files(arguments)]
         if arguments.get("target") == "fine_tuning":
             from safe_estimators._spec_files.read import fine_tuning_recipe_file
 

@@ -23,7 +23,7 @@ from safe_estimators._bounds import (
     too_wide_to_package,
 )
 from safe_estimators._facts.code_paths import remote_source_dir, s3_entry_point
-from safe_estimators._facts.targets import FINE_TUNING
+from safe_estimators._facts.targets import FINE_TUNING, REMOTE_FUNCTION
 from safe_estimators._problems import ConfigError, Problem, problem_source, tagged, value_at
 from safe_estimators._secret_formats import mark_spec_file_secrets
 
@@ -271,9 +271,9 @@ class RemoteRecipe(str):
 
 @problem_source(
     "project-containment",
-    "entry_point, source_dir, dependencies, model.config, a fine-tuning trainer's recipe and "
-    "the other local paths of a spec must stay inside the project (the spec's git repository, "
-    "else its folder, or "
+    "entry_point, source_dir, dependencies, model.config, a fine-tuning trainer's recipe, a "
+    "@remote job's dependencies and pre_execution_script and the other local paths of a spec "
+    "must stay inside the project (the spec's git repository, else its folder, or "
     "--project-root): plan and submit package and upload what they point to, and the SDK "
     "follows links. A path outside is refused and never read.",
 )
@@ -332,6 +332,8 @@ def containment_problems(
     user_recipe = fine_tuning_recipe_file(data)
     if user_recipe is not None:  # the trainer reads it and sends its values as hyperparameters
         checks.append(("recipe", user_recipe, os.path.join(base, user_recipe), real_root))
+    for name, written in remote_function_files(data):  # the SDK copies them and uploads them
+        checks.append((name, written, os.path.join(base, written), real_root))
     dependencies = data.get("dependencies")
     if isinstance(dependencies, list) and not remote_source_dir(given) and not in_repository:
         for i, dependency in enumerate(dependencies):
@@ -471,6 +473,21 @@ def fine_tuning_recipe_file(data: Mapping[str, Any]) -> str | None:
     return None if recipe.startswith(_NOT_LOCAL_RECIPES) else recipe
 
 
+def remote_function_files(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The local files a ``@remote`` spec names, as (option, path): ``dependencies`` (a
+    requirements.txt or conda YAML file, unless ``auto_capture``: RuntimeEnvironmentManager.
+    snapshot) and ``pre_execution_script``; the SDK copies each into the job's workspace and
+    uploads it to S3 (``_prepare_dependencies_and_pre_execution_scripts``)."""
+    if data.get("target") != REMOTE_FUNCTION:
+        return []
+    found = []
+    for name in ("dependencies", "pre_execution_script"):
+        value = data.get(name)
+        if isinstance(value, str) and value and value != "auto_capture":
+            found.append((name, value))
+    return found
+
+
 def _with_parameters(arguments: dict[str, Any], parameters: object) -> dict[str, Any]:
     """``arguments`` with the model parallel ``parameters`` replaced (the others as they are)."""
     distribution = arguments["distribution"]
@@ -494,11 +511,13 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     recipe = _recipe_file(out, folder)
     if recipe is not None:
         out["training_recipe"] = _under(folder, recipe)
+    elif isinstance(out.get("training_recipe"), str) and "://" in out["training_recipe"]:
+        out["training_recipe"] = RemoteRecipe(out["training_recipe"])
     user_recipe = fine_tuning_recipe_file(out)
     if user_recipe is not None:
         out["recipe"] = _under(folder, user_recipe)
-    elif isinstance(out.get("training_recipe"), str) and "://" in out["training_recipe"]:
-        out["training_recipe"] = RemoteRecipe(out["training_recipe"])
+    for name, written in remote_function_files(out):
+        out[name] = _under(folder, written)
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")
