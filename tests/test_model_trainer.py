@@ -353,9 +353,17 @@ def test_a_role_name_is_refused_on_sagemaker_2_and_planned_only_as_an_arn_on_3(m
     assert "arn:aws:iam::<account>:role/" in problem.hint
 
 
-def test_a_recipe_job_is_refused_as_a_model_trainer_naming_the_estimator_target():
+def test_a_recipe_job_as_a_model_trainer_is_from_recipe_on_3_and_refused_on_2():
+    spec = EXAMPLES / "hyperpod-recipe" / "job.yaml"
+    if sdk_generation() >= 3:  # ModelTrainer.from_recipe, with the estimator's recipe image
+        plan = safe_estimators.plan(spec, target="model_trainer")
+        assert plan.request["AlgorithmSpecification"]["TrainingImage"].endswith(
+            "smdistributed-modelparallel:2.4.1-gpu-py311-cu121"
+        )
+        assert plan.request["ResourceConfig"]["InstanceCount"] == 2  # trainer.num_nodes
+        return
     with pytest.raises(ConfigError) as raised:
-        safe_estimators.plan(EXAMPLES / "hyperpod-recipe" / "job.yaml", target="model_trainer")
+        safe_estimators.plan(spec, target="model_trainer")
     (problem,) = raised.value.problems
     assert problem.path == "training_recipe"
     assert "target: estimator" in problem.hint
