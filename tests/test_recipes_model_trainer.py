@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import SDK3
-from recipe_fixtures import gpu_recipe, local_repositories, redirect_environment
+from recipe_fixtures import gpu_recipe, local_repositories, redirect_environment, trainium_recipe
 
 import safe_estimators
 from safe_estimators import ConfigError
@@ -124,11 +124,16 @@ sdk3 = pytest.mark.skipif(not SDK3, reason="ModelTrainer.from_recipe is built on
 
 
 @sdk3
-def test_the_workshops_from_recipe_job_builds_as_the_bare_from_recipe(repos, session):
+def test_the_workshops_from_recipe_job_builds_as_the_bare_from_recipe(repos, session, tmp_path):
     repos()
-    ours = safe_estimators.model_trainer(**_workshop(), sagemaker_session=session)
-    bare = _bare(session, **_workshop())
+    requirements = tmp_path / "scripts" / "requirements.txt"
+    requirements.parent.mkdir()
+    requirements.write_text("peft\n")
+    given = _workshop(requirements=str(requirements))
+    ours = safe_estimators.model_trainer(**given, sagemaker_session=session)
+    bare = _bare(session, **_workshop(requirements=str(requirements)))
     assert _request(ours) == _request(bare)
+    assert ours.source_code.requirements == bare.source_code.requirements == "requirements.txt"
     request = _request(ours)
     assert request["AlgorithmSpecification"]["TrainingImage"] == IMAGE
     hyperparameters = request["HyperParameters"]
@@ -190,6 +195,40 @@ def test_the_recipe_checks_of_the_estimator_path_apply(repos, session):
     )
     warned = [w for w in safe_estimators.explain(trainer).warnings if "max_step" in w.path]
     assert warned and "did you mean 'max_steps'" in warned[0].hint
+
+
+@sdk3
+def test_a_trainium_recipe_builds_as_the_bare_from_recipe(tmp_path, monkeypatch, session):
+    name = "training/llama/ours_trn1x4_pretrain"
+    recipe = trainium_recipe(nodes=4)
+    recipe["run"]["results_dir"] = "/results"  # a value the bare from_recipe can read
+    found = local_repositories(tmp_path / "repos", {name: recipe})
+    for key, value in redirect_environment(found).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SAFE_ESTIMATORS_RECIPES", str(found["launcher"]))
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
+    image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.1.2"
+    c = _configs()
+
+    def given() -> dict[str, Any]:
+        return dict(
+            training_recipe=name,
+            recipe_overrides={"run": {"results_dir": "/opt/ml/model"}},
+            compute=c.Compute(instance_type="ml.trn1.32xlarge"),
+            training_image=image,
+            role=ROLE,
+        )
+
+    ours = safe_estimators.model_trainer(**given(), sagemaker_session=session)
+    injected = {i.path: i for i in safe_estimators.explain(ours).injections}
+    # Apart from the recorded injection: 4 instances, their traffic encrypted.
+    request = _request(ours)
+    assert request.pop("EnableInterContainerTrafficEncryption") is True
+    assert "encrypt_inter_container_traffic" in injected
+    assert request == _request(_bare(session, **given()))
+    assert ours.compute.instance_count == 4  # the recipe's trainer.num_nodes, as from_recipe
+    assert injected["distributed"].value == "Torchrun()"
+    assert injected["source_code"].value["entry_script"] == "training_orchestrator.py"
 
 
 def _spec(folder: Path, **changes: Any) -> Path:
