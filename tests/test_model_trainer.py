@@ -399,3 +399,22 @@ def test_a_job_that_cannot_fit_under_any_reading_is_refused_as_a_model_trainer_t
     [problem] = [p for p in raised.value.problems if p.path == "model"]
     assert problem.severity == "error"
     assert "even at 8 bytes per parameter" in problem.message
+
+
+@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 3's SageMakerConfig")
+def test_sagemaker_3_validates_each_config_content_once_and_still_refuses_a_bad_one(monkeypatch):
+    import jsonschema
+    from sagemaker.core.config.config_manager import SageMakerConfig
+
+    safe_estimators.plan(EXAMPLES / "model-trainer" / "torchrun-fsdp.yaml")
+    validate = SageMakerConfig.validate_sagemaker_config
+    assert getattr(validate, "safe_estimators_once", False)
+    calls = []
+    monkeypatch.setattr(jsonschema.exceptions, "best_match", lambda errors: calls.append(1))
+    config = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"Telemetry": 1}}}}
+    validate(config)
+    validate(config)
+    assert len(calls) == 1  # the second lookup of the same content is not validated again
+    monkeypatch.undo()
+    with pytest.raises(jsonschema.exceptions.ValidationError):
+        validate({"SchemaVersion": "1.0", "SageMaker": {"NoSuchKey": True}})

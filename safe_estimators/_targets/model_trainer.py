@@ -162,6 +162,10 @@ def _sdk_config(opt_out: bool = False) -> dict[str, Any]:
     admin and user files), with telemetry off when ``opt_out``."""
     if sdk_generation() >= 3:
         from sagemaker.core.config.config import load_sagemaker_config
+
+        from safe_estimators._targets.estimator import avoid_repeated_sdk3_work
+
+        avoid_repeated_sdk3_work()  # validated once per content, as for sagemaker 2
     else:
         from sagemaker.config import load_sagemaker_config
 
