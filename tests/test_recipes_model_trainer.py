@@ -287,3 +287,15 @@ def test_recipe_jobs_the_model_trainer_target_does_not_build_name_the_estimator(
         assert code == 0, out  # a GPU recipe: built through from_recipe
     else:
         assert code == 1 and "training_recipe" in out and "target: estimator" in out
+
+
+def test_port_refuses_a_recipe_job_rather_than_write_a_trainer_without_the_recipe(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(_recipe(interpolated=False)))
+    spec = _spec(tmp_path, training_recipe="recipe.yaml")
+    assert main(["port", str(spec)]) == 1
+    out = capsys.readouterr().out
+    assert "training_recipe" in out and "from_recipe" in out
