@@ -299,3 +299,15 @@ def test_port_refuses_a_recipe_job_rather_than_write_a_trainer_without_the_recip
     assert main(["port", str(spec)]) == 1
     out = capsys.readouterr().out
     assert "training_recipe" in out and "from_recipe" in out
+
+
+@sdk3
+def test_plan_needs_no_clone_of_anything_but_its_own_stand_ins(tmp_path, monkeypatch):
+    # Only a local copy of the recipes collection: the adapter clone from_recipe makes while
+    # it is built goes to plan's stand-in (no redirect of ours in the environment).
+    found = local_repositories(tmp_path / "repos", {NAME: _recipe(interpolated=True)})
+    monkeypatch.setenv("SAFE_ESTIMATORS_RECIPES", str(found["launcher"]))
+    plan = safe_estimators.plan(_spec(tmp_path))
+    assert plan.request["AlgorithmSpecification"]["TrainingImage"] == IMAGE
+    assert plan.request["HyperParameters"]["config-name"] == "recipe.yaml"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml", "repos"]

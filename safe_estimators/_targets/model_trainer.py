@@ -305,13 +305,15 @@ def _from_recipe(job: ResolvedJob, kwargs: dict[str, Any], *, offline: bool) -> 
     clone of the recipes collection). It clones the training adapter (or the Neuron
     repository) while it is built: from GitHub for a build, from local stand-ins for a plan
     (``offline``, with the recipe resolved here: nothing of this machine reaches the plan)."""
-    from safe_estimators._recipes.offline import handed_recipe, redirected_clones
+    from safe_estimators._recipes.offline import _PLANNING, handed_recipe, redirected_clones
 
     name = job.kwargs["training_recipe"]
     overrides = job.kwargs.get("recipe_overrides")
     given = {"training_recipe": name, "recipe_overrides": overrides}
     with contextlib.ExitStack() as stack:
         if offline:
+            # The redirect lives in os.environ, shared by every thread: one recipe plan at a time.
+            stack.enter_context(_PLANNING)
             root = stack.enter_context(tempfile.TemporaryDirectory(prefix="safe-estimators-plan-"))
             handed = stack.enter_context(handed_recipe(given, resolved=True))
             stack.enter_context(redirected_clones(root))
