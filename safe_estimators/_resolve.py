@@ -516,7 +516,9 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
             record.append(Injection(name, value, f"Training Compiler: {reason}"))
 
 
-def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayout | None]:
+def _kwargs(
+    ctx: Context, count_from_recipe: bool = False
+) -> tuple[dict[str, Any], list[Injection], ParallelLayout | None]:
     spec = ctx.spec
     kwargs: dict[str, Any] = {
         name: getattr(spec, name) for name in _PASSED_THROUGH if getattr(spec, name) is not None
@@ -536,7 +538,7 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
     record: list[Injection] = []
     layout = None
     if recipe_of(spec) is not None:
-        record += _recipe_injections(ctx, kwargs)
+        record += _recipe_injections(ctx, kwargs, count_from_recipe)
     else:
         layout = _launch_injections(ctx, kwargs, record)
     if instances > 1 and spec.encrypt_inter_container_traffic is None:
@@ -547,12 +549,16 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
     return kwargs, record, layout
 
 
-def _recipe_injections(ctx: Context, kwargs: dict[str, Any]) -> list[Injection]:
+def _recipe_injections(
+    ctx: Context, kwargs: dict[str, Any], count_from_recipe: bool
+) -> list[Injection]:
     from safe_estimators._recipes import load_recipe, recipe_injections
 
     spec = ctx.spec
     recipe, _ = load_recipe(recipe_of(spec), spec.extra.get("recipe_overrides"))
-    return [] if recipe is None else recipe_injections(ctx, recipe, kwargs)
+    if recipe is None:
+        return []
+    return recipe_injections(ctx, recipe, kwargs, count_from_recipe=count_from_recipe)
 
 
 def _launch_injections(
@@ -625,7 +631,11 @@ def resolve(spec: JobSpec) -> ResolvedJob:
 
 
 def _resolved_job(
-    ctx: Context, problems: list[Problem], findings: list[Finding], source: str | None = None
+    ctx: Context,
+    problems: list[Problem],
+    findings: list[Finding],
+    source: str | None = None,
+    count_from_recipe: bool = False,
 ) -> ResolvedJob:
     errors = [p for p in problems if p.severity == "error"]
     if errors:  # with the credentials found: a refused job still says what it would expose
@@ -633,7 +643,7 @@ def _resolved_job(
             [p for p in problems if p.severity == "error" or is_secret_problem(p)], source=source
         )
     spec = ctx.spec
-    kwargs, injections, layout = _kwargs(ctx)
+    kwargs, injections, layout = _kwargs(ctx, count_from_recipe)
     warnings = tuple(p for p in problems if p.severity == "warning")
     script_warnings = tuple(f for f in findings if f.severity == "warning")
     if warnings or script_warnings:
@@ -706,7 +716,10 @@ def resolve_arguments(
     problems = [*prior, *problems]
     if ctx is None:
         raise ConfigError(problems, source=source)
-    return _resolved_job(ctx, problems, findings, source)
+    # A recipe job given no instance_count is sent the recipe's (recipe_arguments): a change
+    # to record. One given the recipe's own number is sent what the user wrote.
+    taken = recipe_of(ctx.spec) is not None and arguments.get("instance_count") is None
+    return _resolved_job(ctx, problems, findings, source, count_from_recipe=taken)
 
 
 # --- a @remote function's job --------------------------------------------------------------------

@@ -605,14 +605,20 @@ def recipe_instance_count(recipe: Recipe) -> tuple[object, str]:
     return _section(recipe.data, "trainer").get("num_nodes"), "trainer.num_nodes"
 
 
-def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> list[Injection]:
-    """What the SDK derives from the recipe, with its reason; the dropped arguments removed."""
+def recipe_injections(
+    ctx: Context, recipe: Recipe, kwargs: dict[str, Any], *, count_from_recipe: bool = False
+) -> list[Injection]:
+    """What the SDK derives from the recipe, with its reason; the dropped arguments removed.
+
+    ``count_from_recipe``: the job gave no instance_count, so the recipe's is sent (the bare
+    SDK takes the same number from the recipe): recorded. A count the user gave is sent as
+    written, whatever the recipe says, and is no injection."""
     spec = ctx.spec
     for name in ("entry_point", "hyperparameters", "distribution"):
         kwargs.pop(name, None)
     record: list[Injection] = []
     count_value, key = recipe_instance_count(recipe)
-    if count_value == spec.instance_count:
+    if count_from_recipe and count_value == spec.instance_count:
         record.append(
             Injection(
                 "instance_count",
