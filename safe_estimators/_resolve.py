@@ -27,7 +27,16 @@ from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._facts.targets import ESTIMATOR, REMOTE_FUNCTION
 from safe_estimators._memory import check_memory, job_of
-from safe_estimators._problems import ConfigError, Fix, Problem, count, problem_source, tagged
+from safe_estimators._problems import (
+    REMOVE,
+    ConfigError,
+    Fix,
+    Problem,
+    changed,
+    count,
+    problem_source,
+    tagged,
+)
 from safe_estimators._recipes import recipe_arguments, recipe_of
 from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
@@ -336,7 +345,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
             return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
         if ctx.target != ESTIMATOR:
             problems += tagged(recipe_needs_estimator, [recipe_needs_estimator()])
-        return ctx, problems, findings
+        return ctx, _checked_fixes(spec, problems), findings
     ctx, problems = _job_rules(spec)
     if ctx.target == ESTIMATOR and sdk_generation() >= 3:
         # the estimator's rules read its source
@@ -422,24 +431,51 @@ def _checked_fixes(spec: JobSpec, problems: list[Problem]) -> list[Problem]:
         if problem.fixes:
             kept = tuple(fix for fix in problem.fixes if _holds(spec, problem, fix, before))
             texts = [fix.text for fix in kept] + ([problem.hint] if problem.hint else [])
-            problem = attrs.evolve(problem, hint="; or ".join(texts), fixes=kept)
+            hint = "; or ".join(texts)
+            if hint and hint[-1] not in ".?!":
+                hint += "."
+            problem = attrs.evolve(problem, hint=hint, fixes=kept)
         checked.append(problem)
     return checked
 
 
 def applied(spec: JobSpec, changes: Sequence[tuple[str, Any]]) -> JobSpec:
-    """``spec`` with a fix's changes: typed options replaced, the others in ``extra``."""
-    typed = {name: value for name, value in changes if name in SPEC_FIELDS}
-    passed = {name: value for name, value in changes if name not in SPEC_FIELDS}
-    return attrs.evolve(spec, **typed, extra={**spec.extra, **passed})
+    """``spec`` with a fix's changes: typed options replaced (a dotted name inside a mapping
+    option; ``REMOVE`` back to the option's default), the others in ``extra``."""
+    fields = attrs.fields_dict(JobSpec)
+    typed: dict[str, Any] = {}
+    passed = dict(spec.extra)
+    for name, value in changes:
+        head, _, rest = name.partition(".")
+        if head not in SPEC_FIELDS:
+            passed = changed(passed, [(name, value)])
+            continue
+        current = typed.get(head, getattr(spec, head))
+        if rest:
+            typed[head] = changed(current or {}, [(rest, value)])
+        elif value is REMOVE:
+            default = fields[head].default
+            typed[head] = default.factory() if isinstance(default, attrs.Factory) else default
+        else:
+            typed[head] = value
+    return attrs.evolve(spec, **typed, extra=passed)
 
 
 def _holds(spec: JobSpec, problem: Problem, fix: Fix, before: set[tuple[str, str]]) -> bool:
+    """The job with ``fix`` made, checked again by the rules that found ``problem`` (the job's
+    rules and the memory estimate, or a recipe job's rules): the problem gone, no new error."""
     try:
-        after = _errors(_job_rules(applied(spec, fix.changes))[1])
+        job = applied(spec, fix.changes)
+        if recipe_of(job) is not None:
+            found = _check_recipe_job(job)[1]
+        else:
+            ctx, found = _job_rules(job)
+            found += check_memory(ctx)[1]
+        after = _errors(found)
     except (TypeError, ValueError):  # a change the typed spec refuses: not a fix
         return False
-    return (problem.path, problem.message) not in after and not after - before
+    still = {(p.path, p.message) for p in found}  # a warning's fix must clear the warning too
+    return (problem.path, problem.message) not in still and not after - before
 
 
 def _errors(problems: Sequence[Problem]) -> set[tuple[str, str]]:

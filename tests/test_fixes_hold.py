@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from safe_estimators._problems import changed
 from safe_estimators._resolve import check_arguments
 from safe_estimators._spec_files.read import read_spec
 
@@ -33,19 +34,31 @@ def errors(arguments: dict[str, Any]) -> list[Any]:
     return [p for p in problems if p.severity == "error"]
 
 
+def found(arguments: dict[str, Any]) -> list[Any]:
+    return check_arguments({**arguments, "check_script": False})[1]
+
+
 def broken_fixes(arguments: dict[str, Any]) -> list[str]:
-    """Each offered fix applied and checked again: what breaks, in words (empty: all hold)."""
-    before = errors(arguments)
-    seen = {(p.path, p.message) for p in before}
+    """Each offered fix (of an error or a warning) applied to the job's arguments and checked
+    again: what breaks, in words (empty: all hold). A fix holds when its problem is gone and no
+    new error appears."""
+    before = found(arguments)
+    seen = {(p.path, p.message) for p in before if p.severity == "error"}
     broken = []
     for problem in before:
         for fix in problem.fixes:
-            after = errors({**arguments, **dict(fix.changes)})
-            keys = {(p.path, p.message) for p in after}
-            if (problem.path, problem.message) in keys:
+            after = found(changed(arguments, fix.changes))
+            if (problem.path, problem.message) in {(p.path, p.message) for p in after}:
                 broken.append(f"{fix.text}: leaves {problem.path}: {problem.message}")
-            broken += [f"{fix.text}: brings {p}" for p in after if (p.path, p.message) not in seen]
+            broken += [
+                f"{fix.text}: brings {p}" for p in after
+                if p.severity == "error" and (p.path, p.message) not in seen
+            ]
     return broken
+
+
+def fixes_of(arguments: dict[str, Any]) -> list[Any]:
+    return [fix for p in found(arguments) for fix in p.fixes]
 
 
 def offered(arguments: dict[str, Any]) -> list[str]:
