@@ -454,8 +454,9 @@ def applied(spec: JobSpec, changes: Sequence[tuple[str, Any]]) -> JobSpec:
         if rest:
             typed[head] = changed(current or {}, [(rest, value)])
         elif value is REMOVE:
-            default = fields[head].default
-            typed[head] = default.factory() if isinstance(default, attrs.Factory) else default
+            default: Any = fields[head].default
+            factory = getattr(default, "factory", None)  # attrs.Factory: a fresh dict
+            typed[head] = factory() if callable(factory) else default
         else:
             typed[head] = value
     return attrs.evolve(spec, **typed, extra=passed)
