@@ -28,6 +28,7 @@ from safe_estimators._facts.versions import (
     Container,
     framework_container,
     huggingface_container,
+    nearby,
     parse_version,
 )
 from safe_estimators._problems import Fix, Problem, warning
@@ -97,18 +98,6 @@ def _uses_smp_image(ctx: Context) -> bool:
     return isinstance(smd, Mapping) and "modelparallel" in smd
 
 
-def _nearby(version: str, versions: list[str]) -> list[str]:
-    """The closest versions below and above ``version`` (the fix a user wants at 2 a.m.)."""
-    try:
-        wanted = parse_version(version)
-        ordered = sorted(versions, key=parse_version)
-    except Exception:
-        return versions[-2:]
-    below = [v for v in ordered if parse_version(v) < wanted][-1:]
-    above = [v for v in ordered if parse_version(v) > wanted][:1]
-    return below + above or ordered[-2:]
-
-
 def version_fix(ctx: Context) -> dict[str, str] | None:
     """The nearest versions torchrun takes for this job, as spec changes; None if none.
 
@@ -136,7 +125,7 @@ def version_fix(ctx: Context) -> dict[str, str] | None:
 
 
 def _closest(version: str, versions: list[str]) -> str | None:
-    close = _nearby(version, versions)
+    close = nearby(version, versions)
     try:
         above = [v for v in close if parse_version(v) > parse_version(version)]
     except Exception:
@@ -224,7 +213,7 @@ def _versions(ctx: Context, kind: str) -> Iterator[Problem]:
         )
         return
     runnable = _runnable(ctx, kind)
-    close = _nearby(version, runnable)
+    close = nearby(version, runnable)
     yield Problem(
         name,
         f"the SageMaker SDK runs torchrun (torch_distributed) on {where} instances with PyTorch "

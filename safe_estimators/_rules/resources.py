@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import instance_catalog
 from safe_estimators._context import Context
-from safe_estimators._problems import REMOVE, Fix, Problem, removing, setting, warning
+from safe_estimators._problems import REMOVE, Fix, Problem, removing, setting
 from safe_estimators._resolved import Injection
 from safe_estimators._spec import value_of
 
@@ -145,7 +145,7 @@ def instance_storage(ctx: Context) -> Iterator[Problem]:
                 fixes=fixes,
             )
         else:
-            yield warning(
+            yield Problem(
                 "volume_size",
                 f"is {size} GB, more than one NVMe disk of {entry.name} ({storage}, {total} GB "
                 "in all); SageMaker refuses a volume_size above the NVMe volume's size, and the "
