@@ -144,11 +144,33 @@ class Problem:
     # two problems that say the same are the same problem).
     fixes: tuple[Fix, ...] = attrs.field(default=(), eq=False)
 
+    def __attrs_post_init__(self) -> None:
+        # The hint says the fixes first, then the rule's own way out: a problem read straight
+        # from its rule says how to fix it too (the checks keep only the fixes that hold).
+        if self.fixes and not self.hint.startswith(self.fixes[0].text):
+            object.__setattr__(self, "hint", _masked(fix_hint(self.fixes, self.hint)))
+
     def __str__(self) -> str:
         text = f"{self.path}: {self.message}"
         if self.hint:
             text += f" Fix: {self.hint}"
         return text
+
+
+def fix_hint(fixes: Iterable[Fix], own: str) -> str:
+    """A hint from fixes and the rule's own words: each fix, then ``own``, joined by "; or "
+    and ended with a period."""
+    hint = "; or ".join([*(fix.text for fix in fixes), *([own] if own else [])])
+    return hint + "." if hint and hint[-1] not in ".?!" else hint
+
+
+def own_hint(problem: Problem) -> str:
+    """A problem's hint without the words of its fixes (what ``fix_hint`` added)."""
+    said = "; or ".join(fix.text for fix in problem.fixes)
+    if not problem.fixes or not problem.hint.startswith(said):
+        return problem.hint
+    rest = problem.hint[len(said):]
+    return "" if rest == "." else rest.removeprefix("; or ")
 
 
 def warning(path: str, message: str, hint: str = "") -> Problem:

@@ -34,6 +34,8 @@ from safe_estimators._problems import (
     Problem,
     changed,
     count,
+    fix_hint,
+    own_hint,
     problem_source,
     tagged,
 )
@@ -430,11 +432,9 @@ def _checked_fixes(spec: JobSpec, problems: list[Problem]) -> list[Problem]:
     for problem in problems:
         if problem.fixes:
             kept = tuple(fix for fix in problem.fixes if _holds(spec, problem, fix, before))
-            texts = [fix.text for fix in kept] + ([problem.hint] if problem.hint else [])
-            hint = "; or ".join(texts)
-            if hint and hint[-1] not in ".?!":
-                hint += "."
-            problem = attrs.evolve(problem, hint=hint, fixes=kept)
+            if kept != problem.fixes:
+                hint = fix_hint(kept, own_hint(problem))
+                problem = attrs.evolve(problem, hint=hint, fixes=kept)
         checked.append(problem)
     return checked
 
