@@ -173,8 +173,8 @@ def own_hint(problem: Problem) -> str:
     return "" if rest == "." else rest.removeprefix("; or ")
 
 
-def warning(path: str, message: str, hint: str = "") -> Problem:
-    return Problem(path, message, hint, "warning")
+def warning(path: str, message: str, hint: str = "", fixes: tuple[Fix, ...] = ()) -> Problem:
+    return Problem(path, message, hint, "warning", fixes=fixes)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
