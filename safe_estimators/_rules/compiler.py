@@ -221,7 +221,11 @@ def compiler_gpu_num_devices(ctx: Context) -> Iterator[Problem]:
             "PyTorch/XLA would start the wrong number of devices.",
             "",
             fixes=(
-                setting(("environment.GPU_NUM_DEVICES", str(ctx.gpus_per_instance))),
+                *(
+                    [setting(("environment.GPU_NUM_DEVICES", str(ctx.gpus_per_instance)))]
+                    if ctx.gpus_per_instance
+                    else []
+                ),
                 removing("environment.GPU_NUM_DEVICES", why="it is set for you"),
             ),
         )
