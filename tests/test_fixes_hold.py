@@ -223,7 +223,8 @@ def test_no_fix_offered_for_a_local_recipe_is_refused(tmp_path):
     ]
     offered = [fix for job in jobs for fix in fixes_of(job)]
     assert offered, "the recipe jobs have fixes to check"
-    assert {name: b for job in jobs if (b := broken_fixes(job)) for name in [job["instance_type"]]} == {}
+    broken = {job["instance_type"]: b for job in jobs if (b := broken_fixes(job))}
+    assert broken == {}
 
 
 GPU_TYPES = ["ml.g5.xlarge", "ml.g5.12xlarge", "ml.p3.16xlarge", "ml.p4d.24xlarge",
@@ -301,13 +302,13 @@ def test_no_fix_offered_for_a_generated_pytorch_job_is_refused(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    instance=st.sampled_from(GPU_TYPES + ["ml.c5.xlarge", "ml.p4d.24xlarg"]),
+    instance=st.sampled_from([*GPU_TYPES, "ml.c5.xlarge", "ml.p4d.24xlarg"]),
     count=st.integers(1, 2),
     versions=st.sampled_from([("4.21.1", "1.11.0", "py38"), ("4.28.1", "2.0.0", "py310"),
                               ("4.36.0", "2.1.0", "py310"), ("4.36", "2.1.0", "py310"),
                               ("4.99.0", "2.1.0", "py310"), ("4.28.1", "1.9.0", "py38"),
                               ("4.36.0", "2.1.0", "py37")]),
-    distribution=st.sampled_from(DISTRIBUTIONS[:9] + [{"pytorchddp": {"enabled": True},
+    distribution=st.sampled_from([*DISTRIBUTIONS[:9], {"pytorchddp": {"enabled": True},
                                                         **TORCHRUN}]),
     compiler=st.booleans(),
 )
