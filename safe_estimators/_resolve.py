@@ -784,13 +784,36 @@ def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Prob
     from safe_estimators._rules.remote import RemoteContext, check_remote
     from safe_estimators._spec import structure_remote
 
-    spec, problems = structure_remote(arguments, remote_keywords())
-    problems = tagged(structure_remote, problems)
-    if spec is None:
-        return None, problems
-    studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
-    ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
-    return ctx, problems + check_remote(ctx)
+    def checked(options: Mapping[str, Any]) -> tuple[Any, list[Problem]]:
+        spec, problems = structure_remote(options, remote_keywords())
+        problems = tagged(structure_remote, problems)
+        if spec is None:
+            return None, problems
+        studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
+        ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
+        return ctx, problems + check_remote(ctx)
+
+    ctx, problems = checked(arguments)
+    if not any(problem.fixes for problem in problems):
+        return ctx, problems
+    # Each fix applied to the decorator's arguments and checked again, as a job's are.
+    before = _errors(problems)
+
+    def holds(problem: Problem, fix: Fix) -> bool:
+        try:
+            found = checked(changed(arguments, fix.changes))[1]
+        except (TypeError, ValueError):
+            return False
+        still = {(p.path, p.message) for p in found}
+        return (problem.path, problem.message) not in still and not _errors(found) - before
+
+    kept_problems = []
+    for problem in problems:
+        kept = tuple(fix for fix in problem.fixes if holds(problem, fix))
+        if kept != problem.fixes:
+            problem = attrs.evolve(problem, hint=fix_hint(kept, own_hint(problem)), fixes=kept)
+        kept_problems.append(problem)
+    return ctx, kept_problems
 
 
 def resolve_remote_arguments(

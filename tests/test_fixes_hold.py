@@ -325,3 +325,40 @@ def test_no_fix_offered_for_a_generated_huggingface_job_is_refused(
     if compiler:
         job["training_compiler"] = True
     assert broken_fixes(job) == []
+
+
+def remote_found(arguments: dict[str, Any]) -> list[Any]:
+    from safe_estimators._resolve import check_remote_arguments
+
+    return check_remote_arguments({"target": "remote_function", **arguments})[1]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    instance=st.sampled_from(["ml.g5.12xlarge", "ml.p4d.24xlarge", "ml.c5.xlarge",
+                              "ml.trn1.32xlarge"]),
+    count=st.integers(1, 2),
+    launcher=st.sampled_from([{}, {"use_torchrun": True}, {"use_mpirun": True},
+                              {"use_torchrun": True, "use_mpirun": True}]),
+    processes=st.sampled_from([None, 1, 4, 16]),
+    spot=st.sampled_from([None, {}, {"max_wait_time_in_seconds": 60},
+                          {"keep_alive_period_in_seconds": 600}]),
+)
+def test_no_fix_offered_for_a_generated_remote_function_is_refused(
+    instance, count, launcher, processes, spot
+):
+    job: dict[str, Any] = {"instance_type": instance, "instance_count": count, **launcher,
+                           "image_uri": "my-image:latest"}
+    if processes is not None:
+        job["nproc_per_node"] = processes
+    if spot is not None:
+        job.update({"use_spot_instances": True, **spot})
+    before = remote_found(job)
+    seen = {(p.path, p.message) for p in before if p.severity == "error"}
+    for problem in before:
+        assert problem.hint.startswith("; or ".join(f.text for f in problem.fixes))
+        for fix in problem.fixes:
+            after = remote_found(changed(job, fix.changes))
+            assert (problem.path, problem.message) not in {(p.path, p.message) for p in after}
+            assert not [p for p in after if p.severity == "error"
+                        and (p.path, p.message) not in seen], fix.text

@@ -275,7 +275,7 @@ def recipe_finetuning_trainer(ctx: Context, recipe: Recipe) -> Iterator[Problem]
                 f"recipe.trainer.{key}",
                 f"is {value!r}; AWS's recipe launcher takes only a whole number of at least 1 "
                 "(LLMFTTrainerValidator).",
-                "or the number you mean.",
+                "write the number you mean.",
                 fixes=(_override(f"trainer.{key}", 1),),
             )
     arguments = _section(_section(recipe.data, "training_config"), "training_args")

@@ -43,7 +43,7 @@ def huggingface_versions_agree(ctx: Context) -> Iterator[Problem]:
         name,
         f"{base!r} and transformers_version {transformers!r} mix a full and a short version; "
         "the Hugging Face estimator needs both full or both short (ValueError).",
-        "or write both in full.",
+        "write both in full.",
         fixes=(
             setting(("transformers_version", short["transformers_version"]), (name, short[name]),
                     why="both short"),

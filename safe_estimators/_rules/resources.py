@@ -65,8 +65,9 @@ def warm_pool(ctx: Context) -> Iterator[Problem]:
         )
 
 
-def warm_pool_with_spot(seconds: int) -> Problem:
-    """The warning on a warm pool of ``seconds`` beside managed spot training."""
+def warm_pool_with_spot(seconds: int, wait: str = "max_wait") -> Problem:
+    """The warning on a warm pool of ``seconds`` beside managed spot training (``wait``: the
+    option that limits the wait for spot capacity, left out with spot)."""
     return Problem(
         KEEP_ALIVE,
         f"is {seconds} s with use_spot_instances=True; warm pools cannot be used with "
@@ -77,8 +78,8 @@ def warm_pool_with_spot(seconds: int) -> Problem:
         fixes=(
             removing(KEEP_ALIVE),
             Fix(
-                (("use_spot_instances", False), ("max_wait", REMOVE)),
-                "train on on-demand instances (use_spot_instances=False, without max_wait)",
+                (("use_spot_instances", False), (wait, REMOVE)),
+                f"train on on-demand instances (use_spot_instances=False, without {wait})",
             ),
         ),
     )

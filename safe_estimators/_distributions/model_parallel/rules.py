@@ -103,7 +103,7 @@ def _rule_instance(job: JobV1) -> list[Problem]:
                 "instance_type",
                 f"the SageMaker SDK refuses smdistributed on {itype} unless torch_distributed is "
                 "enabled, which the model parallel library v1 does not use.",
-                "or move to the library v2 (PyTorch >= 2.0.1).",
+                "move to the library v2 (PyTorch >= 2.0.1).",
                 fixes=tuple(
                     setting(("instance_type", name)) for name in ("ml.p4d.24xlarge",
                                                                   "ml.p4de.24xlarge")
