@@ -383,8 +383,8 @@ def recipe_finetune(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "recipe.model.do_finetune",
             f"is true{default} and model.hf_model_name_or_path is not set; the adapter refuses "
             "it (\"Must provide 'hf_model_name_or_path' or set 'do_finetune' to False\").",
-            "set model.hf_model_name_or_path (a Hugging Face name or a path in the container), "
-            "or model.do_finetune: false to pre-train from scratch.",
+            "set model.hf_model_name_or_path (a Hugging Face name or a path in the container).",
+            fixes=(_override("model.do_finetune", False),),
         )
 
 

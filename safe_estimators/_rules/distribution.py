@@ -12,11 +12,14 @@ from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.launchers import LAUNCHER_RULES
 from safe_estimators._facts import tables
 from safe_estimators._problems import (
+    REMOVE,
     Fix,
     Problem,
+    closest,
     count,
     did_you_mean,
     join_path,
+    removing,
     setting,
     warning,
 )
@@ -35,8 +38,12 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
                 path,
                 f"{key!r} is not a distribution strategy the SageMaker SDK reads; it would be "
                 "ignored silently.",
-                did_you_mean(str(key), tables.DISTRIBUTION_KEYS)
-                or f"use one of: {', '.join(tables.DISTRIBUTION_KEYS)}.",
+                f"use one of: {', '.join(tables.DISTRIBUTION_KEYS)}.",
+                fixes=tuple(
+                    Fix(((path, REMOVE), (f"distribution.{close}", value)),
+                        f"did you mean {close!r}? (write distribution.{close})")
+                    for close in [closest(key, tables.DISTRIBUTION_KEYS)] if close
+                ),
             )
             continue
         if key == "instance_groups":
@@ -63,6 +70,7 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
                     join_path(path, sub),
                     f"must be true or false, got {subvalue!r}.",
                     "write enabled: true (a bool, not a string).",
+                    fixes=(setting((join_path(path, sub), True)),),
                 )
 
 
@@ -99,7 +107,12 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
             yield Problem(
                 f"distribution.{key}",
                 f"needs GPUs, but {ctx.instance_name} has none.",
-                "use a GPU instance (ml.g5.*, ml.p3.*, ml.p4d.*) or remove the distribution.",
+                "use a GPU instance.",
+                fixes=(
+                    *(setting(("instance_type", name)) for name in ("ml.g5.12xlarge",
+                                                                     "ml.p4d.24xlarge")),
+                    removing(f"distribution.{key}"),
+                ),
             )
 
 
@@ -121,8 +134,9 @@ def parameter_server_ignored(ctx: Context) -> Iterator[Problem]:
         "TensorFlow and MXNet containers start parameter servers; the PyTorch and Hugging Face "
         "containers never read it and run the script once per instance "
         f"({ctx.instance_count} here), each process training on its own.",
-        "remove parameter_server; for data parallelism use torch_distributed (torchrun), "
-        "smdistributed.dataparallel (SMDDP) or mpi.",
+        "for data parallelism use torch_distributed (torchrun), smdistributed.dataparallel "
+        "(SMDDP) or mpi.",
+        fixes=(removing("distribution.parameter_server"),),
     )
 
 

@@ -206,7 +206,8 @@ def _rule_options_available(job: JobV2) -> list[Problem]:
                 job.where(name),
                 f"{name} arrived in model parallel library {since}, but the PyTorch "
                 f"{job.framework_version} image ships library {job.library}.",
-                f"use framework_version {', '.join(containers)}, or remove {name}.",
+                f"use framework_version {', '.join(containers)}.",
+                fixes=(removing(job.where(name)),),
             )
         )
     return problems
