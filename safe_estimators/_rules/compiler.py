@@ -30,7 +30,12 @@ def compiler_hardware(ctx: Context) -> Iterator[Problem]:
         yield Problem(
             "instance_type",
             f"Training Compiler does not run in local mode ({ctx.instance_name!r}).",
-            "test the script locally without training_compiler, or use an ml.* GPU instance.",
+            "",
+            fixes=(
+                Fix(_compiler_off(ctx.spec).changes, "test the script locally without "
+                    "Training Compiler (remove it)"),
+                *(setting(("instance_type", name)) for name in _COMPILER_TYPES),
+            ),
         )
     elif ctx.instance is not None and ctx.instance.family not in tables.COMPILER_FAMILIES:
         yield Problem(
@@ -306,6 +311,7 @@ def compiler_profiling_asked(ctx: Context) -> Iterator[Problem]:
             "this compiler job (the SDK would refuse both at fit()); the profiler's overhead "
             "hides Training Compiler's speed-up.",
             "drop the profiler for compiled runs, or keep it knowingly.",
+            fixes=(removing("profiler_config"),) if what == "profiler_config" else (),
         )
     if spec.debugger_hook_config is None and profiling_asked(spec, "debugger_hook_config"):
         yield warning(
