@@ -542,7 +542,8 @@ def _rule_option_combinations(job: JobV1) -> list[Problem]:
                 job.where(name),
                 f"{name} has no effect without sharded data parallelism "
                 "(sharded_data_parallel_degree > 1).",
-                "set sharded_data_parallel_degree, or remove it.",
+                "set sharded_data_parallel_degree.",
+                fixes=(removing(job.where(name)),),
             )
             for name in SDP_OPTIONS
             if getattr(mp, name) is not None
@@ -560,7 +561,8 @@ def _rule_not_launch_options(job: JobV1) -> list[Problem]:
         warning(
             job.where(name),
             f"{name} only affects TensorFlow; this is a PyTorch job.",
-            "remove it.",
+            "",
+            fixes=(removing(job.where(name)),),
         )
         for name in TENSORFLOW_ONLY
         if getattr(mp, name) is not None
