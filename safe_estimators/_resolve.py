@@ -27,7 +27,18 @@ from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
 from safe_estimators._facts.targets import ESTIMATOR, FINE_TUNING, REMOTE_FUNCTION
 from safe_estimators._memory import check_memory, job_of
-from safe_estimators._problems import ConfigError, Fix, Problem, count, problem_source, tagged
+from safe_estimators._problems import (
+    REMOVE,
+    ConfigError,
+    Fix,
+    Problem,
+    changed,
+    count,
+    fix_hint,
+    own_hint,
+    problem_source,
+    tagged,
+)
 from safe_estimators._recipes import recipe_arguments, recipe_of
 from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
@@ -336,7 +347,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
             return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
         if ctx.target != ESTIMATOR and not _from_recipe_builds(spec):
             problems += tagged(recipe_needs_estimator, [recipe_needs_estimator()])
-        return ctx, in_own_words(problems, spec.trainer), findings
+        return ctx, in_own_words(_checked_fixes(spec, problems), spec.trainer), findings
     ctx, problems = _job_rules(spec)
     if ctx.target == ESTIMATOR and sdk_generation() >= 3:
         # the estimator's rules read its source
@@ -421,25 +432,51 @@ def _checked_fixes(spec: JobSpec, problems: list[Problem]) -> list[Problem]:
     for problem in problems:
         if problem.fixes:
             kept = tuple(fix for fix in problem.fixes if _holds(spec, problem, fix, before))
-            texts = [fix.text for fix in kept] + ([problem.hint] if problem.hint else [])
-            problem = attrs.evolve(problem, hint="; or ".join(texts), fixes=kept)
+            if kept != problem.fixes:
+                hint = fix_hint(kept, own_hint(problem))
+                problem = attrs.evolve(problem, hint=hint, fixes=kept)
         checked.append(problem)
     return checked
 
 
 def applied(spec: JobSpec, changes: Sequence[tuple[str, Any]]) -> JobSpec:
-    """``spec`` with a fix's changes: typed options replaced, the others in ``extra``."""
-    typed = {name: value for name, value in changes if name in SPEC_FIELDS}
-    passed = {name: value for name, value in changes if name not in SPEC_FIELDS}
-    return attrs.evolve(spec, **typed, extra={**spec.extra, **passed})
+    """``spec`` with a fix's changes: typed options replaced (a dotted name inside a mapping
+    option; ``REMOVE`` back to the option's default), the others in ``extra``."""
+    fields = attrs.fields_dict(JobSpec)
+    typed: dict[str, Any] = {}
+    passed = dict(spec.extra)
+    for name, value in changes:
+        head, _, rest = name.partition(".")
+        if head not in SPEC_FIELDS:
+            passed = changed(passed, [(name, value)])
+            continue
+        current = typed.get(head, getattr(spec, head))
+        if rest:
+            typed[head] = changed(current or {}, [(rest, value)])
+        elif value is REMOVE:
+            default: Any = fields[head].default
+            factory = getattr(default, "factory", None)  # attrs.Factory: a fresh dict
+            typed[head] = factory() if callable(factory) else default
+        else:
+            typed[head] = value
+    return attrs.evolve(spec, **typed, extra=passed)
 
 
 def _holds(spec: JobSpec, problem: Problem, fix: Fix, before: set[tuple[str, str]]) -> bool:
+    """The job with ``fix`` made, checked again by the rules that found ``problem`` (the job's
+    rules and the memory estimate, or a recipe job's rules): the problem gone, no new error."""
     try:
-        after = _errors(_job_rules(applied(spec, fix.changes))[1])
+        job = applied(spec, fix.changes)
+        if recipe_of(job) is not None:
+            found = _check_recipe_job(job)[1]
+        else:
+            ctx, found = _job_rules(job)
+            found += check_memory(ctx)[1]
+        after = _errors(found)
     except (TypeError, ValueError):  # a change the typed spec refuses: not a fix
         return False
-    return (problem.path, problem.message) not in after and not after - before
+    still = {(p.path, p.message) for p in found}  # a warning's fix must clear the warning too
+    return (problem.path, problem.message) not in still and not after - before
 
 
 def _errors(problems: Sequence[Problem]) -> set[tuple[str, str]]:
@@ -528,7 +565,9 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
             record.append(Injection(name, value, f"Training Compiler: {reason}"))
 
 
-def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayout | None]:
+def _kwargs(
+    ctx: Context, count_from_recipe: bool = False
+) -> tuple[dict[str, Any], list[Injection], ParallelLayout | None]:
     spec = ctx.spec
     kwargs: dict[str, Any] = {
         name: getattr(spec, name) for name in _PASSED_THROUGH if getattr(spec, name) is not None
@@ -548,7 +587,7 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
     record: list[Injection] = []
     layout = None
     if recipe_of(spec) is not None:
-        record += _recipe_injections(ctx, kwargs)
+        record += _recipe_injections(ctx, kwargs, count_from_recipe)
     else:
         layout = _launch_injections(ctx, kwargs, record)
     if instances > 1 and spec.encrypt_inter_container_traffic is None:
@@ -559,12 +598,16 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
     return kwargs, record, layout
 
 
-def _recipe_injections(ctx: Context, kwargs: dict[str, Any]) -> list[Injection]:
+def _recipe_injections(
+    ctx: Context, kwargs: dict[str, Any], count_from_recipe: bool
+) -> list[Injection]:
     from safe_estimators._recipes import load_recipe, recipe_injections
 
     spec = ctx.spec
     recipe, _ = load_recipe(recipe_of(spec), spec.extra.get("recipe_overrides"))
-    return [] if recipe is None else recipe_injections(ctx, recipe, kwargs)
+    if recipe is None:
+        return []
+    return recipe_injections(ctx, recipe, kwargs, count_from_recipe=count_from_recipe)
 
 
 def _launch_injections(
@@ -637,7 +680,11 @@ def resolve(spec: JobSpec) -> ResolvedJob:
 
 
 def _resolved_job(
-    ctx: Context, problems: list[Problem], findings: list[Finding], source: str | None = None
+    ctx: Context,
+    problems: list[Problem],
+    findings: list[Finding],
+    source: str | None = None,
+    count_from_recipe: bool = False,
 ) -> ResolvedJob:
     errors = [p for p in problems if p.severity == "error"]
     if errors:  # with the credentials found: a refused job still says what it would expose
@@ -645,7 +692,7 @@ def _resolved_job(
             [p for p in problems if p.severity == "error" or is_secret_problem(p)], source=source
         )
     spec = ctx.spec
-    kwargs, injections, layout = _kwargs(ctx)
+    kwargs, injections, layout = _kwargs(ctx, count_from_recipe)
     warnings = tuple(p for p in problems if p.severity == "warning")
     script_warnings = tuple(f for f in findings if f.severity == "warning")
     if warnings or script_warnings:
@@ -726,7 +773,10 @@ def resolve_arguments(
     problems = [*prior, *problems]
     if ctx is None:
         raise ConfigError(problems, source=source)
-    return _resolved_job(ctx, problems, findings, source)
+    # A recipe job given no instance_count is sent the recipe's (recipe_arguments): a change
+    # to record. One given the recipe's own number is sent what the user wrote.
+    taken = recipe_of(ctx.spec) is not None and arguments.get("instance_count") is None
+    return _resolved_job(ctx, problems, findings, source, count_from_recipe=taken)
 
 
 # --- a @remote function's job --------------------------------------------------------------------
@@ -754,13 +804,36 @@ def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Prob
     from safe_estimators._rules.remote import RemoteContext, check_remote
     from safe_estimators._spec import structure_remote
 
-    spec, problems = structure_remote(arguments, remote_keywords())
-    problems = tagged(structure_remote, problems)
-    if spec is None:
-        return None, problems
-    studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
-    ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
-    return ctx, problems + check_remote(ctx)
+    def checked(options: Mapping[str, Any]) -> tuple[Any, list[Problem]]:
+        spec, problems = structure_remote(options, remote_keywords())
+        problems = tagged(structure_remote, problems)
+        if spec is None:
+            return None, problems
+        studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
+        ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
+        return ctx, problems + check_remote(ctx)
+
+    ctx, problems = checked(arguments)
+    if not any(problem.fixes for problem in problems):
+        return ctx, problems
+    # Each fix applied to the decorator's arguments and checked again, as a job's are.
+    before = _errors(problems)
+
+    def holds(problem: Problem, fix: Fix) -> bool:
+        try:
+            found = checked(changed(arguments, fix.changes))[1]
+        except (TypeError, ValueError):
+            return False
+        still = {(p.path, p.message) for p in found}
+        return (problem.path, problem.message) not in still and not _errors(found) - before
+
+    kept_problems = []
+    for problem in problems:
+        kept = tuple(fix for fix in problem.fixes if holds(problem, fix))
+        if kept != problem.fixes:
+            problem = attrs.evolve(problem, hint=fix_hint(kept, own_hint(problem)), fixes=kept)
+        kept_problems.append(problem)
+    return ctx, kept_problems
 
 
 def resolve_remote_arguments(

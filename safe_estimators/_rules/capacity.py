@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import instance_catalog
 from safe_estimators._context import Context
 from safe_estimators._facts.limits import training_plan_instance_types
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem, removing, warning
 from safe_estimators._rules.resources import instance_types_of
 from safe_estimators._spec import value_of
 
@@ -45,8 +45,8 @@ def training_plan_instance_type(ctx: Context) -> Iterator[Problem]:
             f"reserves only {', '.join(sorted(reservable))} (botocore's "
             "ReservedCapacityInstanceType), and the job's instance type must match its plan's "
             f"({PLAN_DOCS}): CreateTrainingJob refuses this job.",
-            f"run on the instance type your plan reserved, or remove {PLAN} to run on "
-            "on-demand capacity.",
+            "run on the instance type your plan reserved.",
+            fixes=(removing(PLAN, why="on-demand capacity"),),
         )
 
 
@@ -72,8 +72,9 @@ def volume_key_problem(path: str, entry: instance_catalog.InstanceType) -> Probl
         "module; botocore's documentation of ResourceConfig.VolumeKmsKeyId: a VolumeKmsKeyId "
         "cannot be requested with an instance type that has local storage, so "
         "CreateTrainingJob refuses the job.",
-        f"remove volume_kms_key on {entry.name} (its storage is encrypted by the instance), "
-        "or pick an EBS-backed instance type to encrypt the volume with your key.",
+        "pick an EBS-backed instance type to encrypt the volume with your key.",
+        fixes=(removing("volume_kms_key", why=f"{entry.name}'s storage is encrypted by the "
+                        "instance"),),
     )
 
 

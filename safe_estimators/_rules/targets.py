@@ -20,7 +20,7 @@ from safe_estimators._facts.model_trainer import (
 )
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._facts.targets import ESTIMATOR, MODEL_TRAINER, only_for
-from safe_estimators._problems import Problem, join_path, problem_source
+from safe_estimators._problems import Problem, join_path, problem_source, removing
 
 _USE_ESTIMATOR = "or build the job as the estimator (target: estimator, with sagemaker 2.x)"
 
@@ -228,7 +228,11 @@ def _launchers(ctx: Context) -> Iterator[Problem]:
             "distribution.mpi",
             "and torch_distributed are both enabled; ModelTrainer takes one launcher "
             "(distributed=Torchrun(...) or MPI(...)), and the estimator would ignore mpi here.",
-            "remove mpi (torchrun starts one process per GPU), or remove torch_distributed.",
+            "",
+            fixes=(
+                removing("distribution.mpi", why="torchrun starts one process per GPU"),
+                removing("distribution.torch_distributed"),
+            ),
         )
 
 
