@@ -849,7 +849,7 @@ def test_one_process_over_the_gpus_on_two_instances_trains_two_copies(
     found = warnings_of(est)["distribution"]
     assert "spreads its model (device_map) in one process over each instance's 4 GPUs" in found
     assert "the 2 instances (ml.g5.12xlarge) train independent copies" in found
-    assert "use instance_count=1" in found
+    assert "Fix: set instance_count=1; or give each GPU its own process" in found
 
 
 @pytest.mark.parametrize(

@@ -19,12 +19,17 @@ import attrs
 
 from safe_estimators._bounds import divisors
 from safe_estimators._context import Context
+from safe_estimators._facts.sdk_files import default_target, sdk_version
+from safe_estimators._facts.targets import MODEL_TRAINER
 from safe_estimators._facts.versions import parse_version
 from safe_estimators._problems import (
+    Fix,
     Problem,
     count,
     found_by,
     problem_source,
+    removing,
+    setting,
     tagged,
     warning,
 )
@@ -66,6 +71,13 @@ def _uses_smp(recipe: Recipe) -> bool:
 # --- what every recipe job needs ---------------------------------------------------------------
 
 
+def _gpu_script(ctx: Context, model_type: str) -> tuple[str, str] | None:
+    """The adapter's (folder, script) the job's SDK path picks for a GPU model type."""
+    if ctx.target == MODEL_TRAINER:
+        return facts.from_recipe_script(model_type)
+    return facts.gpu_script(model_type)
+
+
 def recipe_machines(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     """The SDK decides the device from instance_type; it takes no instance groups."""
     if ctx.spec.instance_groups is not None:
@@ -90,7 +102,7 @@ def recipe_machines(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
 
 def recipe_sources(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     """source_dir must be a local folder; the adapter URL must be one the SDK clones."""
-    source_dir = ctx.spec.source_dir
+    source_dir = ctx.spec.source_dir if ctx.target != MODEL_TRAINER else None  # not used there
     if source_dir is not None and not (isinstance(source_dir, str) and os.path.isdir(source_dir)):
         yield Problem(
             "source_dir",
@@ -114,7 +126,27 @@ def recipe_sources(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
 
 
 def recipe_image(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
-    """Nova, evaluation and LLM fine-tuning recipes have no default image in the SDK."""
+    """Nova, evaluation and LLM fine-tuning recipes have no default image in the SDK; nor has
+    sagemaker 3's ModelTrainer.from_recipe for any recipe (it sends a placeholder)."""
+    placeholder = facts.from_recipe_placeholder_image()
+    if (
+        ctx.target == MODEL_TRAINER
+        and ctx.spec.trainer is not None  # in the estimator's words: the estimator's image
+        and recipe.kind == "standard"
+        and ctx.spec.image_uri is None
+        and placeholder is not None
+    ):
+        wanted = facts.image_description(_device(ctx))
+        yield Problem(
+            "training_image",
+            f"is not given; sagemaker {sdk_version()}'s ModelTrainer.from_recipe then sends "
+            f"the training image {placeholder!r} (its lookup of the recipe image, {wanted} in "
+            "training_recipes.json, is commented out), and the job cannot start.",
+            "pass the recipe's image as training_image, e.g. the SMP v2 image for GPU recipes "
+            "(658645717510.dkr.ecr.<region>.amazonaws.com/smdistributed-modelparallel:2.4.1-"
+            "gpu-py311-cu121 in us-west-2 and us-east-1; sagemaker.image_uris has the others).",
+        )
+        return
     if recipe.kind != "standard" and ctx.spec.image_uri is None:
         kind = "an LLM fine-tuning" if recipe.kind == "llmft" else "a Nova"
         yield Problem(
@@ -138,24 +170,33 @@ def recipe_structure(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         )
     if _device(ctx) != "gpu":
         return
+    scripts = facts.FROM_RECIPE_GPU_SCRIPTS if ctx.target == MODEL_TRAINER else facts.GPU_SCRIPTS
     model_type = _section(recipe.data, "model").get("model_type")
     if not isinstance(model_type, str):
         yield Problem(
             "recipe.model.model_type",
             "is missing; on GPUs the SDK picks the adapter's script by it (\"Supplied recipe "
             "does not contain required field model_type\").",
-            f"set it to one of {', '.join(facts.GPU_SCRIPTS)}.",
+            f"set it to one of {', '.join(scripts)}.",
         )
-    elif facts.gpu_script(model_type) is None:
+    elif _gpu_script(ctx, model_type) is None:
         yield Problem(
             "recipe.model.model_type",
-            f"is {model_type!r}; the SDK has an adapter script for {', '.join(facts.GPU_SCRIPTS)} "
+            f"is {model_type!r}; the SDK has an adapter script for {', '.join(scripts)} "
             f"only (\"Model type {model_type} not supported\").",
             "use a model type the adapter has a script for.",
         )
 
 
 # --- devices and nodes -------------------------------------------------------------------------
+
+
+def _override(path: str, value: object) -> Fix:
+    """A recipe key set through recipe_overrides (``path`` is the recipe's dotted key)."""
+    nested: object = value
+    for key in reversed(path.split(".")):
+        nested = {key: nested}
+    return Fix(((f"recipe_overrides.{path}", value),), f"set recipe_overrides={nested!r}")
 
 
 def recipe_devices(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
@@ -174,8 +215,8 @@ def recipe_devices(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         f"is {devices}, but {ctx.instance_name} has {count(per_instance, 'GPU')} and the job "
         "starts one process per GPU; the adapter refuses it: \"'devices' does not equal actual "
         "number of devices\".",
-        f"set recipe_overrides={{'trainer': {{'devices': {per_instance}}}}}, or pick an "
-        f"instance type with {count(devices, 'GPU')}.",
+        f"pick an instance type with {count(devices, 'GPU')}.",
+        fixes=(_override("trainer.devices", per_instance),),
     )
 
 
@@ -185,14 +226,14 @@ def _trainium_devices(ctx: Context, devices: int, per_instance: int) -> Iterator
     ``_check_tpu_devices_valid``: "`devices` can only be 'auto', 1, N ..."). Its own launcher
     (``nlp_overrides._NLPXLALauncher.launch``) replaces Lightning's subprocess launcher, the one
     that checks devices x num_nodes against WORLD_SIZE, so that product is not checked."""
-    fix = f"set recipe_overrides={{'trainer': {{'devices': {per_instance}}}}}"
+    fix = _override("trainer.devices", per_instance)
     if devices == 1:  # accepted; the trainer then counts one device a node (exp_manager ranks)
         yield warning(
             "recipe.trainer.devices",
             f"is 1, but {ctx.instance_name} starts {per_instance} processes (one per "
             "NeuronCore); Lightning accepts 1, and neuronx-distributed-training then numbers "
             "the ranks of its logs as if each node had one device.",
-            fix + ".",
+            fixes=(fix,),
         )
         return
     # Trainium2's count depends on the logical NeuronCore setting (neuronx-distributed-training
@@ -203,8 +244,9 @@ def _trainium_devices(ctx: Context, devices: int, per_instance: int) -> Iterator
         f"is {devices}, but {ctx.instance_name} has {count(per_instance, 'NeuronCore')} and the "
         f"job starts one process per NeuronCore; Lightning's XLA accelerator takes only 1 or "
         f"{per_instance} (\"`devices` can only be 'auto', 1, {per_instance} ...\").",
-        f"{fix}, or pick an instance type with {count(devices, 'NeuronCore')}.",
+        f"pick an instance type with {count(devices, 'NeuronCore')}.",
         "error" if sure else "warning",
+        fixes=(fix,),
     )
 
 
@@ -216,20 +258,24 @@ def recipe_nodes(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     instances = ctx.instance_count
     if nodes is None or nodes == instances:
         return
-    fix = f"set recipe_overrides={{'trainer': {{'num_nodes': {instances}}}}}"
+    fixes = [_override("trainer.num_nodes", instances)]
+    hint = ""
     per_instance = _devices_per_instance(ctx)
     product = _degree_product(recipe, ctx)
     if per_instance and product and (instances * per_instance) % product[0]:
-        fix += (
-            f" and lower the degrees ({product[1]} = {product[0]}) to divide "
-            f"{instances * per_instance} processes"
+        hint = (
+            f"{fixes[0].text} and lower the degrees ({product[1]} = {product[0]}) to divide "
+            f"{instances * per_instance} processes."
         )
+        fixes = []
+    fixes.append(setting(("instance_count", nodes)))
     yield Problem(
         "recipe.trainer.num_nodes",
         f"is {nodes}, but the job has {count(instances, 'instance')} (instance_count); the SDK "
         "keeps the recipe's value (\"Ignoring trainer -> num_nodes\") and the training fails "
         "at start (\"'num_nodes' does not equal actual number of nodes\").",
-        f"{fix}, or instance_count={nodes}.",
+        hint,
+        fixes=tuple(fixes),
     )
 
 
@@ -259,7 +305,8 @@ def recipe_finetuning_trainer(ctx: Context, recipe: Recipe) -> Iterator[Problem]
                 f"recipe.trainer.{key}",
                 f"is {value!r}; AWS's recipe launcher takes only a whole number of at least 1 "
                 "(LLMFTTrainerValidator).",
-                f"set recipe_overrides={{'trainer': {{'{key}': 1}}}} or the number you mean.",
+                "write the number you mean.",
+                fixes=(_override(f"trainer.{key}", 1),),
             )
     arguments = _section(_section(recipe.data, "training_config"), "training_args")
     micro, total = arguments.get("micro_train_batch_size"), arguments.get("train_batch_size")
@@ -268,8 +315,11 @@ def recipe_finetuning_trainer(ctx: Context, recipe: Recipe) -> Iterator[Problem]
             "recipe.training_config.training_args.train_batch_size",
             f"is {total}, below micro_train_batch_size {micro}; AWS's recipe launcher refuses "
             "it (\"train_batch_size must be >= micro_train_batch_size\").",
-            f"set train_batch_size to at least {micro}, or micro_train_batch_size to at most "
-            f"{total}.",
+            "",
+            fixes=(
+                _override("training_config.training_args.train_batch_size", micro),
+                _override("training_config.training_args.micro_train_batch_size", total),
+            ),
         )
 
 
@@ -325,7 +375,11 @@ def recipe_context_parallel(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "recipe.model.context_parallel_degree",
             f"is {cp}, more than shard_degree ({sd}); the adapter refuses it (\"context "
             "parallel degree shouldn't be greater than shard degree\").",
-            f"raise model.shard_degree to at least {cp}, or lower context_parallel_degree.",
+            "",
+            fixes=(
+                _override("model.shard_degree", cp),
+                _override("model.context_parallel_degree", sd),
+            ),
         )
 
 
@@ -342,7 +396,8 @@ def recipe_without_smp(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
                 f"is {value} with use_smp_model false; the adapter refuses it (\"Non SMP Model "
                 "implementations do not support tensor_model_parallel_degree or "
                 "expert_model_parallel_degree > 1\").",
-                f"set use_smp_model: true, or {key}: 1.",
+                "",
+                fixes=(_override("model.use_smp_model", True), _override(f"model.{key}", 1)),
             )
 
 
@@ -358,8 +413,8 @@ def recipe_finetune(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "recipe.model.do_finetune",
             f"is true{default} and model.hf_model_name_or_path is not set; the adapter refuses "
             "it (\"Must provide 'hf_model_name_or_path' or set 'do_finetune' to False\").",
-            "set model.hf_model_name_or_path (a Hugging Face name or a path in the container), "
-            "or model.do_finetune: false to pre-train from scratch.",
+            "set model.hf_model_name_or_path (a Hugging Face name or a path in the container).",
+            fixes=(_override("model.do_finetune", False),),
         )
 
 
@@ -399,7 +454,11 @@ def recipe_precision(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             f"is true{default}, but {name} has no fp8: Transformer Engine needs compute "
             f"capability {facts.FP8_COMPUTE_CAPABILITY} or higher and the training fails at its "
             "first step.",
-            "set recipe_overrides={'model': {'fp8': False}}, or use ml.p5.48xlarge (H100).",
+            "",
+            fixes=(
+                _override("model.fp8", False),
+                setting(("instance_type", "ml.p5.48xlarge"), why="H100"),
+            ),
         )
     precision = str(_section(recipe.data, "trainer").get("precision", ""))
     if "bf16" in precision and _below(capability, facts.BF16_COMPUTE_CAPABILITY):
@@ -415,9 +474,12 @@ def recipe_precision(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "recipe.trainer.precision",
             f"is {precision!r}, but {name} has no bfloat16 arithmetic (it needs compute "
             f"capability {facts.BF16_COMPUTE_CAPABILITY}){why}.",
-            "use an A100, A10G, L4 or H100 instance type (ml.p4d.24xlarge, ml.g5.48xlarge, "
-            "ml.p5.48xlarge).",
+            "use an A100, A10G, L4 or H100 instance type.",
             "error" if flash else "warning",
+            fixes=tuple(
+                setting(("instance_type", name))
+                for name in ("ml.p4d.24xlarge", "ml.g5.48xlarge", "ml.p5.48xlarge")
+            ),
         )
 
 
@@ -457,8 +519,8 @@ def recipe_instance_types(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
                 "instance_type",
                 f"is {name}, which {recipe.name} does not list among its instance types "
                 f"({', '.join(listed)}); AWS set its parallelism and batch sizes for those.",
-                f"use one of {', '.join(listed)}, or check the recipe's degrees and batch "
-                f"sizes for {name}.",
+                f"check the recipe's degrees and batch sizes for {name}.",
+                fixes=tuple(setting(("instance_type", kind)) for kind in listed[:3]),
             )
         return
     written = facts.named_instance_type(recipe.name, name)
@@ -467,7 +529,8 @@ def recipe_instance_types(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "instance_type",
             f"is {name}, but {recipe.name} is written for {written} (its name says so): its "
             "degrees, batch sizes and fp8 setting were set for that type.",
-            f"use {written}, or check the recipe's degrees, batch sizes and fp8 for {name}.",
+            f"check the recipe's degrees, batch sizes and fp8 for {name}.",
+            fixes=(setting(("instance_type", written)),),
         )
 
 
@@ -500,7 +563,8 @@ def dropped_arguments(spec: JobSpec) -> list[Problem]:
                 "entry_point",
                 f"is ignored with training_recipe: the SDK runs the recipe's own script, not "
                 f"{spec.entry_point!r}.",
-                "remove entry_point (to change the training, override the recipe's keys).",
+                "to change the training, override the recipe's keys.",
+                fixes=(removing("entry_point"),),
             )
         )
     if spec.hyperparameters:
@@ -528,12 +592,22 @@ def dropped_arguments(spec: JobSpec) -> list[Problem]:
                     "distributed_strategy.tensor_model_parallel_size).",
                 )
             )
+    if spec.source_dir is not None and (spec.target or default_target()) == MODEL_TRAINER:
+        found.append(
+            warning(
+                "source_dir",
+                "is not used by ModelTrainer.from_recipe: it uploads the folder of the recipe's "
+                "own script, which it clones (source_dir is the estimator's).",
+                "remove source_dir (a requirements file is from_recipe's requirements=).",
+            )
+        )
     if spec.training_compiler is not None:
         found.append(
             Problem(
                 "training_compiler",
                 "does not apply to a recipe job: the recipe's image and script run it.",
-                "remove training_compiler.",
+                "",
+                fixes=(removing("training_compiler"),),
             )
         )
     return found
@@ -605,14 +679,20 @@ def recipe_instance_count(recipe: Recipe) -> tuple[object, str]:
     return _section(recipe.data, "trainer").get("num_nodes"), "trainer.num_nodes"
 
 
-def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> list[Injection]:
-    """What the SDK derives from the recipe, with its reason; the dropped arguments removed."""
+def recipe_injections(
+    ctx: Context, recipe: Recipe, kwargs: dict[str, Any], *, count_from_recipe: bool = False
+) -> list[Injection]:
+    """What the SDK derives from the recipe, with its reason; the dropped arguments removed.
+
+    ``count_from_recipe``: the job gave no instance_count, so the recipe's is sent (the bare
+    SDK takes the same number from the recipe): recorded. A count the user gave is sent as
+    written, whatever the recipe says, and is no injection."""
     spec = ctx.spec
     for name in ("entry_point", "hyperparameters", "distribution"):
         kwargs.pop(name, None)
     record: list[Injection] = []
     count_value, key = recipe_instance_count(recipe)
-    if count_value == spec.instance_count:
+    if count_from_recipe and count_value == spec.instance_count:
         record.append(
             Injection(
                 "instance_count",
@@ -646,6 +726,22 @@ def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> l
         )
         return record
     device = _device(ctx)
+    if ctx.target == MODEL_TRAINER:
+        if spec.image_uri is None and spec.trainer is None:
+            placeholder = facts.from_recipe_placeholder_image()
+            config = "gpu_image" if device == "gpu" else "neuron_image"
+            kind = "GPU" if device == "gpu" else "Trainium"
+            instead = f" (from_recipe would send {placeholder!r})" if placeholder else ""
+            record.append(
+                Injection(
+                    "training_image",
+                    facts.image_description(device),
+                    f"the estimator's recipe image for {kind} instances (training_recipes.json, "
+                    f"{config}): the spec is in the estimator's words, and the same spec is the "
+                    f"same job on both targets{instead}.",
+                )
+            )
+        return record + _from_recipe_injections(recipe, device)
     if spec.image_uri is None:
         config = "gpu_image" if device == "gpu" else "neuron_image"
         record.append(
@@ -696,3 +792,60 @@ def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> l
     )
     return record
 
+
+
+def _from_recipe_injections(recipe: Recipe, device: str) -> list[Injection]:
+    """What sagemaker 3's ModelTrainer.from_recipe derives from a standard recipe."""
+    record = [
+        Injection(
+            f"recipe_overrides.{path}",
+            "merged here",
+            f"sagemaker {sdk_version()}'s ModelTrainer.from_recipe reads the recipe's own value "
+            "of each key it overrides and fails on this one (an interpolation of a key outside "
+            "the recipe); it is handed the checked recipe with the overrides merged instead.",
+        )
+        for path in recipe.unreadable_overrides
+    ]
+    if device == "gpu":
+        model_type = str(_section(recipe.data, "model").get("model_type", ""))
+        script = facts.from_recipe_script(model_type)
+        if script is not None:
+            record.append(
+                Injection(
+                    "source_code",
+                    {"source_dir": f"<clone>/examples/{script[0]}", "entry_script": script[1]},
+                    f"the training adapter's examples/{script[0]}/{script[1]} for model_type "
+                    f"{model_type!r}: ModelTrainer.from_recipe clones the adapter when it is "
+                    "built and uploads that folder.",
+                )
+            )
+    elif device == "trainium":
+        record.append(
+            Injection(
+                "source_code",
+                {"source_dir": "<clone>/examples", "entry_script": facts.TRAINIUM_SCRIPT},
+                "neuronx-distributed-training's examples: ModelTrainer.from_recipe clones the "
+                "repository when it is built and uploads that folder.",
+            )
+        )
+    if device in facts.FROM_RECIPE_DISTRIBUTED:
+        record.append(
+            Injection(
+                "distributed",
+                facts.FROM_RECIPE_DISTRIBUTED[device],
+                "ModelTrainer.from_recipe's launcher for recipe jobs on "
+                + ("GPUs" if device == "gpu" else "Trainium")
+                + "; torchrun starts one process per "
+                + ("GPU" if device == "gpu" else "NeuronCore")
+                + " (SM_NUM_GPUS, then SM_NUM_NEURONS).",
+            )
+        )
+    record.append(
+        Injection(
+            "hyperparameters",
+            {"config-path": ".", "config-name": facts.FROM_RECIPE_FILE},
+            "the resolved recipe, which ModelTrainer.from_recipe saves beside the script and "
+            "points it at (hyperparameters you give are ignored).",
+        )
+    )
+    return record

@@ -20,7 +20,7 @@ from safe_estimators._facts.model_trainer import (
 )
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._facts.targets import ESTIMATOR, MODEL_TRAINER, only_for
-from safe_estimators._problems import Problem, join_path, problem_source
+from safe_estimators._problems import Problem, join_path, problem_source, removing
 
 _USE_ESTIMATOR = "or build the job as the estimator (target: estimator, with sagemaker 2.x)"
 
@@ -38,13 +38,38 @@ def estimator_needs_sdk2() -> Problem:
     )
 
 
+@problem_source("fine-tuning-needs-sdk3")
+def fine_tuning_needs_sdk3(trainer: str) -> Problem:
+    """A fine-tuning trainer under sagemaker 2.x, which has none (sagemaker.train's SFTTrainer,
+    DPOTrainer, RLVRTrainer, RLAIFTrainer and CPTTrainer are sagemaker 3's)."""
+    return Problem(
+        "target",
+        f"the {trainer} fine-tuning trainer needs the SageMaker SDK 3.x, and sagemaker "
+        f"{sdk_version()} is installed: sagemaker 2.x has no fine-tuning trainers "
+        "(sagemaker.train.SFTTrainer and its siblings came with sagemaker 3).",
+        "install sagemaker>=3 (pip install 'sagemaker>=3.27'), or on sagemaker 2.x fine-tune "
+        "with a HyperPod recipe: safe_estimators.pytorch(training_recipe=...).",
+    )
+
+
 @problem_source("recipe-needs-estimator")
 def recipe_needs_estimator() -> Problem:
-    """A HyperPod recipe job built as a ModelTrainer (checked as the estimator's only)."""
+    """A HyperPod recipe job the ModelTrainer target does not build: any on sagemaker 2.x
+    (whose estimator builds it), and Nova, evaluation and LLM fine-tuning recipes on 3.x (the
+    ModelTrainer target builds GPU and Trainium recipes there, through from_recipe)."""
+    if sdk_generation() < 3:
+        what = (
+            f"with sagemaker {sdk_version()} the ModelTrainer target does not build recipe "
+            "jobs; the estimator does"
+        )
+    else:
+        what = (
+            "is a Nova, evaluation or LLM fine-tuning recipe; the ModelTrainer target builds "
+            "GPU and Trainium pre-training and fine-tuning recipes (ModelTrainer.from_recipe) only"
+        )
     return Problem(
         "training_recipe",
-        "a HyperPod recipe is checked and built as the estimator only; the ModelTrainer target "
-        "does not build recipe jobs (ModelTrainer.from_recipe).",
+        f"{what}.",
         "build it as the estimator (target: estimator, with sagemaker 2.x), or call "
         "ModelTrainer.from_recipe yourself.",
     )
@@ -203,7 +228,11 @@ def _launchers(ctx: Context) -> Iterator[Problem]:
             "distribution.mpi",
             "and torch_distributed are both enabled; ModelTrainer takes one launcher "
             "(distributed=Torchrun(...) or MPI(...)), and the estimator would ignore mpi here.",
-            "remove mpi (torchrun starts one process per GPU), or remove torch_distributed.",
+            "",
+            fixes=(
+                removing("distribution.mpi", why="torchrun starts one process per GPU"),
+                removing("distribution.torch_distributed"),
+            ),
         )
 
 
