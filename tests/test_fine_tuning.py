@@ -27,7 +27,7 @@ from safe_estimators._facts.sdk_files import sdk_generation
 
 SDK3 = sdk_generation() >= 3
 pytestmark = pytest.mark.both_sdks
-needs_sdk3 = pytest.mark.skipif(not SDK3, reason="the fine-tuning trainers are sagemaker 3's")
+needs_sdk3 = pytest.mark.sdk3_only  # the fine-tuning trainers are sagemaker 3's
 
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
 MODEL = "meta-textgeneration-llama-3-2-1b-instruct"  # the hub's name for it
@@ -356,7 +356,7 @@ def test_a_plan_on_a_type_plans_cannot_reserve_is_refused(collection):
 # --- sagemaker 2 ---
 
 
-@pytest.mark.skipif(SDK3, reason="the refusal of the fine-tuning trainers on sagemaker 2")
+@pytest.mark.sdk2_only  # the refusal of the fine-tuning trainers on sagemaker 2
 def test_sagemaker_2_refuses_the_fine_tuning_trainers_with_the_fix(tmp_path):
     with pytest.raises(ConfigError) as raised:
         safe_estimators.sft_trainer(model=MODEL, role=ROLE)

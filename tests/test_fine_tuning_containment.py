@@ -21,11 +21,10 @@ import yaml
 import safe_estimators
 from safe_estimators import ConfigError
 from safe_estimators._commands.validate import validate_file
-from safe_estimators._facts.sdk_files import sdk_generation
 
 pytestmark = [
     pytest.mark.both_sdks,
-    pytest.mark.skipif(sdk_generation() < 3, reason="the fine-tuning trainers are sagemaker 3's"),
+    pytest.mark.sdk3_only,  # the fine-tuning trainers are sagemaker 3's
 ]
 
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"

@@ -11,6 +11,7 @@ import pytest
 
 import safe_estimators
 from safe_estimators import ConfigError
+from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._targets.model_trainer import _sdk, offline_trainer_session
 
 pytestmark = pytest.mark.both_sdks
@@ -410,7 +411,7 @@ def test_a_job_that_cannot_fit_under_any_reading_is_refused_as_a_model_trainer_t
     assert "even at 8 bytes per parameter" in problem.message
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 3's SageMakerConfig")
+@pytest.mark.sdk3_only  # sagemaker 3's SageMakerConfig
 def test_sagemaker_3_validates_each_config_content_once_and_still_refuses_a_bad_one(monkeypatch):
     import jsonschema
     from sagemaker.core.config.config_manager import SageMakerConfig

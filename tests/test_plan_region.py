@@ -80,7 +80,7 @@ def test_a_plan_of_the_jobs_region_plans_and_sends_its_arn(tmp_path):
     assert safe_estimators.plan(path).request["ResourceConfig"]["TrainingPlanArn"] == US_PLAN
 
 
-@pytest.mark.skipif(SDK3, reason="the estimator target is sagemaker 2's")
+@pytest.mark.sdk2_only  # the estimator target is sagemaker 2's
 def test_estimator_plan_of_another_region_is_refused_by_plan_and_the_factory(tmp_path):
     path = _spec(tmp_path, "estimator", instance_type="ml.p5.48xlarge", training_plan=EU_PLAN)
     assert _refused(lambda: safe_estimators.plan(path)).path == "training_plan"
@@ -94,7 +94,7 @@ def test_estimator_plan_of_another_region_is_refused_by_plan_and_the_factory(tmp
     assert problem.path == "training_plan"
 
 
-@pytest.mark.skipif(SDK3, reason="the estimator target is sagemaker 2's")
+@pytest.mark.sdk2_only  # the estimator target is sagemaker 2's
 def test_estimator_plan_of_the_jobs_region_is_sent(tmp_path):
     path = _spec(tmp_path, "estimator", instance_type="ml.p5.48xlarge", training_plan=US_PLAN)
     assert safe_estimators.plan(path).request["ResourceConfig"]["TrainingPlanArn"] == US_PLAN

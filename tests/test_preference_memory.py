@@ -11,13 +11,10 @@ import pytest
 import yaml
 
 from safe_estimators._commands.validate import validate_file
-from safe_estimators._facts.sdk_files import sdk_generation
 
 pytestmark = [
     pytest.mark.both_sdks,
-    pytest.mark.skipif(
-        sdk_generation() < 3, reason="Compute.instance_preferences is sagemaker 3's"
-    ),
+    pytest.mark.sdk3_only,  # Compute.instance_preferences is sagemaker 3's
 ]
 
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"

@@ -18,7 +18,6 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._preflight import PreflightResult, run_job
 from safe_estimators._preflight.guard import ALLOWED, Clients, ReadOnlyViolation, seen_calls
 from safe_estimators._preflight.job import Job, from_request, from_trainer
@@ -695,9 +694,7 @@ def test_a_result_shows_as_a_table_in_a_notebook(account):
 # --- a fine-tuning trainer's job (sagemaker 3) ---------------------------------------------
 
 FT_MODEL = "meta-textgeneration-llama-3-2-1b-instruct"
-needs_trainers = pytest.mark.skipif(
-    sdk_generation() < 3, reason="the fine-tuning trainers are sagemaker 3's"
-)
+needs_trainers = pytest.mark.sdk3_only  # the fine-tuning trainers are sagemaker 3's
 
 
 @pytest.fixture

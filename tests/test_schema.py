@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 import instance_catalog
 from safe_estimators._distributions.model_parallel import ModelParallel
 from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR, MISPLACED, OTHER_ESTIMATORS, RENAMED
-from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._spec import SPEC_FIELDS, JobSpec, TrainingCompiler
 from safe_estimators._spec_files.read import read_spec_data
@@ -290,7 +289,7 @@ TARGET_SPECS = [
       if p.name != "own-words-hyperparameters.yaml"),  # a hyperparameters file, not a spec
     *sorted((Path(__file__).parent / "fixtures" / "targets").glob("*.yaml")),
 ]  # fmt: skip
-SDK3 = pytest.mark.skipif(sdk_generation() < 3, reason="the fine-tuning trainers are sagemaker 3's")
+SDK3 = pytest.mark.sdk3_only  # the fine-tuning trainers are sagemaker 3's
 
 
 def _loader_errors(data: dict[str, Any]) -> list[str]:
