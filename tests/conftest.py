@@ -94,7 +94,7 @@ SDK2_ONLY_MODULES: dict[str, str] = {
     "test_model_parallel_aliases.py": "SMP v1 aliases against the bare PyTorch estimator",
     "test_pipeline_variables.py": "estimators in a sagemaker 2 Pipeline (sagemaker.workflow)",
     "test_pipelines.py": "estimator TrainingSteps (sagemaker.workflow, sagemaker.inputs)",
-    # Recipe jobs are built only by the estimator target today (sagemaker 3 refuses them).
+    # ModelTrainer.from_recipe (sagemaker 3) has its own: test_recipes_model_trainer.py.
     "test_recipe_corpus.py": "recipes against the bare PyTorch estimator",
     "test_recipe_fine_tuning.py": "fine-tuning recipes (sagemaker/pytorch/training_recipes.json)",
     "test_recipes.py": "recipe jobs against the bare PyTorch estimator",

@@ -157,7 +157,6 @@ def test_every_case_ends_in_bounds_and_prints_no_secret_and_no_outside_file(
     assert not failures, "\n\n".join(failures)
 
 
-@pytest.mark.sdk2_only  # a recipe job: only the estimator target builds recipes
 def test_a_value_only_the_build_resolves_is_named_masked_and_never_planned(
     results: dict[tuple[str, tuple[str, ...]], Result],
 ) -> None:
@@ -218,7 +217,6 @@ def _verdicts(folder: Path, cache: Path, *options: str) -> tuple[Result, Result]
     return cached, fresh
 
 
-@pytest.mark.sdk2_only  # a recipe job: only the estimator target builds recipes
 def test_editing_the_recipe_file_is_never_hidden_by_the_cache(tmp_path: Path) -> None:
     project = _recipe_project(tmp_path / "p")
     assert run(project, ("validate", "job.yaml"), tmp_path / "cache")[0] == 0
@@ -229,7 +227,6 @@ def test_editing_the_recipe_file_is_never_hidden_by_the_cache(tmp_path: Path) ->
     assert cached[0] == 1 and "recipe.trainer.devices: is 3" in cached[1]
 
 
-@pytest.mark.sdk2_only  # a recipe job: only the estimator target builds recipes
 def test_switching_the_recipes_collection_is_never_hidden_by_the_cache(tmp_path: Path) -> None:
     good, bad = _collection(tmp_path / "a", 8), _collection(tmp_path / "b", 3)
     project = _recipe_project(tmp_path / "p")
