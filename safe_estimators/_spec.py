@@ -42,7 +42,9 @@ from safe_estimators._problems import (
     Problem,
     closest,
     did_you_mean,
+    fix_hint,
     join_path,
+    own_hint,
     problem_source,
     value_at,
     warning,
@@ -656,8 +658,28 @@ def in_own_words(problems: list[Problem], words: TrainerWords | None) -> list[Pr
             problem = attrs.evolve(
                 problem, path=where if where == "distributed" else where + dot + rest
             )
+        if problem.fixes:
+            # The fixes change the estimator's keywords the rules check; the user reads them
+            # in the words they wrote (max_run=... as stopping_condition.max_runtime_in_seconds).
+            fixes = tuple(
+                attrs.evolve(fix, text=_said_in_own_words(fix.text, words.paths))
+                for fix in problem.fixes
+            )
+            own = _said_in_own_words(own_hint(problem), words.paths)
+            problem = attrs.evolve(problem, fixes=fixes, hint=fix_hint(fixes, own))
         out.append(problem)
     return out
+
+
+def _said_in_own_words(text: str, paths: Mapping[str, str]) -> str:
+    """``text`` with each estimator keyword that was written in ModelTrainer's words named as
+    written (whole words only; ``distributed`` takes another shape, so it is left)."""
+    import re
+
+    for keyword, where in paths.items():
+        if where != keyword and where != "distributed":
+            text = re.sub(rf"(?<![\w.]){re.escape(keyword)}\b", where, text)
+    return text
 
 
 def _pipeline_variables(fields: dict[str, Any], kind: object) -> dict[str, Any]:
