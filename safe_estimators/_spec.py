@@ -1251,13 +1251,10 @@ def structure_remote(
 
     The decorator has no ``**kwargs``: any other name is a TypeError when the function is
     decorated, so it is an error here, with the closest name."""
-    shape = shape_problems(data, path)
-    if shape:
-        return None, [Problem(p.path, p.message, p.hint) for p in shape]
-    if not isinstance(data, Mapping):
-        return None, [
-            Problem(path or "<spec>", f"must be a mapping of options, got {_type_name(data)}.")
-        ]
+    mapping, not_a_mapping = _as_mapping(data, path)
+    if mapping is None:
+        return None, not_a_mapping
+    data = mapping
     problems: list[Problem] = []
     fields: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -1419,13 +1416,10 @@ def structure_fine_tuning(
 ) -> tuple[FineTuningSpec | None, list[Problem]]:
     """Load a FineTuningSpec from a trainer's keyword arguments (``keywords``: the names the
     installed trainer takes). Never raises for bad input."""
-    shape = shape_problems(data, path)
-    if shape:
-        return None, [Problem(p.path, p.message, p.hint) for p in shape]
-    if not isinstance(data, Mapping):
-        return None, [
-            Problem(path or "<spec>", f"must be a mapping of options, got {_type_name(data)}.")
-        ]
+    mapping, not_a_mapping = _as_mapping(data, path)
+    if mapping is None:
+        return None, not_a_mapping
+    data = mapping
     problems: list[Problem] = []
     extra: dict[str, Any] = {}
     for key, value in data.items():
@@ -1540,3 +1534,15 @@ def structure_fine_tuning(
         extra=extra,
     )
     return spec, problems
+
+
+def _as_mapping(data: object, path: str) -> tuple[Mapping[Any, Any] | None, list[Problem]]:
+    """``data`` as a mapping of keyword arguments, or None and why it cannot be read as one
+    (too deep, too large, or not a mapping)."""
+    shape = shape_problems(data, path)
+    if shape:
+        return None, [Problem(p.path, p.message, p.hint) for p in shape]
+    if not isinstance(data, Mapping):
+        message = f"must be a mapping of options, got {_type_name(data)}."
+        return None, [Problem(path or "<spec>", message)]
+    return data, []
