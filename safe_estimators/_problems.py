@@ -237,6 +237,12 @@ def found_by(problem: Problem, rule: Callable[..., Any]) -> Problem:
     return _with_rule(problem, name)
 
 
+def run_rules(rules: Iterable[Callable[[Any], Iterable[Problem]]], subject: Any) -> list[Problem]:
+    """Every problem the ``rules`` of a table find in ``subject``, in the table's order, each
+    with the id of the rule that found it."""
+    return [found_by(problem, rule) for rule in rules for problem in rule(subject)]
+
+
 def _with_rule(problem: Problem, rule: str) -> Problem:
     # A copy with the field set, not attrs.evolve: evolve would mask the texts again (they were
     # masked when the problem was made), a cost paid per problem of a spec with thousands.

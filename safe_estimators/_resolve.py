@@ -843,15 +843,7 @@ def resolve_remote_arguments(
     from safe_estimators._rules.remote import remote_injections
 
     ctx, problems = check_remote_arguments(arguments)
-    errors = [p for p in problems if p.severity == "error"]
-    if ctx is None or errors:
-        raise ConfigError(errors or problems, source=source)
-    warnings = tuple(p for p in problems if p.severity == "warning")
-    if warnings:
-        import logging
-
-        for item in warnings:
-            logging.getLogger("safe_estimators").warning("%s", item)
+    warnings = _refuse_or_log(ctx is None, problems, source)
     injected, injections = remote_injections(ctx)
     kwargs = {
         k: v
@@ -954,15 +946,7 @@ def resolve_fine_tuning_arguments(
     from safe_estimators._rules.fine_tuning import not_checked
 
     ctx, problems = check_fine_tuning_arguments(arguments, technique, region)
-    errors = [p for p in problems if p.severity == "error"]
-    if ctx is None or errors:
-        raise ConfigError(errors or problems, source=source)
-    warnings = tuple(p for p in problems if p.severity == "warning")
-    if warnings:
-        import logging
-
-        for item in warnings:
-            logging.getLogger("safe_estimators").warning("%s", item)
+    warnings = _refuse_or_log(ctx is None, problems, source)
     spec = ctx.spec
     kwargs = {
         k: v
@@ -981,3 +965,20 @@ def resolve_fine_tuning_arguments(
         not_checked=not_checked(ctx),
     )
     return ResolvedFineTuning(spec, spec.technique, kwargs, explanation, region)
+
+
+def _refuse_or_log(
+    unbuilt: bool, problems: list[Problem], source: str | None
+) -> tuple[Problem, ...]:
+    """ConfigError with every error (or every problem, when the job could not be read at all);
+    else the warnings, each logged as the factories do."""
+    errors = [p for p in problems if p.severity == "error"]
+    if unbuilt or errors:
+        raise ConfigError(errors or problems, source=source)
+    warnings = tuple(p for p in problems if p.severity == "warning")
+    if warnings:
+        import logging
+
+        for item in warnings:
+            logging.getLogger("safe_estimators").warning("%s", item)
+    return warnings

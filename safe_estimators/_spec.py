@@ -42,7 +42,9 @@ from safe_estimators._problems import (
     Problem,
     closest,
     did_you_mean,
+    fix_hint,
     join_path,
+    own_hint,
     problem_source,
     value_at,
     warning,
@@ -656,8 +658,28 @@ def in_own_words(problems: list[Problem], words: TrainerWords | None) -> list[Pr
             problem = attrs.evolve(
                 problem, path=where if where == "distributed" else where + dot + rest
             )
+        if problem.fixes:
+            # The fixes change the estimator's keywords the rules check; the user reads them
+            # in the words they wrote (max_run=... as stopping_condition.max_runtime_in_seconds).
+            fixes = tuple(
+                attrs.evolve(fix, text=_said_in_own_words(fix.text, words.paths))
+                for fix in problem.fixes
+            )
+            own = _said_in_own_words(own_hint(problem), words.paths)
+            problem = attrs.evolve(problem, fixes=fixes, hint=fix_hint(fixes, own))
         out.append(problem)
     return out
+
+
+def _said_in_own_words(text: str, paths: Mapping[str, str]) -> str:
+    """``text`` with each estimator keyword that was written in ModelTrainer's words named as
+    written (whole words only; ``distributed`` takes another shape, so it is left)."""
+    import re
+
+    for keyword, where in paths.items():
+        if where != keyword and where != "distributed":
+            text = re.sub(rf"(?<![\w.]){re.escape(keyword)}\b", where, text)
+    return text
 
 
 def _pipeline_variables(fields: dict[str, Any], kind: object) -> dict[str, Any]:
@@ -1229,13 +1251,10 @@ def structure_remote(
 
     The decorator has no ``**kwargs``: any other name is a TypeError when the function is
     decorated, so it is an error here, with the closest name."""
-    shape = shape_problems(data, path)
-    if shape:
-        return None, [Problem(p.path, p.message, p.hint) for p in shape]
-    if not isinstance(data, Mapping):
-        return None, [
-            Problem(path or "<spec>", f"must be a mapping of options, got {_type_name(data)}.")
-        ]
+    mapping, not_a_mapping = _as_mapping(data, path)
+    if mapping is None:
+        return None, not_a_mapping
+    data = mapping
     problems: list[Problem] = []
     fields: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -1397,13 +1416,10 @@ def structure_fine_tuning(
 ) -> tuple[FineTuningSpec | None, list[Problem]]:
     """Load a FineTuningSpec from a trainer's keyword arguments (``keywords``: the names the
     installed trainer takes). Never raises for bad input."""
-    shape = shape_problems(data, path)
-    if shape:
-        return None, [Problem(p.path, p.message, p.hint) for p in shape]
-    if not isinstance(data, Mapping):
-        return None, [
-            Problem(path or "<spec>", f"must be a mapping of options, got {_type_name(data)}.")
-        ]
+    mapping, not_a_mapping = _as_mapping(data, path)
+    if mapping is None:
+        return None, not_a_mapping
+    data = mapping
     problems: list[Problem] = []
     extra: dict[str, Any] = {}
     for key, value in data.items():
@@ -1518,3 +1534,15 @@ def structure_fine_tuning(
         extra=extra,
     )
     return spec, problems
+
+
+def _as_mapping(data: object, path: str) -> tuple[Mapping[Any, Any] | None, list[Problem]]:
+    """``data`` as a mapping of keyword arguments, or None and why it cannot be read as one
+    (too deep, too large, or not a mapping)."""
+    shape = shape_problems(data, path)
+    if shape:
+        return None, [Problem(p.path, p.message, p.hint) for p in shape]
+    if not isinstance(data, Mapping):
+        message = f"must be a mapping of options, got {_type_name(data)}."
+        return None, [Problem(path or "<spec>", message)]
+    return data, []

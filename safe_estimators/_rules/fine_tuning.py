@@ -24,7 +24,7 @@ from safe_estimators._bounds import quote
 from safe_estimators._context import Rule
 from safe_estimators._facts import fine_tuning as facts
 from safe_estimators._facts.limits import hyperparameters_limit, training_plan_instance_types
-from safe_estimators._problems import Problem, found_by, warning
+from safe_estimators._problems import Problem, run_rules, warning
 from safe_estimators._recipes.fine_tuning import FineTuningRecipe
 from safe_estimators._rules.capacity import PLAN_DOCS, plan_region_problem
 from safe_estimators._rules.instance import unknown_type_problem
@@ -285,11 +285,7 @@ FINE_TUNING_RULES: tuple[Rule, ...] = (  # type: ignore[assignment]
 
 def check_fine_tuning(ctx: FineTuningContext) -> list[Problem]:
     """Every fine-tuning rule's problems, in the table's order."""
-    return [
-        found_by(problem, rule)
-        for rule in FINE_TUNING_RULES
-        for problem in rule(ctx)  # type: ignore[arg-type]
-    ]
+    return run_rules(FINE_TUNING_RULES, ctx)
 
 
 def not_checked(ctx: FineTuningContext) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from safe_estimators._context import Rule
 from safe_estimators._facts.remote_function import (
     default_image_python_versions,
 )
-from safe_estimators._problems import Fix, Problem, found_by, removing, setting, warning
+from safe_estimators._problems import Fix, Problem, removing, run_rules, setting, warning
 from safe_estimators._resolved import Injection
 from safe_estimators._rules.capacity import volume_key_problem
 from safe_estimators._rules.instance import unknown_type_problem
@@ -270,11 +270,7 @@ REMOTE_FUNCTION_RULES: tuple[Rule, ...] = (  # type: ignore[assignment]
 
 def check_remote(ctx: RemoteContext) -> list[Problem]:
     """Every remote rule's problems, in the table's order."""
-    return [
-        found_by(problem, rule)
-        for rule in REMOTE_FUNCTION_RULES
-        for problem in rule(ctx)  # type: ignore[arg-type]
-    ]
+    return run_rules(REMOTE_FUNCTION_RULES, ctx)
 
 
 def remote_injections(ctx: RemoteContext) -> tuple[dict[str, Any], list[Injection]]:

@@ -41,7 +41,7 @@ from safe_estimators._distributions.model_parallel.hardware import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, found_by, join_path, removing, setting, warning
+from safe_estimators._problems import Problem, join_path, removing, run_rules, setting, warning
 
 # The ids of the rules below are smp-v1-<name> (see _problems.rule_id).
 RULE_PREFIX = "smp-v1"
@@ -673,4 +673,4 @@ def check_v1(job: JobV1) -> list[Problem]:
 
     Does not check the Training Compiler or ``instance_groups``; the caller does.
     """
-    return [found_by(problem, rule) for rule in _RULES for problem in rule(job)]
+    return run_rules(_RULES, job)

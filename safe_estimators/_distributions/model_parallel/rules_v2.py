@@ -34,7 +34,7 @@ from safe_estimators._distributions.model_parallel.hardware import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_v2_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Fix, Problem, found_by, join_path, removing, setting, warning
+from safe_estimators._problems import Fix, Problem, join_path, removing, run_rules, setting, warning
 
 # The ids of the rules below are smp-v2-<name> (see _problems.rule_id).
 RULE_PREFIX = "smp-v2"
@@ -493,4 +493,4 @@ RULES: tuple[_Rule, ...] = (
 
 def check_v2(job: JobV2) -> list[Problem]:
     """Run every v2 rule; all problems (errors and warnings)."""
-    return [found_by(problem, rule) for rule in RULES for problem in rule(job)]
+    return run_rules(RULES, job)
