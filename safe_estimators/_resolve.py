@@ -802,7 +802,7 @@ def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Prob
         remote_keywords,
     )
     from safe_estimators._rules.remote import RemoteContext, check_remote
-    from safe_estimators._spec import structure_remote
+    from safe_estimators._spec.remote import structure_remote
 
     def checked(options: Mapping[str, Any]) -> tuple[Any, list[Problem]]:
         spec, problems = structure_remote(options, remote_keywords())
@@ -917,7 +917,7 @@ def check_fine_tuning_arguments(
     from safe_estimators._recipes.fine_tuning import model_recipes, read_collection
     from safe_estimators._recipes.modes import recipes_folder
     from safe_estimators._rules.fine_tuning import FineTuningContext, check_fine_tuning
-    from safe_estimators._spec import structure_fine_tuning
+    from safe_estimators._spec.fine_tuning import structure_fine_tuning
 
     spec, problems = structure_fine_tuning(arguments, technique, trainer_keywords(technique))
     problems = tagged(structure_fine_tuning, problems)

@@ -19,7 +19,7 @@ import safe_estimators
 from safe_estimators import ConfigError
 from safe_estimators._facts.remote_function import default_image_python_versions, remote_keywords
 from safe_estimators._rules.remote import RemoteContext, check_remote
-from safe_estimators._spec import RemoteFunctionSpec
+from safe_estimators._spec.remote import RemoteFunctionSpec
 
 pytestmark = pytest.mark.both_sdks
 

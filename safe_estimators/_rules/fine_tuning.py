@@ -29,7 +29,7 @@ from safe_estimators._recipes.fine_tuning import FineTuningRecipe
 from safe_estimators._rules.capacity import PLAN_DOCS, plan_region_problem
 from safe_estimators._rules.instance import unknown_type_problem
 from safe_estimators._secrets import secrets_in_options
-from safe_estimators._spec import FineTuningSpec
+from safe_estimators._spec.fine_tuning import FineTuningSpec
 
 # What the serverful path keeps of a TrainingJobCompute (base_trainer.py:1270-1276); before
 # PR #6258 training_plan_arn was not among them (facts.plan_arn_forwarded reads which).

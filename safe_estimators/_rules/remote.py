@@ -30,7 +30,7 @@ from safe_estimators._rules.capacity import volume_key_problem
 from safe_estimators._rules.instance import unknown_type_problem
 from safe_estimators._rules.resources import warm_pool_with_spot
 from safe_estimators._secrets import secrets_in_options
-from safe_estimators._spec import RemoteFunctionSpec
+from safe_estimators._spec.remote import RemoteFunctionSpec
 
 
 @attrs.frozen

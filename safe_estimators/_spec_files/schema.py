@@ -397,7 +397,7 @@ def _remote_schema(defs: Schema) -> Schema:
     decorator keywords, the ones the rules read typed; the decorator takes no other keyword
     (the loader refuses any other name that has a value)."""
     from safe_estimators._facts.remote_function import remote_keywords
-    from safe_estimators._spec import RemoteFunctionSpec
+    from safe_estimators._spec.remote import RemoteFunctionSpec
 
     keywords = [k for k in remote_keywords() if k not in _FILE_ONLY]
     typed = _typed_fields(RemoteFunctionSpec, keywords, defs)
@@ -438,7 +438,10 @@ def _fine_tuning_schema(defs: Schema) -> Schema:
     options the rules read, and each trainer's other keywords where the installed SDK has the
     trainers (sagemaker 3); a keyword another trainer does not take is refused for it."""
     from safe_estimators._facts.fine_tuning import TRAINERS, TRAINING_TYPES, trainer_keywords
-    from safe_estimators._spec import HYPERPOD_COMPUTE_FIELDS, TRAINING_JOB_COMPUTE_FIELDS
+    from safe_estimators._spec.fine_tuning import (
+        HYPERPOD_COMPUTE_FIELDS,
+        TRAINING_JOB_COMPUTE_FIELDS,
+    )
 
     names = [*TRAINERS, *(cls for _, cls in TRAINERS.values())]
     instance_type = _training_instance_type(defs)
