@@ -328,7 +328,7 @@ def test_no_fix_offered_for_a_generated_huggingface_job_is_refused(
 
 
 def remote_found(arguments: dict[str, Any]) -> list[Any]:
-    from safe_estimators._resolve import check_remote_arguments
+    from safe_estimators._resolve.remote import check_remote_arguments
 
     return check_remote_arguments({"target": "remote_function", **arguments})[1]
 

@@ -25,7 +25,11 @@ HEAVY = [
 ]
 SCRIPT_CHECKS = "safe_estimators._script_checks"
 # The other targets' typed options: an estimator or ModelTrainer spec never needs their classes.
-OTHER_JOBS = ["safe_estimators._spec.remote", "safe_estimators._spec.fine_tuning"]
+OTHER_JOBS = [
+    f"safe_estimators.{stage}.{target}"
+    for stage in ("_spec", "_resolve")
+    for target in ("remote", "fine_tuning")
+]
 
 
 def _loaded_after(code: str, *args: str) -> set[str]:

@@ -320,7 +320,7 @@ def remote(
     The SDK's decorator is applied on the first call, where the job is sent: decorating makes
     no AWS call. ``safe_estimators.explain(func)`` tells what was injected and why.
     """
-    from safe_estimators._resolve import resolve_remote_arguments
+    from safe_estimators._resolve.remote import resolve_remote_arguments
     from safe_estimators._targets.remote import build_remote
 
     decorate = build_remote(resolve_remote_arguments(kwargs), sagemaker_session)
@@ -330,7 +330,7 @@ def remote(
 def _fine_tuning(technique: str, arguments: dict[str, Any]) -> Any:
     """The checked fine-tuning job for ``technique``: the region the trainer will use (its
     session's, else the environment's) is known here, so the region rules run too."""
-    from safe_estimators._resolve import resolve_fine_tuning_arguments
+    from safe_estimators._resolve.fine_tuning import resolve_fine_tuning_arguments
     from safe_estimators._targets.fine_tuning import build_fine_tuning
 
     session = arguments.get("sagemaker_session")
@@ -421,7 +421,7 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
 
 def _fine_tuning_spec(arguments: dict[str, Any], source: str | None, session: Any) -> Any:
     """A spec file's fine-tuning job (``target: fine_tuning``, ``trainer: SFT``)."""
-    from safe_estimators._resolve import fine_tuning_technique
+    from safe_estimators._resolve.fine_tuning import fine_tuning_technique
 
     technique, problems = fine_tuning_technique(arguments)
     if technique is None:

@@ -40,8 +40,8 @@ class Plan:
     source: str | None = None
     # The files a ModelTrainer uploads in its sm_drivers channel (distributed.json, ...).
     files: dict[str, str] = attrs.field(factory=dict)
-    # A fine-tuning trainer's checked job (``_resolve.ResolvedFineTuning``): the hub supplies
-    # part of its request, so the preflight reads the job's own arguments instead.
+    # A fine-tuning trainer's checked job (``_resolve.fine_tuning.ResolvedFineTuning``): the hub
+    # supplies part of its request, so the preflight reads the job's own arguments instead.
     fine_tuning: Any = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -429,7 +429,7 @@ def _plan_remote(
     arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
 ) -> Plan:
     """The plan of a ``@remote`` job: the request the SDK's own decorator makes, offline."""
-    from safe_estimators._resolve import resolve_remote_arguments
+    from safe_estimators._resolve.remote import resolve_remote_arguments
     from safe_estimators._targets.remote import plan_remote
     from safe_estimators._targets.shared import PLACEHOLDER_BUCKET
 
@@ -463,7 +463,10 @@ def _plan_fine_tuning(
     """The plan of a fine-tuning trainer's job: what its request holds that the job's own
     arguments settle, offline; the parts the hub supplies are named among the placeholders (the
     trainer's constructor reads the hub, so it is not made here)."""
-    from safe_estimators._resolve import fine_tuning_technique, resolve_fine_tuning_arguments
+    from safe_estimators._resolve.fine_tuning import (
+        fine_tuning_technique,
+        resolve_fine_tuning_arguments,
+    )
     from safe_estimators._targets.fine_tuning import plan_fine_tuning
 
     technique, problems = fine_tuning_technique(arguments)

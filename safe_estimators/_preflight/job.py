@@ -247,8 +247,8 @@ def _given(owner: Any, name: str) -> Any:
 
 
 def from_fine_tuning(job: Any, region: str) -> Job:
-    """The facts of a fine-tuning trainer's job (``_resolve.ResolvedFineTuning``), from its
-    arguments as the trainer sends them, each at the path the user wrote it under.
+    """The facts of a fine-tuning trainer's job (``_resolve.fine_tuning.ResolvedFineTuning``), from
+    its arguments as the trainer sends them, each at the path the user wrote it under.
 
     A serverful job (``compute=TrainingJobCompute``) runs on the instances the serverful path
     keeps (``base_trainer.py`` rebuilds the compute from its instance type, count, volume, warm

@@ -17,7 +17,7 @@ from typing import Any
 
 from safe_estimators._facts.fine_tuning import TRAINERS
 from safe_estimators._facts.targets import FINE_TUNING
-from safe_estimators._resolve import ResolvedFineTuning
+from safe_estimators._resolve.fine_tuning import ResolvedFineTuning
 from safe_estimators._targets.estimator import EXPLANATION_ATTRIBUTE
 
 _MODULE = {

@@ -17,7 +17,7 @@ from typing import Any
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._facts.targets import REMOTE_FUNCTION
 from safe_estimators._problems import ConfigError, Problem
-from safe_estimators._resolve import ResolvedRemote
+from safe_estimators._resolve.remote import ResolvedRemote
 from safe_estimators._targets.estimator import EXPLANATION_ATTRIBUTE
 
 

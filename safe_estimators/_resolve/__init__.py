@@ -40,7 +40,7 @@ from safe_estimators._problems import (
     tagged,
 )
 from safe_estimators._recipes import recipe_arguments, recipe_of
-from safe_estimators._resolved import Explanation, Injection
+from safe_estimators._resolved import Injection
 from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
 from safe_estimators._rules.compiler import profiling_asked
 from safe_estimators._rules.resources import warm_pool_injections
@@ -733,9 +733,15 @@ def check_arguments(
     findings. When some options are malformed, the rules still run over the others (problems
     about the malformed options themselves are not repeated by the rules).
     """
+    # The other targets' modules are imported only for their jobs (their classes cost the
+    # start of every validate otherwise).
     if isinstance(arguments, Mapping) and arguments.get("target") == REMOTE_FUNCTION:
+        from safe_estimators._resolve.remote import check_remote_arguments
+
         return None, check_remote_arguments(arguments)[1], []
     if isinstance(arguments, Mapping) and arguments.get("target") == FINE_TUNING:
+        from safe_estimators._resolve.fine_tuning import check_fine_tuning_arguments
+
         return None, check_fine_tuning_arguments(arguments, region=_known_region())[1], []
     arguments, problems = recipe_arguments(arguments)
     spec, found_in_spec = structure_spec(arguments)
@@ -777,194 +783,6 @@ def resolve_arguments(
     # to record. One given the recipe's own number is sent what the user wrote.
     taken = recipe_of(ctx.spec) is not None and arguments.get("instance_count") is None
     return _resolved_job(ctx, problems, findings, source, count_from_recipe=taken)
-
-
-# --- a @remote function's job --------------------------------------------------------------------
-
-
-@attrs.frozen
-class ResolvedRemote:
-    """A checked ``@remote`` job: the decorator's keyword arguments (the user's, plus what was
-    injected) and what ``explain`` shows."""
-
-    spec: Any
-    kwargs: dict[str, Any]
-    explanation: Explanation
-
-
-def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Problem]]:
-    """Structure and check a ``@remote`` job's keyword arguments; never raises. Returns the
-    remote context (None when no spec could be built) and every problem."""
-
-    from safe_estimators._facts.remote_function import (
-        STUDIO_IMAGE_VARIABLE,
-        local_python,
-        remote_keywords,
-    )
-    from safe_estimators._rules.remote import RemoteContext, check_remote
-    from safe_estimators._spec.remote import structure_remote
-
-    def checked(options: Mapping[str, Any]) -> tuple[Any, list[Problem]]:
-        spec, problems = structure_remote(options, remote_keywords())
-        problems = tagged(structure_remote, problems)
-        if spec is None:
-            return None, problems
-        studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
-        ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
-        return ctx, problems + check_remote(ctx)
-
-    ctx, problems = checked(arguments)
-    if not any(problem.fixes for problem in problems):
-        return ctx, problems
-    # Each fix applied to the decorator's arguments and checked again, as a job's are.
-    before = _errors(problems)
-
-    def holds(problem: Problem, fix: Fix) -> bool:
-        try:
-            found = checked(changed(arguments, fix.changes))[1]
-        except (TypeError, ValueError):
-            return False
-        still = {(p.path, p.message) for p in found}
-        return (problem.path, problem.message) not in still and not _errors(found) - before
-
-    kept_problems = []
-    for problem in problems:
-        kept = tuple(fix for fix in problem.fixes if holds(problem, fix))
-        if kept != problem.fixes:
-            problem = attrs.evolve(problem, hint=fix_hint(kept, own_hint(problem)), fixes=kept)
-        kept_problems.append(problem)
-    return ctx, kept_problems
-
-
-def resolve_remote_arguments(
-    arguments: Mapping[str, Any], source: str | None = None
-) -> ResolvedRemote:
-    """A checked ``@remote`` job, or ConfigError with every error."""
-    from safe_estimators._rules.remote import remote_injections
-
-    ctx, problems = check_remote_arguments(arguments)
-    warnings = _refuse_or_log(ctx is None, problems, source)
-    injected, injections = remote_injections(ctx)
-    kwargs = {
-        k: v
-        for k, v in arguments.items()
-        if k not in ("target", "accept_exposure") and v is not None
-    }
-    spec = ctx.spec
-    entry = ctx.instance
-    explanation = Explanation(
-        estimator="remote function",
-        instance_type=spec.instance_type,
-        instance_count=spec.instance_count,
-        gpus_per_instance=entry.gpu_count if entry is not None else None,
-        injections=tuple(injections),
-        warnings=warnings,
-        image_source=spec.image_uri,
-        neuron_cores=entry.neuron_cores if entry is not None else None,
-    )
-    return ResolvedRemote(spec, {**kwargs, **injected}, explanation)
-
-
-# --- a fine-tuning trainer's job -----------------------------------------------------------------
-
-
-@attrs.frozen
-class ResolvedFineTuning:
-    """A checked fine-tuning job: the trainer (its technique), its keyword arguments as the
-    user gave them, and what ``explain`` shows (with what only the hub or account can say)."""
-
-    spec: Any
-    technique: str
-    kwargs: dict[str, Any]
-    explanation: Explanation
-    region: str | None = None
-
-
-def fine_tuning_technique(arguments: Mapping[str, Any]) -> tuple[str | None, list[Problem]]:
-    """The trainer a fine-tuning spec names (``trainer: SFT``, or the class name)."""
-    from safe_estimators._facts.fine_tuning import TRAINERS
-
-    given = arguments.get("trainer")
-    names = {cls.lower(): t for t, (_, cls) in TRAINERS.items()}
-    names.update({t.lower(): t for t in TRAINERS})
-    if isinstance(given, str) and given.lower() in names:
-        return names[given.lower()], []
-    choices = ", ".join(TRAINERS)
-    return None, [
-        Problem(
-            "trainer",
-            f"must name a fine-tuning trainer ({choices}, or the class: SFTTrainer, ...), got "
-            f"{given!r}." if given is not None else f"is missing: name the trainer ({choices}).",
-            "write trainer: SFT (or DPO, RLVR, RLAIF, CPT).",
-        )
-    ]
-
-
-def check_fine_tuning_arguments(
-    arguments: Mapping[str, Any], technique: str | None = None, region: str | None = None
-) -> tuple[Any, list[Problem]]:
-    """Structure and check a fine-tuning job's keyword arguments; never raises. Returns the
-    fine-tuning context (None when no spec could be built) and every problem."""
-    from safe_estimators._rules.targets import fine_tuning_needs_sdk3
-
-    if technique is None:
-        technique, problems = fine_tuning_technique(arguments)
-        if technique is None:
-            return None, problems
-    if sdk_generation() < 3:
-        return None, tagged(fine_tuning_needs_sdk3, [fine_tuning_needs_sdk3(technique)])
-    from safe_estimators._facts.fine_tuning import trainer_keywords
-    from safe_estimators._recipes.fine_tuning import model_recipes, read_collection
-    from safe_estimators._recipes.modes import recipes_folder
-    from safe_estimators._rules.fine_tuning import FineTuningContext, check_fine_tuning
-    from safe_estimators._spec.fine_tuning import structure_fine_tuning
-
-    spec, problems = structure_fine_tuning(arguments, technique, trainer_keywords(technique))
-    problems = tagged(structure_fine_tuning, problems)
-    if spec is None:
-        return None, problems
-    name = spec.compute.instance_type
-    folder = recipes_folder()
-    recipes, unread = None, None
-    if folder and spec.model_name:
-        collection, unread = read_collection(folder)
-        lora = None if technique == "CPT" else spec.training_type != "FULL"
-        recipes = model_recipes(collection, spec.model_name, technique, lora) or None
-    instance = _lookup(name) if name else None
-    ctx = FineTuningContext(spec, instance, region, recipes, folder, unread)
-    return ctx, problems + check_fine_tuning(ctx)
-
-
-def resolve_fine_tuning_arguments(
-    arguments: Mapping[str, Any],
-    technique: str | None = None,
-    source: str | None = None,
-    region: str | None = None,
-) -> ResolvedFineTuning:
-    """A checked fine-tuning job, or ConfigError with every error."""
-    from safe_estimators._facts.fine_tuning import TRAINERS
-    from safe_estimators._rules.fine_tuning import not_checked
-
-    ctx, problems = check_fine_tuning_arguments(arguments, technique, region)
-    warnings = _refuse_or_log(ctx is None, problems, source)
-    spec = ctx.spec
-    kwargs = {
-        k: v
-        for k, v in arguments.items()
-        if k not in ("target", "trainer", "accept_exposure") and v is not None
-    }
-    entry = ctx.instance
-    compute = spec.compute
-    explanation = Explanation(
-        estimator=TRAINERS[spec.technique][1],
-        instance_type=compute.instance_type or compute.kind,
-        instance_count=compute.instance_count,
-        gpus_per_instance=entry.gpu_count if entry is not None else None,
-        warnings=warnings,
-        neuron_cores=entry.neuron_cores if entry is not None and entry.neuron_cores else None,
-        not_checked=not_checked(ctx),
-    )
-    return ResolvedFineTuning(spec, spec.technique, kwargs, explanation, region)
 
 
 def _refuse_or_log(
