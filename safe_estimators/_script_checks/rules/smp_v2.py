@@ -8,16 +8,12 @@ from collections.abc import Iterator
 
 from packaging.version import InvalidVersion, Version
 
-from safe_estimators._distributions.model_parallel.facts_v2 import LIBRARY_BY_PYTORCH
 from safe_estimators._script_checks.findings import Finding, ScriptContext
 from safe_estimators._script_checks.libraries import KNOWN_TO_SMP_RULES
 from safe_estimators._script_checks.program import _backend, _Program
 from safe_estimators._script_checks.summary import _Call, _Module, _short, _src
 
 _TSM = "torch.sagemaker"
-# The SMP v2 release in the SMP image of each PyTorch version: one table, kept with the model
-# parallel facts (AWS's release notes; the SDK's pytorch-smp aliases agree, a test checks).
-SMP_RELEASE_BY_PYTORCH = LIBRARY_BY_PYTORCH
 # Modules a release no longer has: module -> (the release without it, what to use instead, why).
 REMOVED_MODULES = {
     "torch.sagemaker.distributed.fsdp.checkpoint": (
@@ -188,9 +184,14 @@ def _rule_smp_v2_removed_module(program: _Program, context: ScriptContext) -> It
 
 
 def _release(pytorch: str | None) -> Version | None:
+    # The SMP v2 release in the SMP image of each PyTorch version: one table, kept with the model
+    # parallel facts (AWS's release notes; the SDK's pytorch-smp aliases agree, a test checks).
+    # Imported here, for scripts that use SMP v2 only: its module builds a class at import.
+    from safe_estimators._distributions.model_parallel.facts_v2 import LIBRARY_BY_PYTORCH
+
     if pytorch is None:
         return None
-    found = SMP_RELEASE_BY_PYTORCH.get(pytorch)
+    found = LIBRARY_BY_PYTORCH.get(pytorch)
     if found is None:
         return None
     try:
