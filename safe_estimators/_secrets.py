@@ -55,7 +55,8 @@ def secrets_in(name: str, values: object, accepted: tuple[str, ...] = ()) -> lis
     value. A URL with a password is an error where SageMaker would fail on it (an S3 URI).
     """
     found = find_suspects(name, values)
-    return _secret_problems(name, found, accepted) if found else []
+    # Equivalent when mutated to always call: no suspects make no problems either way.
+    return _secret_problems(name, found, accepted) if found else []  # pragma: no mutate
 
 
 def secrets_in_options(

@@ -195,3 +195,9 @@ def test_a_malformed_entry_leaves_options_that_hold_no_job_value_unscanned():
 def test_with_no_spec_at_all_the_arguments_are_still_scanned():
     found = _found(hyperparameters=5, distribution={"torch_distributed": {"password": "hunter22"}})
     assert [(f[0], f[1]) for f in found] == [("distribution.torch_distributed.password", "warning")]
+
+
+def test_an_accepted_key_leaves_the_next_one_in_the_same_option_reported():
+    environment = {"A_TOKEN": GITHUB, "B_TOKEN": GITHUB, "C_TOKEN": GITHUB}
+    found = _found(environment=environment, accept_exposure=["environment.A_TOKEN"])
+    assert [f[0] for f in found] == ["environment.B_TOKEN", "environment.C_TOKEN"]
