@@ -2,14 +2,23 @@
 under every reading says, word for word, what the most optimistic reading assumed.
 
 The job is test_memory_verdicts' DeepSpeed ZeRO-3 one without bf16 (Llama-3.3-70B on 2 x
-ml.p4d.24xlarge): over the A100's memory even at 8 bytes per parameter.
+ml.p4d.24xlarge): over the A100's memory even at 8 bytes per parameter. The others are an
+error under each other reading (adapters of unknown count, float32 frozen weights, a load whose
+quantization is out of sight, a script that may shard), each named in its words.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+import pytest
+import test_memory_script_adapters as adapters
 import test_memory_verdicts as verdicts
+
+import safe_estimators
+from safe_estimators import ConfigError
 
 
 def test_an_error_under_every_reading_names_the_8_bytes_reading_in_full(tmp_path: Path) -> None:
@@ -19,3 +28,79 @@ def test_an_error_under_every_reading_names_the_8_bytes_reading_in_full(tmp_path
         "It cannot fit under any reading of what the checks cannot see: even at 8 bytes per "
         "parameter (16-bit weights with no fp32 master copy, 16-bit Adam moments), it needs "
     ) in problem.message
+
+
+def _model_error(build: Any) -> str:
+    with pytest.raises(ConfigError) as raised:
+        build()
+    [problem] = [p for p in raised.value.problems if p.path == "model"]
+    assert problem.severity == "error"
+    return problem.message
+
+
+def test_adapters_of_unknown_count_that_cannot_fit_even_untrained_are_an_error(tmp_path):
+    # Llama-3.1-8B's frozen bf16 weights alone (16.1 GB) and activations overflow a 16 GB T4.
+    script = adapters.Q_AND_V.replace("r=16", 'r=int(os.environ["RANK_R"])').replace(
+        "import torch\n", "import os\nimport torch\n", 1
+    )
+    message = _model_error(lambda: adapters.build(tmp_path, script, "ml.g4dn.xlarge"))
+    assert message.endswith(
+        "It cannot fit under any reading of what the checks cannot see: even with no parameter "
+        "trained but the frozen weights held, it needs 30.1 GB per accelerator."
+    )
+
+
+def test_float32_frozen_weights_that_overflow_even_in_16_bits_are_an_error(tmp_path):
+    options = {"precision": "bf16", "activation_checkpointing": True}
+    message = _model_error(
+        lambda: adapters.build(tmp_path, adapters.FP32_LOAD, "ml.g4dn.xlarge", **options)
+    )
+    assert message.endswith(
+        "It cannot fit under any reading of what the checks cannot see: even with the frozen "
+        "weights in 16 bits, it needs 18.8 GB per accelerator."
+    )
+
+
+def _lora_70b(folder: Path) -> Any:
+    (folder / "train.py").write_text(
+        verdicts.LORA.format(load="torch_dtype=torch.bfloat16, **loading")
+    )
+    (folder / "config.json").write_text(json.dumps(verdicts.LLAMA_3_3_70B))
+    return safe_estimators.pytorch(
+        entry_point="train.py", source_dir=str(folder), role=verdicts.ROLE,
+        instance_type="ml.g4dn.xlarge", instance_count=1, framework_version="2.3.0",
+        py_version="py311",
+        model={"config": str(folder / "config.json"), "sequence_length": 2048,
+               "micro_batch_size": 1, "precision": "bf16", "activation_checkpointing": True},
+    )  # fmt: skip
+
+
+def test_adapters_on_70b_that_overflow_even_in_4_bits_are_an_error(tmp_path):
+    message = _model_error(lambda: _lora_70b(tmp_path))
+    assert message.endswith(
+        "It cannot fit under any reading of what the checks cannot see: even with the frozen "
+        "weights in 4 bits (QLoRA), it needs 48.8 GB per accelerator."
+    )
+
+
+def test_a_load_out_of_sight_names_the_quantization_it_turns_on_in_full(tmp_path):
+    [warning] = verdicts.memory_warnings(
+        verdicts.lora_job(tmp_path, "torch_dtype=torch.bfloat16, **loading")
+    )
+    assert warning.endswith(
+        ", unless the script loads the frozen weights quantized (bitsandbytes 4-bit, as QLoRA "
+        "does): model.quantization does not say."
+    )
+
+
+def test_a_script_that_may_shard_and_cannot_fit_even_sharded_is_an_error(tmp_path):
+    script = verdicts.DDP + "import my_trainer_lib\nmy_trainer_lib.wrap(model)\n"
+    message = _model_error(
+        lambda: verdicts.job(
+            tmp_path, script, verdicts.LLAMA_2_70B, "ml.g5.12xlarge", 1, precision="bf16"
+        )
+    )
+    assert message.endswith(
+        "It cannot fit under any reading of what the checks cannot see: even with the model "
+        "states sharded over all 4 GPUs, it needs 283.7 GB per accelerator."
+    )
