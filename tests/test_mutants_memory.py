@@ -16,9 +16,12 @@ from typing import Any
 import pytest
 import test_memory_script_adapters as adapters
 import test_memory_verdicts as verdicts
+from test_memory import on_p4d
 
 import safe_estimators
-from safe_estimators import ConfigError
+from safe_estimators import ConfigError, ModelShape
+from safe_estimators._memory.layout import MemoryLayout
+from safe_estimators._memory.rule import memory_problems
 
 
 def test_an_error_under_every_reading_names_the_8_bytes_reading_in_full(tmp_path: Path) -> None:
@@ -103,4 +106,52 @@ def test_a_script_that_may_shard_and_cannot_fit_even_sharded_is_an_error(tmp_pat
     assert message.endswith(
         "It cannot fit under any reading of what the checks cannot see: even with the model "
         "states sharded over all 4 GPUs, it needs 283.7 GB per accelerator."
+    )
+
+
+# --- the rule over hand-made jobs: the whole message and hint of each kind of verdict --------
+
+P4D_DATA_PARALLEL = MemoryLayout(world_size=8, gpus_per_instance=8)
+P4D_SMP_V2 = MemoryLayout(world_size=8, gpus_per_instance=8, launcher="SMP v2")
+
+
+def _verdict(parameters: str, layout: MemoryLayout) -> tuple[str, str, str]:
+    job = on_p4d(ModelShape(parameters=parameters, precision="bf16"), layout)
+    [problem] = memory_problems(job, job.estimate())
+    return problem.severity, problem.message, problem.hint
+
+
+def test_a_job_above_90_percent_is_a_warning_whose_fixes_leave_headroom():
+    assert _verdict("2.5B", P4D_SMP_V2) == (
+        "warning",
+        "the job needs about 40.7 GB per accelerator, 95% of the 42.9 GB per A100 of "
+        "ml.p4d.24xlarge, above 90%: the allocator's fragmentation may still run it out of "
+        "memory. weights 5.0 GB + gradients 5.0 GB + optimizer states 30.0 GB + activations not "
+        "estimated + overhead 0.7 GB = 40.7 GB (SMP v2 over 8 accelerators).",
+        "any one of: set hybrid_shard_degree: 2 in the SMP parameters (-> 20.7 GB per "
+        "accelerator); set tensor_parallel_degree: 2 in the SMP parameters (-> 20.7 GB per "
+        "accelerator); use ml.p4de.24xlarge: 85.9 GB per A100, 8 per instance (-> 40.7 GB per "
+        "accelerator).",
+    )
+
+
+def test_an_error_with_one_fix_names_it_alone():
+    assert _verdict("20B", P4D_DATA_PARALLEL) == (
+        "error",
+        "the job needs about 320.7 GB per accelerator, more than the 42.9 GB per A100 of "
+        "ml.p4d.24xlarge: model states 320.0 GB (weights + gradients + optimizer states); "
+        "weights 40.0 GB + gradients 40.0 GB + optimizer states 240.0 GB + activations not "
+        "estimated + overhead 0.7 GB = 320.7 GB (data-parallel over 8 accelerators).",
+        "shard the model states over 8 GPUs (SMP v2 hybrid_shard_degree: 8, or FSDP FULL_SHARD "
+        "/ DeepSpeed ZeRO-3 in the script) (-> 40.7 GB per accelerator).",
+    )
+
+
+def test_an_error_no_single_change_fixes_says_what_is_left():
+    severity, message, hint = _verdict("2000B", P4D_DATA_PARALLEL)
+    assert severity == "error"
+    assert message.endswith(" = 32000.7 GB (data-parallel over 8 accelerators).")
+    assert hint == (
+        "no single change found makes it fit; shard over more instances, use tensor or "
+        "pipeline parallelism, or a smaller model."
     )
