@@ -334,9 +334,9 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
         ctx, problems, findings = _check_recipe_job(spec)
         if ctx.target == ESTIMATOR and sdk_generation() >= 3:
             return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
-        if ctx.target != ESTIMATOR:
+        if ctx.target != ESTIMATOR and not _from_recipe_builds(spec):
             problems += tagged(recipe_needs_estimator, [recipe_needs_estimator()])
-        return ctx, problems, findings
+        return ctx, in_own_words(problems, spec.trainer), findings
     ctx, problems = _job_rules(spec)
     if ctx.target == ESTIMATOR and sdk_generation() >= 3:
         # the estimator's rules read its source
@@ -446,6 +446,18 @@ def _errors(problems: Sequence[Problem]) -> set[tuple[str, str]]:
     return {(p.path, p.message) for p in problems if p.severity == "error"}
 
 
+
+
+def _from_recipe_builds(spec: JobSpec) -> bool:
+    """Whether the ModelTrainer target builds this recipe job (sagemaker 3's
+    ModelTrainer.from_recipe, for GPU and Trainium recipes), unreadable recipes included
+    (their own problem says why)."""
+    if sdk_generation() < 3:
+        return False
+    from safe_estimators._recipes import load_recipe
+
+    recipe, _ = load_recipe(recipe_of(spec), spec.extra.get("recipe_overrides"))
+    return recipe is None or recipe.kind == "standard"
 
 
 def _check_recipe_job(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:

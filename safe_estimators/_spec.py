@@ -709,6 +709,8 @@ def own_words(
     before its paths are resolved (``read_files=False``: its hyperparameters file is read
     after). Never raises."""
     given = {k: data[k] for k in data if isinstance(k, str) and k in OWN_ARGUMENTS}
+    if data.get("training_recipe") is not None and "requirements" in data:
+        given["requirements"] = data["requirements"]  # ModelTrainer.from_recipe's keyword
     hyperparameters = data.get("hyperparameters")
     previous = data.get(WORDS_KEY)
     if not given and not isinstance(hyperparameters, str):
@@ -733,7 +735,18 @@ def own_words(
         paths[keyword] = where
 
     for name, value in given.items():
-        if name in OWN_VALUES:
+        if name == "requirements":
+            if isinstance(value, str):
+                found["requirements"] = value
+            else:
+                problems.append(
+                    Problem(
+                        join_path(path, name),
+                        f"must be the path of a requirements file, got {_type_name(value)}.",
+                        "write requirements='requirements.txt'.",
+                    )
+                )
+        elif name in OWN_VALUES:
             _own_value(name, value, put, path, problems)
         elif name == "distributed":
             found["launcher"] = _own_launcher(value, put, path, problems)

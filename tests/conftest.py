@@ -172,7 +172,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 # The examples only the estimator can run (Training Compiler, the model parallel library v1,
-# SMDDP on a heterogeneous cluster, a HyperPod recipe). On sagemaker 3, where the default target
+# SMDDP on a heterogeneous cluster; the HyperPod recipe runs on both, as sagemaker 3's
+# ModelTrainer.from_recipe there). On sagemaker 3, where the default target
 # is ModelTrainer, their verdict is the ModelTrainer target's documented refusal of each of
 # these (README, "The same job as a ModelTrainer"); the differential test checks exactly that.
 ESTIMATOR_ONLY_EXAMPLES = frozenset(
@@ -181,7 +182,6 @@ ESTIMATOR_ONLY_EXAMPLES = frozenset(
         "compiler-multi-node",
         "compiler-single-gpu",
         "heterogeneous-smddp",
-        "hyperpod-recipe",
         "memory-fit",
         "model-parallel-fp16",
     }

@@ -18,13 +18,16 @@ from typing import Any
 
 import yaml
 
+_SDK = Path(__import__("importlib").util.find_spec("sagemaker").submodule_search_locations[0])
+# sagemaker 2's estimator keeps it in pytorch/, sagemaker 3's from_recipe in train/sm_recipes/.
 SDK_CONFIG = json.loads(
-    (
-        Path(__import__("importlib").util.find_spec("sagemaker").submodule_search_locations[0])
-        / "pytorch"
-        / "training_recipes.json"
+    next(
+        p
+        for p in (_SDK / "pytorch" / "training_recipes.json",
+                  _SDK / "train" / "sm_recipes" / "training_recipes.json")
+        if p.is_file()
     ).read_text()
-)
+)  # fmt: skip
 
 GPU_SCRIPTS = {
     "llama": "llama_pretrain.py",

@@ -28,8 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # The documented differences between the generations for the ModelTrainer target (README, "The
 # same job as a ModelTrainer"): sagemaker 2's ModelTrainer cannot run a heterogeneous cluster
 # (it sends ml.m5.xlarge x 1 beside the groups), where 3's runs it without a launcher; only
-# sagemaker 2's sends a role name as it is. A problem naming one of these is left out.
+# sagemaker 2's sends a role name as it is; a HyperPod recipe job is built through sagemaker 3's
+# ModelTrainer.from_recipe, and refused on 2 (whose estimator builds it). A problem naming one
+# of these is left out.
 GENERATION_DIFFERENCES = (
+    "the ModelTrainer target does not build recipe jobs; the estimator does",
     "'s ModelTrainer sends ml.m5.xlarge x 1 beside the groups",
     "a launcher on a heterogeneous cluster: ModelTrainer's Torchrun and MPI",
     "'s ModelTrainer sends it as it is, and CreateTrainingJob takes an ARN",

@@ -353,9 +353,17 @@ def test_a_role_name_is_refused_on_sagemaker_2_and_planned_only_as_an_arn_on_3(m
     assert "arn:aws:iam::<account>:role/" in problem.hint
 
 
-def test_a_recipe_job_is_refused_as_a_model_trainer_naming_the_estimator_target():
+def test_a_recipe_job_as_a_model_trainer_is_from_recipe_on_3_and_refused_on_2():
+    spec = EXAMPLES / "hyperpod-recipe" / "job.yaml"
+    if sdk_generation() >= 3:  # ModelTrainer.from_recipe, with the estimator's recipe image
+        plan = safe_estimators.plan(spec, target="model_trainer")
+        assert plan.request["AlgorithmSpecification"]["TrainingImage"].endswith(
+            "smdistributed-modelparallel:2.4.1-gpu-py311-cu121"
+        )
+        assert plan.request["ResourceConfig"]["InstanceCount"] == 2  # trainer.num_nodes
+        return
     with pytest.raises(ConfigError) as raised:
-        safe_estimators.plan(EXAMPLES / "hyperpod-recipe" / "job.yaml", target="model_trainer")
+        safe_estimators.plan(spec, target="model_trainer")
     (problem,) = raised.value.problems
     assert problem.path == "training_recipe"
     assert "target: estimator" in problem.hint
@@ -391,3 +399,22 @@ def test_a_job_that_cannot_fit_under_any_reading_is_refused_as_a_model_trainer_t
     [problem] = [p for p in raised.value.problems if p.path == "model"]
     assert problem.severity == "error"
     assert "even at 8 bytes per parameter" in problem.message
+
+
+@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 3's SageMakerConfig")
+def test_sagemaker_3_validates_each_config_content_once_and_still_refuses_a_bad_one(monkeypatch):
+    import jsonschema
+    from sagemaker.core.config.config_manager import SageMakerConfig
+
+    safe_estimators.plan(EXAMPLES / "model-trainer" / "torchrun-fsdp.yaml")
+    validate = SageMakerConfig.validate_sagemaker_config
+    assert getattr(validate, "safe_estimators_once", False)
+    calls = []
+    monkeypatch.setattr(jsonschema.exceptions, "best_match", lambda errors: calls.append(1))
+    config = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"Telemetry": 1}}}}
+    validate(config)
+    validate(config)
+    assert len(calls) == 1  # the second lookup of the same content is not validated again
+    monkeypatch.undo()
+    with pytest.raises(jsonschema.exceptions.ValidationError):
+        validate({"SchemaVersion": "1.0", "SageMaker": {"NoSuchKey": True}})

@@ -525,16 +525,24 @@ def test_catalog_fits_counts_a_device_map_job_as_plan_does(tmp_path, capsys):
     assert "device_map" in rows["ml.g6.12xlarge"]["layout"]
 
 
-@pytest.mark.xfail(
-    SDK3,
-    strict=True,
-    reason="known lane difference: on sagemaker 3 (the ModelTrainer target) catalog --fits "
-    "lists GPU types for a Trainium job; to be found (an estimator-only rule?)",
-)
 def test_catalog_fits_lists_trainium_and_never_a_gpu_the_image_cannot_run_on(tmp_path, capsys):
     rows = [r["instance_type"] for r in _fits(_trainium(tmp_path), capsys)]
     assert "ml.trn1.32xlarge" in rows
-    assert not [r for r in rows if instance_catalog.get(r).accelerator_kind == "gpu"]
+    gpus = [r for r in rows if instance_catalog.get(r).accelerator_kind == "gpu"]
+    if not SDK3:
+        # The estimator runs torchrun on GPUs with PyTorch 1.13.1 or later only: this
+        # PyTorch 1.11.0 job fits on no GPU type as the estimator.
+        assert gpus == []
+    else:
+        # ModelTrainer starts torchrun itself (its torchrun_driver: PyTorch >= 1.9), so on a
+        # GPU type the same job runs on PyTorch 1.11.0's GPU image, as plan shows.
+        assert "ml.g4dn.xlarge" in gpus
+        planned = safe_estimators.plan(
+            _trainium(tmp_path), instance_type="ml.g4dn.xlarge", instance_count=1
+        )
+        assert "pytorch-training:1.11.0-gpu-py38" in planned.request["AlgorithmSpecification"][
+            "TrainingImage"
+        ]
     # PyTorch 2.7.1's image has no Volta kernels: no p3 type is offered for it.
     spec = _spec(tmp_path, instance_type="ml.g5.xlarge", **_pt("2.7.1"),
                  model={"parameters": "125M", "sequence_length": 512, "micro_batch_size": 1})

@@ -270,6 +270,21 @@ def port(
         arguments, source, prior = job_arguments(spec_or_path, overrides, project_root=project_root)
         prior += offline_problems(arguments)
         job = resolve_arguments(arguments, source, prior)
+        if job.kwargs.get("training_recipe") is not None:
+            # A bare ModelTrainer of these arguments would run no recipe at all.
+            raise ConfigError(
+                [
+                    Problem(
+                        "training_recipe",
+                        "port writes a bare ModelTrainer(...), and a recipe job is built by "
+                        "ModelTrainer.from_recipe, which port does not write yet.",
+                        "use safe_estimators.model_trainer(training_recipe=..., ...) or call "
+                        "ModelTrainer.from_recipe with the recipe, its overrides and "
+                        "training_image; plan shows the job it builds.",
+                    )
+                ],
+                source=source,
+            )
         trainer = trainer_arguments(job)
         assumed = " (given)" if region else f" (from {REGION_SOURCES})"
         region = region or job_region()

@@ -81,7 +81,7 @@ def recipe_arguments(arguments: Mapping[str, Any]) -> tuple[Mapping[str, Any], l
     recipe_name = arguments.get("training_recipe")
     if arguments.get("estimator") != "pytorch" or recipe_name is None:
         return arguments, []
-    if arguments.get("instance_count") is not None:
+    if arguments.get("instance_count") is not None or _compute_count(arguments) is not None:
         return arguments, []
     from safe_estimators._recipes.check import recipe_instance_count
     from safe_estimators._recipes.load import load_recipe
@@ -110,3 +110,11 @@ def recipe_arguments(arguments: Mapping[str, Any]) -> tuple[Mapping[str, Any], l
             f"(recipe_overrides={{{section!r}: {{{name!r}: 1}}}}).",
         )
     ]
+
+
+def _compute_count(arguments: Mapping[str, Any]) -> object:
+    """The instance count of ModelTrainer's ``compute`` (a Compute or its mapping), if given."""
+    compute = arguments.get("compute")
+    if isinstance(compute, Mapping):
+        return compute.get("instance_count")
+    return getattr(compute, "instance_count", None)

@@ -19,6 +19,8 @@ import attrs
 
 from safe_estimators._bounds import divisors
 from safe_estimators._context import Context
+from safe_estimators._facts.sdk_files import default_target, sdk_version
+from safe_estimators._facts.targets import MODEL_TRAINER
 from safe_estimators._facts.versions import parse_version
 from safe_estimators._problems import (
     Problem,
@@ -66,6 +68,13 @@ def _uses_smp(recipe: Recipe) -> bool:
 # --- what every recipe job needs ---------------------------------------------------------------
 
 
+def _gpu_script(ctx: Context, model_type: str) -> tuple[str, str] | None:
+    """The adapter's (folder, script) the job's SDK path picks for a GPU model type."""
+    if ctx.target == MODEL_TRAINER:
+        return facts.from_recipe_script(model_type)
+    return facts.gpu_script(model_type)
+
+
 def recipe_machines(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     """The SDK decides the device from instance_type; it takes no instance groups."""
     if ctx.spec.instance_groups is not None:
@@ -90,7 +99,7 @@ def recipe_machines(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
 
 def recipe_sources(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     """source_dir must be a local folder; the adapter URL must be one the SDK clones."""
-    source_dir = ctx.spec.source_dir
+    source_dir = ctx.spec.source_dir if ctx.target != MODEL_TRAINER else None  # not used there
     if source_dir is not None and not (isinstance(source_dir, str) and os.path.isdir(source_dir)):
         yield Problem(
             "source_dir",
@@ -114,7 +123,27 @@ def recipe_sources(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
 
 
 def recipe_image(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
-    """Nova, evaluation and LLM fine-tuning recipes have no default image in the SDK."""
+    """Nova, evaluation and LLM fine-tuning recipes have no default image in the SDK; nor has
+    sagemaker 3's ModelTrainer.from_recipe for any recipe (it sends a placeholder)."""
+    placeholder = facts.from_recipe_placeholder_image()
+    if (
+        ctx.target == MODEL_TRAINER
+        and ctx.spec.trainer is not None  # in the estimator's words: the estimator's image
+        and recipe.kind == "standard"
+        and ctx.spec.image_uri is None
+        and placeholder is not None
+    ):
+        wanted = facts.image_description(_device(ctx))
+        yield Problem(
+            "training_image",
+            f"is not given; sagemaker {sdk_version()}'s ModelTrainer.from_recipe then sends "
+            f"the training image {placeholder!r} (its lookup of the recipe image, {wanted} in "
+            "training_recipes.json, is commented out), and the job cannot start.",
+            "pass the recipe's image as training_image, e.g. the SMP v2 image for GPU recipes "
+            "(658645717510.dkr.ecr.<region>.amazonaws.com/smdistributed-modelparallel:2.4.1-"
+            "gpu-py311-cu121 in us-west-2 and us-east-1; sagemaker.image_uris has the others).",
+        )
+        return
     if recipe.kind != "standard" and ctx.spec.image_uri is None:
         kind = "an LLM fine-tuning" if recipe.kind == "llmft" else "a Nova"
         yield Problem(
@@ -138,18 +167,19 @@ def recipe_structure(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         )
     if _device(ctx) != "gpu":
         return
+    scripts = facts.FROM_RECIPE_GPU_SCRIPTS if ctx.target == MODEL_TRAINER else facts.GPU_SCRIPTS
     model_type = _section(recipe.data, "model").get("model_type")
     if not isinstance(model_type, str):
         yield Problem(
             "recipe.model.model_type",
             "is missing; on GPUs the SDK picks the adapter's script by it (\"Supplied recipe "
             "does not contain required field model_type\").",
-            f"set it to one of {', '.join(facts.GPU_SCRIPTS)}.",
+            f"set it to one of {', '.join(scripts)}.",
         )
-    elif facts.gpu_script(model_type) is None:
+    elif _gpu_script(ctx, model_type) is None:
         yield Problem(
             "recipe.model.model_type",
-            f"is {model_type!r}; the SDK has an adapter script for {', '.join(facts.GPU_SCRIPTS)} "
+            f"is {model_type!r}; the SDK has an adapter script for {', '.join(scripts)} "
             f"only (\"Model type {model_type} not supported\").",
             "use a model type the adapter has a script for.",
         )
@@ -528,6 +558,15 @@ def dropped_arguments(spec: JobSpec) -> list[Problem]:
                     "distributed_strategy.tensor_model_parallel_size).",
                 )
             )
+    if spec.source_dir is not None and (spec.target or default_target()) == MODEL_TRAINER:
+        found.append(
+            warning(
+                "source_dir",
+                "is not used by ModelTrainer.from_recipe: it uploads the folder of the recipe's "
+                "own script, which it clones (source_dir is the estimator's).",
+                "remove source_dir (a requirements file is from_recipe's requirements=).",
+            )
+        )
     if spec.training_compiler is not None:
         found.append(
             Problem(
@@ -646,6 +685,22 @@ def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> l
         )
         return record
     device = _device(ctx)
+    if ctx.target == MODEL_TRAINER:
+        if spec.image_uri is None and spec.trainer is None:
+            placeholder = facts.from_recipe_placeholder_image()
+            config = "gpu_image" if device == "gpu" else "neuron_image"
+            kind = "GPU" if device == "gpu" else "Trainium"
+            instead = f" (from_recipe would send {placeholder!r})" if placeholder else ""
+            record.append(
+                Injection(
+                    "training_image",
+                    facts.image_description(device),
+                    f"the estimator's recipe image for {kind} instances (training_recipes.json, "
+                    f"{config}): the spec is in the estimator's words, and the same spec is the "
+                    f"same job on both targets{instead}.",
+                )
+            )
+        return record + _from_recipe_injections(recipe, device)
     if spec.image_uri is None:
         config = "gpu_image" if device == "gpu" else "neuron_image"
         record.append(
@@ -696,3 +751,60 @@ def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> l
     )
     return record
 
+
+
+def _from_recipe_injections(recipe: Recipe, device: str) -> list[Injection]:
+    """What sagemaker 3's ModelTrainer.from_recipe derives from a standard recipe."""
+    record = [
+        Injection(
+            f"recipe_overrides.{path}",
+            "merged here",
+            f"sagemaker {sdk_version()}'s ModelTrainer.from_recipe reads the recipe's own value "
+            "of each key it overrides and fails on this one (an interpolation of a key outside "
+            "the recipe); it is handed the checked recipe with the overrides merged instead.",
+        )
+        for path in recipe.unreadable_overrides
+    ]
+    if device == "gpu":
+        model_type = str(_section(recipe.data, "model").get("model_type", ""))
+        script = facts.from_recipe_script(model_type)
+        if script is not None:
+            record.append(
+                Injection(
+                    "source_code",
+                    {"source_dir": f"<clone>/examples/{script[0]}", "entry_script": script[1]},
+                    f"the training adapter's examples/{script[0]}/{script[1]} for model_type "
+                    f"{model_type!r}: ModelTrainer.from_recipe clones the adapter when it is "
+                    "built and uploads that folder.",
+                )
+            )
+    elif device == "trainium":
+        record.append(
+            Injection(
+                "source_code",
+                {"source_dir": "<clone>/examples", "entry_script": facts.TRAINIUM_SCRIPT},
+                "neuronx-distributed-training's examples: ModelTrainer.from_recipe clones the "
+                "repository when it is built and uploads that folder.",
+            )
+        )
+    if device in facts.FROM_RECIPE_DISTRIBUTED:
+        record.append(
+            Injection(
+                "distributed",
+                facts.FROM_RECIPE_DISTRIBUTED[device],
+                "ModelTrainer.from_recipe's launcher for recipe jobs on "
+                + ("GPUs" if device == "gpu" else "Trainium")
+                + "; torchrun starts one process per "
+                + ("GPU" if device == "gpu" else "NeuronCore")
+                + " (SM_NUM_GPUS, then SM_NUM_NEURONS).",
+            )
+        )
+    record.append(
+        Injection(
+            "hyperparameters",
+            {"config-path": ".", "config-name": facts.FROM_RECIPE_FILE},
+            "the resolved recipe, which ModelTrainer.from_recipe saves beside the script and "
+            "points it at (hyperparameters you give are ignored).",
+        )
+    )
+    return record

@@ -95,13 +95,65 @@ ADAPTER_VARIABLE = "TRAINING_ADAPTER_GIT"
 CLONED_SCHEMES = ("https://", "git@", "ssh://")
 
 
+# Where each generation keeps training_recipes.json: sagemaker 2's estimator, sagemaker 3's
+# ModelTrainer.from_recipe (sagemaker/train/sm_recipes/utils.py, _load_recipes_cfg).
+_CONFIG_FILES = (("pytorch",), ("train", "sm_recipes"))
+
+# sagemaker 3's ModelTrainer.from_recipe (sagemaker/train/sm_recipes/utils.py,
+# _get_trainining_recipe_gpu_model_name_and_script): a GPU recipe's model_type, by prefix, picks
+# the adapter's folder and script; it has no custom_model script (gpt_oss) and matches "llama".
+FROM_RECIPE_GPU_SCRIPTS: dict[str, tuple[str, str]] = {
+    "llama": ("llama", "llama_pretrain.py"),
+    "mistral": ("mistral", "mistral_pretrain.py"),
+    "mixtral": ("mixtral", "mixtral_pretrain.py"),
+    "deepseek": ("deepseek", "deepseek_pretrain.py"),
+}
+# What from_recipe's distributed is for a standard recipe, by device (_configure_gpu_args:
+# Torchrun(smp=SMP(random_seed="123456")); _configure_trainium_args: Torchrun()).
+FROM_RECIPE_DISTRIBUTED = {
+    "gpu": "Torchrun(smp=SMP(random_seed='123456'))",
+    "trainium": "Torchrun()",
+}
+# The name from_recipe gives the resolved recipe in the cloned folder (sagemaker.train.constants
+# SM_RECIPE_YAML), which its hyperparameters point the script at.
+FROM_RECIPE_FILE = "recipe.yaml"
+# from_recipe sends this literal as the training image when none is given: its image lookup
+# from training_recipes.json is commented out (_configure_gpu_args, _configure_trainium_args).
+_PLACEHOLDER_IMAGE = re.compile(r'training_image = "([^"]+)"\s*# Placeholder')
+
+
+@functools.lru_cache(maxsize=1)
+def from_recipe_placeholder_image() -> str | None:
+    """The placeholder image the installed sagemaker 3 from_recipe sends without a
+    training_image (``dummy_image`` in 3.27.0), or None when it looks a real one up."""
+    spec = importlib.util.find_spec("sagemaker")
+    for folder in list(spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(folder, "train", "sm_recipes", "utils.py")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found = _PLACEHOLDER_IMAGE.search(handle.read())
+        except OSError:
+            continue
+        return found.group(1) if found else None
+    return None
+
+
+def from_recipe_script(model_type: str) -> tuple[str, str] | None:
+    """from_recipe's adapter (folder, script) for a model type, by prefix as it matches."""
+    for key, script in FROM_RECIPE_GPU_SCRIPTS.items():
+        if model_type.startswith(key):
+            return script
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def recipes_config() -> dict[str, Any]:
-    """The installed SDK's ``sagemaker/pytorch/training_recipes.json`` (not imported)."""
+    """The installed SDK's ``training_recipes.json`` (sagemaker 2: ``sagemaker/pytorch/``;
+    sagemaker 3: ``sagemaker/train/sm_recipes/``), read as a file, not imported."""
     spec = importlib.util.find_spec("sagemaker")
     locations = list(spec.submodule_search_locations or []) if spec else []
-    for folder in locations:
-        path = os.path.join(folder, "pytorch", "training_recipes.json")
+    for folder, parts in ((f, p) for f in locations for p in _CONFIG_FILES):
+        path = os.path.join(folder, *parts, "training_recipes.json")
         try:
             with open(path, encoding="utf-8") as handle:
                 found = json.load(handle)

@@ -31,6 +31,7 @@ from safe_estimators._bounds import (
     quote,
     real_path,
 )
+from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._problems import Problem, problem_source, warning
 from safe_estimators._recipes import interpolation
 from safe_estimators._recipes.interpolation import MAX_NESTING, nesting
@@ -63,6 +64,9 @@ class Recipe:
     kind: str  # "standard", "nova", "eval" or "llmft"
     resolved: str = ""
     unresolved: frozenset[tuple[str, ...]] = frozenset()
+    # Overridden keys whose own value sagemaker 3's from_recipe cannot read (an interpolation
+    # of a key outside the recipe): it fails on them where the merged recipe handed builds.
+    unreadable_overrides: tuple[str, ...] = ()
 
 
 def is_file_recipe(value: str) -> bool:
@@ -302,6 +306,10 @@ def _merge_and_resolve(
     deep = interpolation.nesting_problem(overrides)
     if deep is not None:  # OmegaConf parses them when it merges them
         return None, [Problem(_dotted(deep[0]), deep[1], "write the value out instead.")]
+    notes: list[Problem] = []
+    unreadable: list[str] = []
+    if sdk_generation() >= 3:
+        overrides, notes = dropped_overrides(overrides, loaded, name, unreadable=unreadable)
     try:
         merged = OmegaConf.merge(loaded, overrides)
     except OmegaConfBaseException as exc:
@@ -316,7 +324,7 @@ def _merge_and_resolve(
     grown = interpolation.growth_problem(plain)
     if grown is not None:
         return None, [Problem(_dotted(grown[0]), grown[1], "write the value out instead.")]
-    notes = [_outside_warning(found) for found in outside]
+    notes += [_outside_warning(found) for found in outside]
     # The SDK's attempts (_recipe_resolve_and_save): the recipe itself, then under the key
     # "recipes", then under "training". OmegaConf.resolve works in place, as there.
     errors: list[tuple[str | None, Exception]] = []
@@ -354,7 +362,61 @@ def _merge_and_resolve(
     unresolved = frozenset(interpolation.unresolved_paths(data))
     handed = OmegaConf.to_yaml(OmegaConf.create(_escaped(data)))
     merged_text = OmegaConf.to_yaml(merged)
-    return Recipe(name, path, merged_text, data, recipe_kind(data), handed, unresolved), notes
+    recipe = Recipe(
+        name, path, merged_text, data, recipe_kind(data), handed, unresolved, tuple(unreadable)
+    )
+    return recipe, notes
+
+
+def dropped_overrides(
+    overrides: Mapping[str, Any],
+    base: Mapping[str, Any],
+    name: str,
+    at: str = "",
+    *,
+    unreadable: list[str],
+) -> tuple[dict[str, Any], list[Problem]]:
+    """The overrides sagemaker 3 merges, and a warning for each key it drops: its
+    ``_drop_unknown_recipe_overrides`` keeps only keys the recipe has at the same place (where
+    sagemaker 2's estimator merged them in). It reads the recipe's own value of each key it
+    keeps, which resolves an interpolation: the keys where that fails go to ``unreadable``."""
+    import difflib
+
+    from omegaconf.errors import OmegaConfBaseException
+
+    kept: dict[str, Any] = {}
+    notes: list[Problem] = []
+    for key, value in overrides.items():
+        dotted = f"{at}.{key}" if at else str(key)
+        if not (isinstance(base, Mapping) and key in base):
+            known = [str(k) for k in base] if isinstance(base, Mapping) else []
+            close = difflib.get_close_matches(str(key), known, n=1)
+            notes.append(
+                warning(
+                    f"recipe_overrides.{dotted}",
+                    f"is not a key of the recipe {name}; sagemaker {sdk_version()}'s "
+                    "ModelTrainer.from_recipe drops it (\"Recipe override key "
+                    f"'{dotted}' does not exist in the recipe and will be dropped.\"), so it "
+                    "changes nothing.",
+                    (f"did you mean {close[0]!r}? " if close else "")
+                    + "override a key the recipe has, or remove this one.",
+                )
+            )
+            continue
+        try:
+            own = base[key]  # as the SDK reads it
+        except OmegaConfBaseException:
+            unreadable.append(dotted)
+            kept[key] = value
+            continue
+        if isinstance(value, Mapping) and isinstance(own, Mapping):
+            kept[key], found = dropped_overrides(
+                value, own, name, dotted, unreadable=unreadable
+            )
+            notes += found
+        else:
+            kept[key] = value
+    return kept, notes
 
 
 def _dotted(path: tuple[str, ...]) -> str:

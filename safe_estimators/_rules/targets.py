@@ -40,11 +40,22 @@ def estimator_needs_sdk2() -> Problem:
 
 @problem_source("recipe-needs-estimator")
 def recipe_needs_estimator() -> Problem:
-    """A HyperPod recipe job built as a ModelTrainer (checked as the estimator's only)."""
+    """A HyperPod recipe job the ModelTrainer target does not build: any on sagemaker 2.x
+    (whose estimator builds it), and Nova, evaluation and LLM fine-tuning recipes on 3.x (the
+    ModelTrainer target builds GPU and Trainium recipes there, through from_recipe)."""
+    if sdk_generation() < 3:
+        what = (
+            f"with sagemaker {sdk_version()} the ModelTrainer target does not build recipe "
+            "jobs; the estimator does"
+        )
+    else:
+        what = (
+            "is a Nova, evaluation or LLM fine-tuning recipe; the ModelTrainer target builds "
+            "GPU and Trainium pre-training and fine-tuning recipes (ModelTrainer.from_recipe) only"
+        )
     return Problem(
         "training_recipe",
-        "a HyperPod recipe is checked and built as the estimator only; the ModelTrainer target "
-        "does not build recipe jobs (ModelTrainer.from_recipe).",
+        f"{what}.",
         "build it as the estimator (target: estimator, with sagemaker 2.x), or call "
         "ModelTrainer.from_recipe yourself.",
     )

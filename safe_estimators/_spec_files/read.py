@@ -253,6 +253,8 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
         arguments["model"] = {k: v for k, v in arguments["model"].items() if k != "config"}
     if _PARAMETERS_PATH in outside:
         arguments = _with_parameters(arguments, {})
+    if "hyperparameters" in outside:
+        del arguments["hyperparameters"]
     if "training_recipe" in outside:
         arguments["training_recipe"] = RefusedRecipeFile(arguments["training_recipe"])
     return arguments
@@ -266,7 +268,8 @@ class RemoteRecipe(str):
 
 @problem_source(
     "project-containment",
-    "entry_point, source_dir, dependencies, model.config and the other local paths of a spec "
+    "entry_point, source_dir, dependencies, model.config, a hyperparameters or requirements "
+    "file and the other local paths of a spec "
     "must stay inside the project (the spec's git repository, else its folder, or "
     "--project-root): plan and submit package and upload what they point to, and the SDK "
     "follows links. A path outside is refused and never read.",
@@ -323,6 +326,19 @@ def containment_problems(
     recipe = _recipe_file(data, folder)
     if recipe is not None:
         checks.append(("training_recipe", recipe, os.path.join(base, recipe), real_root))
+    hyperparameters = data.get("hyperparameters")
+    if isinstance(hyperparameters, str) and hyperparameters:  # ModelTrainer reads this file
+        target = os.path.join(base, hyperparameters)
+        checks.append(("hyperparameters", hyperparameters, target, real_root))
+    requirements, where = _requirements(data)
+    if requirements is not None and data.get("training_recipe") is not None:
+        # ModelTrainer.from_recipe copies this file from this machine into the job's code.
+        checks.append((where, requirements, os.path.join(base, requirements), real_root))
+    elif requirements is not None and source_dir is not None:
+        # SourceCode's requirements is a file in source_dir, uploaded and installed with it.
+        inside = _real(os.path.join(base, source_dir))
+        target = os.path.join(base, source_dir, requirements)
+        checks.append((where, requirements, target, inside))
     dependencies = data.get("dependencies")
     if isinstance(dependencies, list) and not remote_source_dir(given) and not in_repository:
         for i, dependency in enumerate(dependencies):
@@ -362,6 +378,19 @@ def containment_problems(
             )
         )
     return problems
+
+
+def _requirements(data: Mapping[str, Any]) -> tuple[str | None, str]:
+    """A requirements file given in ModelTrainer's words (SourceCode's, or from_recipe's
+    keyword), and the path it was written at."""
+    from safe_estimators._spec import WORDS_KEY
+
+    words = data.get(WORDS_KEY)
+    requirements = getattr(words, "requirements", None)
+    if not isinstance(requirements, str) or not requirements:
+        return None, "requirements"
+    given = getattr(words, "given", {})
+    return requirements, "requirements" if "requirements" in given else "source_code.requirements"
 
 
 def nul_problem(path: str, written: str) -> Problem:
@@ -470,6 +499,14 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
         out["training_recipe"] = _under(folder, recipe)
     elif isinstance(out.get("training_recipe"), str) and "://" in out["training_recipe"]:
         out["training_recipe"] = RemoteRecipe(out["training_recipe"])
+    requirements, _ = _requirements(out)
+    if requirements is not None and out.get("training_recipe") is not None:
+        # from_recipe copies it from where the command runs: a spec's is beside the spec.
+        import attrs
+
+        from safe_estimators._spec import WORDS_KEY
+
+        out[WORDS_KEY] = attrs.evolve(out[WORDS_KEY], requirements=_under(folder, requirements))
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")

@@ -92,6 +92,46 @@ def _avoid_repeated_sdk_work() -> None:
         _share_parsed_models_with_boto3_default()
 
 
+# sagemaker 3 validates through SageMakerConfig.validate_sagemaker_config (a staticmethod, which
+# ModelTrainer's defaults call for each of about ten lookups) and through
+# sagemaker.core.config.config's function, imported by name into the modules listed here.
+_SDK3_CALLERS = (
+    "sagemaker.core.config.config",
+    "sagemaker.core.config",
+    "sagemaker.core.helper.session_helper",
+    "sagemaker.core.utils.intelligent_defaults_helper",
+)
+
+
+def avoid_repeated_sdk3_work() -> None:
+    """sagemaker 3's defaults config validated once per content, and its schema's own check
+    once per schema content, as ``_avoid_repeated_sdk_work`` does for sagemaker 2 (idempotent)."""
+    import importlib
+    import sys
+
+    from sagemaker.core.config.config_manager import SageMakerConfig
+
+    method = SageMakerConfig.__dict__.get("validate_sagemaker_config")
+    original = getattr(method, "__func__", None)
+    if original is None or hasattr(original, "safe_estimators_once"):
+        return
+    with _INSTALL_LOCK:
+        method = SageMakerConfig.__dict__.get("validate_sagemaker_config")
+        original = getattr(method, "__func__", None)
+        if original is None or hasattr(original, "safe_estimators_once"):
+            return
+        SageMakerConfig.validate_sagemaker_config = staticmethod(  # type: ignore[method-assign]
+            _validating_once(_schema_checked_once(original))
+        )
+        function = importlib.import_module(_SDK3_CALLERS[0]).validate_sagemaker_config
+        once = _validating_once(_schema_checked_once(function))
+        modules: list[Any] = [importlib.import_module(name) for name in _SDK3_CALLERS]
+        modules.append(sys.modules.get("sagemaker.core.local.local_session"))
+        for module in modules:
+            if getattr(module, "validate_sagemaker_config", None) is function:
+                module.validate_sagemaker_config = once
+
+
 # jsonschema.validate(config, schema) first checks the schema itself against its metaschema
 # (check_schema: about half a second for the SDK's large schema, in every process that plans),
 # then the config against the schema. The schema is a constant of the installed SDK, so its check
@@ -112,7 +152,6 @@ def _schema_checked_once(original: Any) -> Any:
     """The SDK's ``validate_sagemaker_config`` with the SDK schema's own check done once per
     schema content on this machine (``original`` itself when it is not the code expected)."""
     import jsonschema
-    import sagemaker.config.config as sdk_config
 
     sdk_code = getattr(original, "__code__", None)
     validate_code = getattr(jsonschema.validate, "__code__", None)
@@ -124,8 +163,12 @@ def _schema_checked_once(original: Any) -> Any:
     ):
         return original
 
+    # The schema the SDK's function reads (sagemaker.config.config's on 2.x; on 3.x the same
+    # name in sagemaker.core.config.config and config_manager).
+    sdk_globals = original.__globals__
+
     def validate_sagemaker_config(sagemaker_config: Any = None) -> None:
-        schema = sdk_config.SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA
+        schema = sdk_globals["SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA"]
         cls = jsonschema.validators.validator_for(schema)
         record = _schema_record(schema, cls)
         if not _checked_before(record):

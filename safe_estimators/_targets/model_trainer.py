@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import tempfile
 import threading
 import weakref
 from collections.abc import Iterator
@@ -161,6 +162,10 @@ def _sdk_config(opt_out: bool = False) -> dict[str, Any]:
     admin and user files), with telemetry off when ``opt_out``."""
     if sdk_generation() >= 3:
         from sagemaker.core.config.config import load_sagemaker_config
+
+        from safe_estimators._targets.estimator import avoid_repeated_sdk3_work
+
+        avoid_repeated_sdk3_work()  # validated once per content, as for sagemaker 2
     else:
         from sagemaker.config import load_sagemaker_config
 
@@ -270,7 +275,64 @@ def _lookup_failed(lookups: list[Injection], exc: Exception) -> ConfigError:
     )
 
 
-def build_model_trainer(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
+def _recipe_image(job: ResolvedJob, region: str) -> str:
+    """The recipe image the estimator retrieves (training_recipes.json's gpu_image or
+    neuron_image, through the SDK's image_uris), for a recipe job in the estimator's words."""
+    from safe_estimators._recipes import facts
+
+    kind = job.instance.accelerator_kind if job.instance is not None else None
+    config = facts.recipes_config().get("neuron_image" if kind == "neuron" else "gpu_image")
+    if isinstance(config, str):
+        return config
+    if not isinstance(config, dict):
+        raise _sdk_refused(ValueError("training_recipes.json names no image"), "the recipe image")
+    try:
+        return str(
+            _sdk().image_uris.retrieve(
+                config.get("framework"),
+                region=region,
+                version=config.get("version"),
+                image_scope="training",
+                **(config.get("additional_args") or {}),
+            )
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _sdk_refused(exc, "resolving the recipe image") from exc
+
+
+def _from_recipe(job: ResolvedJob, kwargs: dict[str, Any], *, offline: bool) -> Any:
+    """``ModelTrainer.from_recipe`` handed the recipe we checked, merged, as a local file (no
+    clone of the recipes collection). It clones the training adapter (or the Neuron
+    repository) while it is built: from GitHub for a build, from local stand-ins for a plan
+    (``offline``, with the recipe resolved here: nothing of this machine reaches the plan)."""
+    from safe_estimators._recipes.offline import _PLANNING, handed_recipe, redirected_clones
+
+    name = job.kwargs["training_recipe"]
+    overrides = job.kwargs.get("recipe_overrides")
+    given = {"training_recipe": name, "recipe_overrides": overrides}
+    with contextlib.ExitStack() as stack:
+        if offline:
+            # The redirect lives in os.environ, shared by every thread: one recipe plan at a time.
+            stack.enter_context(_PLANNING)
+            root = stack.enter_context(tempfile.TemporaryDirectory(prefix="safe-estimators-plan-"))
+            handed = stack.enter_context(handed_recipe(given, resolved=True))
+            stack.enter_context(redirected_clones(root))
+        else:
+            handed = stack.enter_context(handed_recipe(given))
+        trainer = _sdk().ModelTrainer.from_recipe(
+            training_recipe=handed["training_recipe"],
+            recipe_overrides=handed.get("recipe_overrides"),
+            **kwargs,
+        )
+    # As the bare from_recipe keeps them (get_resolved_recipe reads them again).
+    trainer._training_recipe = name
+    trainer._recipe_overrides = overrides
+    return trainer
+
+
+def build_model_trainer(
+    job: ResolvedJob, sagemaker_session: Any = None, *, offline: bool = False
+) -> Any:
     """Construct the ModelTrainer for ``job`` (``train()`` runs it) and remember its
     Explanation (``explain``).
 
@@ -287,14 +349,32 @@ def build_model_trainer(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     if session is None:
         session = trainer_session(boto_session=default_boto_session())
         lookups = _lookups_at_build(arguments, session)
-    image = training_image(arguments, _region(session))
-    kwargs = {**_configs(arguments), "training_image": image, "sagemaker_session": session}
+    recipe = job.kwargs.get("training_recipe")
+    injections = arguments.injections
+    if recipe is not None:
+        image = job.kwargs.get("image_uri")
+        kwargs = {**_configs(arguments), "sagemaker_session": session}
+        if image is None and any(i.path == "training_image" for i in injections):
+            image = _recipe_image(job, _region(session))
+            injections = tuple(
+                Injection(i.path, image, i.reason) if i.path == "training_image" else i
+                for i in injections
+            )
+        if image is not None:
+            kwargs["training_image"] = image
+    else:
+        image = training_image(arguments, _region(session))
+        kwargs = {**_configs(arguments), "training_image": image, "sagemaker_session": session}
     checked = _role_not_validated() if _role_arn(kwargs.get("role")) else contextlib.nullcontext()
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         with checked:
-            trainer = _with_calls(sdk.ModelTrainer(**kwargs), arguments)
+            if recipe is not None:
+                trainer = _from_recipe(job, kwargs, offline=offline)
+            else:
+                trainer = sdk.ModelTrainer(**kwargs)
+            trainer = _with_calls(trainer, arguments)
     except (BotoCoreError, ClientError) as exc:  # a lookup at build: no credentials, denied
         if not lookups:
             raise
@@ -304,7 +384,7 @@ def build_model_trainer(job: ResolvedJob, sagemaker_session: Any = None) -> Any:
     explanation = job_explanation(
         job,
         f"model_trainer ({job.estimator} container)",
-        [*arguments.injections, *lookups],
+        [*injections, *lookups],
         image,
     )
     _remember(trainer, explanation)
@@ -428,5 +508,5 @@ def plan_model_trainer(
     """Build the job's ModelTrainer on ``session`` (``offline_trainer_session``) and capture
     the request its own ``train()`` sends (``capture_train_request``)."""
     with _role_not_validated():
-        trainer = build_model_trainer(job, session)
+        trainer = build_model_trainer(job, session, offline=True)
     return (trainer, *capture_train_request(trainer))

@@ -277,13 +277,21 @@ def trainer_arguments(job: ResolvedJob) -> TrainerArguments:
     """The ModelTrainer that runs ``job``: its arguments and what had to be made explicit."""
     kwargs = job.kwargs
     record: list[Injection] = list(job.injections)
+    recipe = kwargs.get("training_recipe") is not None
     configs: dict[str, Any] = {
-        "source_code": _source_code(job, record),
         "compute": _compute(kwargs, job),
         "stopping_condition": _stopping_condition(job, record),
         "environment": dict(kwargs.get("environment") or {}),
-        "hyperparameters": dict(kwargs.get("hyperparameters") or {}),
     }
+    if recipe:
+        # ModelTrainer.from_recipe makes the source code, launcher and hyperparameters from
+        # the recipe (recorded by the recipe's injections); it takes a requirements file.
+        words = job.spec.trainer
+        if words is not None and words.requirements is not None:
+            configs["requirements"] = words.requirements
+    else:
+        configs["source_code"] = _source_code(job, record)
+        configs["hyperparameters"] = dict(kwargs.get("hyperparameters") or {})
     for name, value in (
         ("role", kwargs.get("role")),
         ("base_job_name", kwargs.get("base_job_name")),
@@ -298,7 +306,7 @@ def trainer_arguments(job: ResolvedJob) -> TrainerArguments:
     checkpoint = {theirs: kwargs[ours] for ours, theirs in names if kwargs.get(ours) is not None}
     if checkpoint:
         configs["checkpoint_config"] = checkpoint
-    distributed, smp = _launcher(job, record)
+    distributed, smp = _launcher(job, record) if not recipe else (None, None)
     given = dict(job.spec.trainer.given) if job.spec.trainer is not None else {}
     for name, value in list(given.items()):
         if isinstance(value, Mapping) and isinstance(configs.get(name), dict):
