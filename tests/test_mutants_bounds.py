@@ -13,6 +13,8 @@ import pytest
 
 from safe_estimators._bounds import NotRegular, is_inside, read_contained, read_regular
 
+pytestmark = pytest.mark.both_sdks
+
 
 def test_a_file_of_exactly_the_limit_is_read(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
