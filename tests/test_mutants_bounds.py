@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from safe_estimators._bounds import NotRegular, is_inside, read_contained, read_regular
+from safe_estimators._bounds import (
+    NotRegular,
+    is_inside,
+    read_contained,
+    read_regular,
+    recording_reads,
+)
 
 pytestmark = pytest.mark.both_sdks
 
@@ -96,3 +102,13 @@ def test_a_sibling_folder_sharing_the_projects_name_as_prefix_is_outside(tmp_pat
 def test_a_missing_file_is_the_open_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         read_contained(tmp_path / "missing.json", 1000, tmp_path)
+
+
+def test_every_file_read_is_recorded_for_the_verdict_cache(tmp_path: Path) -> None:
+    # The verdict cache keys a verdict by the bytes of every file it read, refused ones too.
+    (tmp_path / "a.json").write_text("{}")
+    with recording_reads() as reads:
+        read_contained(tmp_path / "a.json", 1000, tmp_path)
+        with pytest.raises(NotRegular):
+            read_contained(tmp_path, 1000, tmp_path)
+    assert reads == [str(tmp_path / "a.json"), str(tmp_path)]
