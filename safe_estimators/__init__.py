@@ -31,6 +31,8 @@ __all__ = [
     "build",
     "check_script",
     "check_source",
+    "cpt_trainer",
+    "dpo_trainer",
     "explain",
     "huggingface",
     "load_spec",
@@ -39,6 +41,9 @@ __all__ = [
     "preflight",
     "pytorch",
     "remote",
+    "rlaif_trainer",
+    "rlvr_trainer",
+    "sft_trainer",
 ]
 
 # The module of each public name. A name's module is imported on first use, so that
@@ -70,15 +75,25 @@ _HOMES = {
     "preflight": "_preflight",
     "pytorch": "_commands.factories",
     "remote": "_commands.factories",
+    "sft_trainer": "_commands.factories",
+    "dpo_trainer": "_commands.factories",
+    "rlvr_trainer": "_commands.factories",
+    "rlaif_trainer": "_commands.factories",
+    "cpt_trainer": "_commands.factories",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
     from safe_estimators._commands.factories import (
         build,
+        cpt_trainer,
+        dpo_trainer,
         huggingface,
         model_trainer,
         pytorch,
         remote,
+        rlaif_trainer,
+        rlvr_trainer,
+        sft_trainer,
     )
     from safe_estimators._commands.plan import Plan, plan
     from safe_estimators._commands.validate import load_spec

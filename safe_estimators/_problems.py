@@ -63,10 +63,59 @@ class Fix:
     """One fix of a problem as a change to the job: the options it sets (``changes``, option
     name -> value) and how the hint says it (``text``). The checks apply it and check the job
     again before they offer it (``_resolve.check``), so a fix that is itself refused is never
-    named."""
+    named.
+
+    An option name may be dotted, into a mapping option (``distribution.mpi.processes_per_host``,
+    ``environment.GPU_NUM_DEVICES``); the value ``REMOVE`` takes the option (or the key) out.
+    ``setting`` and ``removing`` make the common ones with their words."""
 
     changes: tuple[tuple[str, Any], ...]
     text: str
+
+
+class _Removed:
+    """The value of a change that removes an option (``Fix.changes``)."""
+
+    def __repr__(self) -> str:
+        return "REMOVE"
+
+
+REMOVE: Any = _Removed()
+
+
+def setting(*changes: tuple[str, Any], why: str = "") -> Fix:
+    """A fix that sets options: ``setting(("max_wait", 3600))`` says ``set max_wait=3600``."""
+    words = ", ".join(f"{name}={value!r}" for name, value in changes)
+    return Fix(tuple(changes), f"set {words}" + (f" ({why})" if why else ""))
+
+
+def removing(*names: str, why: str = "") -> Fix:
+    """A fix that removes options (or keys of a mapping option): ``remove disable_profiler``."""
+    words = " and ".join(names)
+    return Fix(tuple((name, REMOVE) for name in names), f"remove {words}" + (
+        f" ({why})" if why else ""
+    ))
+
+
+def changed(options: Mapping[str, Any], changes: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """``options`` (a job's keyword arguments, or a mapping option) with a fix's changes made:
+    a dotted name sets (or, with ``REMOVE``, removes) a key inside a mapping, copied on the way
+    down. A name that goes through something other than a mapping raises TypeError."""
+    result = dict(options)
+    for name, value in changes:
+        head, _, rest = name.partition(".")
+        if rest:
+            inner = result.get(head)
+            if inner is None:
+                inner = {}
+            if not isinstance(inner, Mapping):
+                raise TypeError(f"{head} is not a mapping: cannot change {name}")
+            result[head] = changed(inner, [(rest, value)])
+        elif value is REMOVE:
+            result.pop(head, None)
+        else:
+            result[head] = value
+    return result
 
 
 @attrs.frozen
@@ -95,6 +144,12 @@ class Problem:
     # two problems that say the same are the same problem).
     fixes: tuple[Fix, ...] = attrs.field(default=(), eq=False)
 
+    def __attrs_post_init__(self) -> None:
+        # The hint says the fixes first, then the rule's own way out: a problem read straight
+        # from its rule says how to fix it too (the checks keep only the fixes that hold).
+        if self.fixes and not self.hint.startswith(self.fixes[0].text):
+            object.__setattr__(self, "hint", _masked(fix_hint(self.fixes, self.hint)))
+
     def __str__(self) -> str:
         text = f"{self.path}: {self.message}"
         if self.hint:
@@ -102,8 +157,24 @@ class Problem:
         return text
 
 
-def warning(path: str, message: str, hint: str = "") -> Problem:
-    return Problem(path, message, hint, "warning")
+def fix_hint(fixes: Iterable[Fix], own: str) -> str:
+    """A hint from fixes and the rule's own words: each fix, then ``own``, joined by "; or "
+    and ended with a period."""
+    hint = "; or ".join([*(fix.text for fix in fixes), *([own] if own else [])])
+    return hint + "." if hint and hint[-1] not in ".?!" else hint
+
+
+def own_hint(problem: Problem) -> str:
+    """A problem's hint without the words of its fixes (what ``fix_hint`` added)."""
+    said = "; or ".join(fix.text for fix in problem.fixes)
+    if not problem.fixes or not problem.hint.startswith(said):
+        return problem.hint
+    rest = problem.hint[len(said):]
+    return "" if rest == "." else rest.removeprefix("; or ")
+
+
+def warning(path: str, message: str, hint: str = "", fixes: tuple[Fix, ...] = ()) -> Problem:
+    return Problem(path, message, hint, "warning", fixes=fixes)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -164,6 +235,12 @@ def found_by(problem: Problem, rule: Callable[..., Any]) -> Problem:
     name = rule_id(rule)
     FOUND_BY[name] = rule
     return _with_rule(problem, name)
+
+
+def run_rules(rules: Iterable[Callable[[Any], Iterable[Problem]]], subject: Any) -> list[Problem]:
+    """Every problem the ``rules`` of a table find in ``subject``, in the table's order, each
+    with the id of the rule that found it."""
+    return [found_by(problem, rule) for rule in rules for problem in rule(subject)]
 
 
 def _with_rule(problem: Problem, rule: str) -> Problem:

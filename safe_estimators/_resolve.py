@@ -25,9 +25,20 @@ from safe_estimators._distributions.instance_groups.spec import (
 from safe_estimators._distributions.launchers import LAUNCHER_RULES, resolve_launchers
 from safe_estimators._facts import tables
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
-from safe_estimators._facts.targets import ESTIMATOR, REMOTE_FUNCTION
+from safe_estimators._facts.targets import ESTIMATOR, FINE_TUNING, REMOTE_FUNCTION
 from safe_estimators._memory import check_memory, job_of
-from safe_estimators._problems import ConfigError, Fix, Problem, count, problem_source, tagged
+from safe_estimators._problems import (
+    REMOVE,
+    ConfigError,
+    Fix,
+    Problem,
+    changed,
+    count,
+    fix_hint,
+    own_hint,
+    problem_source,
+    tagged,
+)
 from safe_estimators._recipes import recipe_arguments, recipe_of
 from safe_estimators._resolved import Explanation, Injection
 from safe_estimators._rules import RECIPE_JOB_RULES, run_rules
@@ -336,7 +347,7 @@ def check(spec: JobSpec) -> tuple[Context, list[Problem], list[Finding]]:
             return ctx, tagged(estimator_needs_sdk2, [estimator_needs_sdk2()]), []
         if ctx.target != ESTIMATOR and not _from_recipe_builds(spec):
             problems += tagged(recipe_needs_estimator, [recipe_needs_estimator()])
-        return ctx, in_own_words(problems, spec.trainer), findings
+        return ctx, in_own_words(_checked_fixes(spec, problems), spec.trainer), findings
     ctx, problems = _job_rules(spec)
     if ctx.target == ESTIMATOR and sdk_generation() >= 3:
         # the estimator's rules read its source
@@ -421,25 +432,51 @@ def _checked_fixes(spec: JobSpec, problems: list[Problem]) -> list[Problem]:
     for problem in problems:
         if problem.fixes:
             kept = tuple(fix for fix in problem.fixes if _holds(spec, problem, fix, before))
-            texts = [fix.text for fix in kept] + ([problem.hint] if problem.hint else [])
-            problem = attrs.evolve(problem, hint="; or ".join(texts), fixes=kept)
+            if kept != problem.fixes:
+                hint = fix_hint(kept, own_hint(problem))
+                problem = attrs.evolve(problem, hint=hint, fixes=kept)
         checked.append(problem)
     return checked
 
 
 def applied(spec: JobSpec, changes: Sequence[tuple[str, Any]]) -> JobSpec:
-    """``spec`` with a fix's changes: typed options replaced, the others in ``extra``."""
-    typed = {name: value for name, value in changes if name in SPEC_FIELDS}
-    passed = {name: value for name, value in changes if name not in SPEC_FIELDS}
-    return attrs.evolve(spec, **typed, extra={**spec.extra, **passed})
+    """``spec`` with a fix's changes: typed options replaced (a dotted name inside a mapping
+    option; ``REMOVE`` back to the option's default), the others in ``extra``."""
+    fields = attrs.fields_dict(JobSpec)
+    typed: dict[str, Any] = {}
+    passed = dict(spec.extra)
+    for name, value in changes:
+        head, _, rest = name.partition(".")
+        if head not in SPEC_FIELDS:
+            passed = changed(passed, [(name, value)])
+            continue
+        current = typed.get(head, getattr(spec, head))
+        if rest:
+            typed[head] = changed(current or {}, [(rest, value)])
+        elif value is REMOVE:
+            default: Any = fields[head].default
+            factory = getattr(default, "factory", None)  # attrs.Factory: a fresh dict
+            typed[head] = factory() if callable(factory) else default
+        else:
+            typed[head] = value
+    return attrs.evolve(spec, **typed, extra=passed)
 
 
 def _holds(spec: JobSpec, problem: Problem, fix: Fix, before: set[tuple[str, str]]) -> bool:
+    """The job with ``fix`` made, checked again by the rules that found ``problem`` (the job's
+    rules and the memory estimate, or a recipe job's rules): the problem gone, no new error."""
     try:
-        after = _errors(_job_rules(applied(spec, fix.changes))[1])
+        job = applied(spec, fix.changes)
+        if recipe_of(job) is not None:
+            found = _check_recipe_job(job)[1]
+        else:
+            ctx, found = _job_rules(job)
+            found += check_memory(ctx)[1]
+        after = _errors(found)
     except (TypeError, ValueError):  # a change the typed spec refuses: not a fix
         return False
-    return (problem.path, problem.message) not in after and not after - before
+    still = {(p.path, p.message) for p in found}  # a warning's fix must clear the warning too
+    return (problem.path, problem.message) not in still and not after - before
 
 
 def _errors(problems: Sequence[Problem]) -> set[tuple[str, str]]:
@@ -528,7 +565,9 @@ def _compiler_injections(ctx: Context, kwargs: dict[str, Any], record: list[Inje
             record.append(Injection(name, value, f"Training Compiler: {reason}"))
 
 
-def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayout | None]:
+def _kwargs(
+    ctx: Context, count_from_recipe: bool = False
+) -> tuple[dict[str, Any], list[Injection], ParallelLayout | None]:
     spec = ctx.spec
     kwargs: dict[str, Any] = {
         name: getattr(spec, name) for name in _PASSED_THROUGH if getattr(spec, name) is not None
@@ -548,7 +587,7 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
     record: list[Injection] = []
     layout = None
     if recipe_of(spec) is not None:
-        record += _recipe_injections(ctx, kwargs)
+        record += _recipe_injections(ctx, kwargs, count_from_recipe)
     else:
         layout = _launch_injections(ctx, kwargs, record)
     if instances > 1 and spec.encrypt_inter_container_traffic is None:
@@ -559,12 +598,16 @@ def _kwargs(ctx: Context) -> tuple[dict[str, Any], list[Injection], ParallelLayo
     return kwargs, record, layout
 
 
-def _recipe_injections(ctx: Context, kwargs: dict[str, Any]) -> list[Injection]:
+def _recipe_injections(
+    ctx: Context, kwargs: dict[str, Any], count_from_recipe: bool
+) -> list[Injection]:
     from safe_estimators._recipes import load_recipe, recipe_injections
 
     spec = ctx.spec
     recipe, _ = load_recipe(recipe_of(spec), spec.extra.get("recipe_overrides"))
-    return [] if recipe is None else recipe_injections(ctx, recipe, kwargs)
+    if recipe is None:
+        return []
+    return recipe_injections(ctx, recipe, kwargs, count_from_recipe=count_from_recipe)
 
 
 def _launch_injections(
@@ -637,7 +680,11 @@ def resolve(spec: JobSpec) -> ResolvedJob:
 
 
 def _resolved_job(
-    ctx: Context, problems: list[Problem], findings: list[Finding], source: str | None = None
+    ctx: Context,
+    problems: list[Problem],
+    findings: list[Finding],
+    source: str | None = None,
+    count_from_recipe: bool = False,
 ) -> ResolvedJob:
     errors = [p for p in problems if p.severity == "error"]
     if errors:  # with the credentials found: a refused job still says what it would expose
@@ -645,7 +692,7 @@ def _resolved_job(
             [p for p in problems if p.severity == "error" or is_secret_problem(p)], source=source
         )
     spec = ctx.spec
-    kwargs, injections, layout = _kwargs(ctx)
+    kwargs, injections, layout = _kwargs(ctx, count_from_recipe)
     warnings = tuple(p for p in problems if p.severity == "warning")
     script_warnings = tuple(f for f in findings if f.severity == "warning")
     if warnings or script_warnings:
@@ -688,6 +735,8 @@ def check_arguments(
     """
     if isinstance(arguments, Mapping) and arguments.get("target") == REMOTE_FUNCTION:
         return None, check_remote_arguments(arguments)[1], []
+    if isinstance(arguments, Mapping) and arguments.get("target") == FINE_TUNING:
+        return None, check_fine_tuning_arguments(arguments, region=_known_region())[1], []
     arguments, problems = recipe_arguments(arguments)
     spec, found_in_spec = structure_spec(arguments)
     problems = tagged(structure_spec, found_in_spec) + tagged(recipe_arguments, problems)
@@ -699,6 +748,12 @@ def check_arguments(
     if skipped:  # options the rules did not see: a malformed entry must not hide a credential
         problems += secrets_in_arguments(arguments, skipped)
     return ctx, problems, findings
+
+
+def _known_region() -> str | None:
+    """The region a job would be created in when the environment says it (AWS_REGION,
+    AWS_DEFAULT_REGION): no config file is read and nothing is asked."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
 
 
 def resolve_arguments(
@@ -718,7 +773,10 @@ def resolve_arguments(
     problems = [*prior, *problems]
     if ctx is None:
         raise ConfigError(problems, source=source)
-    return _resolved_job(ctx, problems, findings, source)
+    # A recipe job given no instance_count is sent the recipe's (recipe_arguments): a change
+    # to record. One given the recipe's own number is sent what the user wrote.
+    taken = recipe_of(ctx.spec) is not None and arguments.get("instance_count") is None
+    return _resolved_job(ctx, problems, findings, source, count_from_recipe=taken)
 
 
 # --- a @remote function's job --------------------------------------------------------------------
@@ -746,13 +804,36 @@ def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Prob
     from safe_estimators._rules.remote import RemoteContext, check_remote
     from safe_estimators._spec import structure_remote
 
-    spec, problems = structure_remote(arguments, remote_keywords())
-    problems = tagged(structure_remote, problems)
-    if spec is None:
-        return None, problems
-    studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
-    ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
-    return ctx, problems + check_remote(ctx)
+    def checked(options: Mapping[str, Any]) -> tuple[Any, list[Problem]]:
+        spec, problems = structure_remote(options, remote_keywords())
+        problems = tagged(structure_remote, problems)
+        if spec is None:
+            return None, problems
+        studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
+        ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
+        return ctx, problems + check_remote(ctx)
+
+    ctx, problems = checked(arguments)
+    if not any(problem.fixes for problem in problems):
+        return ctx, problems
+    # Each fix applied to the decorator's arguments and checked again, as a job's are.
+    before = _errors(problems)
+
+    def holds(problem: Problem, fix: Fix) -> bool:
+        try:
+            found = checked(changed(arguments, fix.changes))[1]
+        except (TypeError, ValueError):
+            return False
+        still = {(p.path, p.message) for p in found}
+        return (problem.path, problem.message) not in still and not _errors(found) - before
+
+    kept_problems = []
+    for problem in problems:
+        kept = tuple(fix for fix in problem.fixes if holds(problem, fix))
+        if kept != problem.fixes:
+            problem = attrs.evolve(problem, hint=fix_hint(kept, own_hint(problem)), fixes=kept)
+        kept_problems.append(problem)
+    return ctx, kept_problems
 
 
 def resolve_remote_arguments(
@@ -762,15 +843,7 @@ def resolve_remote_arguments(
     from safe_estimators._rules.remote import remote_injections
 
     ctx, problems = check_remote_arguments(arguments)
-    errors = [p for p in problems if p.severity == "error"]
-    if ctx is None or errors:
-        raise ConfigError(errors or problems, source=source)
-    warnings = tuple(p for p in problems if p.severity == "warning")
-    if warnings:
-        import logging
-
-        for item in warnings:
-            logging.getLogger("safe_estimators").warning("%s", item)
+    warnings = _refuse_or_log(ctx is None, problems, source)
     injected, injections = remote_injections(ctx)
     kwargs = {
         k: v
@@ -790,3 +863,122 @@ def resolve_remote_arguments(
         neuron_cores=entry.neuron_cores if entry is not None else None,
     )
     return ResolvedRemote(spec, {**kwargs, **injected}, explanation)
+
+
+# --- a fine-tuning trainer's job -----------------------------------------------------------------
+
+
+@attrs.frozen
+class ResolvedFineTuning:
+    """A checked fine-tuning job: the trainer (its technique), its keyword arguments as the
+    user gave them, and what ``explain`` shows (with what only the hub or account can say)."""
+
+    spec: Any
+    technique: str
+    kwargs: dict[str, Any]
+    explanation: Explanation
+    region: str | None = None
+
+
+def fine_tuning_technique(arguments: Mapping[str, Any]) -> tuple[str | None, list[Problem]]:
+    """The trainer a fine-tuning spec names (``trainer: SFT``, or the class name)."""
+    from safe_estimators._facts.fine_tuning import TRAINERS
+
+    given = arguments.get("trainer")
+    names = {cls.lower(): t for t, (_, cls) in TRAINERS.items()}
+    names.update({t.lower(): t for t in TRAINERS})
+    if isinstance(given, str) and given.lower() in names:
+        return names[given.lower()], []
+    choices = ", ".join(TRAINERS)
+    return None, [
+        Problem(
+            "trainer",
+            f"must name a fine-tuning trainer ({choices}, or the class: SFTTrainer, ...), got "
+            f"{given!r}." if given is not None else f"is missing: name the trainer ({choices}).",
+            "write trainer: SFT (or DPO, RLVR, RLAIF, CPT).",
+        )
+    ]
+
+
+def check_fine_tuning_arguments(
+    arguments: Mapping[str, Any], technique: str | None = None, region: str | None = None
+) -> tuple[Any, list[Problem]]:
+    """Structure and check a fine-tuning job's keyword arguments; never raises. Returns the
+    fine-tuning context (None when no spec could be built) and every problem."""
+    from safe_estimators._rules.targets import fine_tuning_needs_sdk3
+
+    if technique is None:
+        technique, problems = fine_tuning_technique(arguments)
+        if technique is None:
+            return None, problems
+    if sdk_generation() < 3:
+        return None, tagged(fine_tuning_needs_sdk3, [fine_tuning_needs_sdk3(technique)])
+    from safe_estimators._facts.fine_tuning import trainer_keywords
+    from safe_estimators._recipes.fine_tuning import model_recipes, read_collection
+    from safe_estimators._recipes.modes import recipes_folder
+    from safe_estimators._rules.fine_tuning import FineTuningContext, check_fine_tuning
+    from safe_estimators._spec import structure_fine_tuning
+
+    spec, problems = structure_fine_tuning(arguments, technique, trainer_keywords(technique))
+    problems = tagged(structure_fine_tuning, problems)
+    if spec is None:
+        return None, problems
+    name = spec.compute.instance_type
+    folder = recipes_folder()
+    recipes, unread = None, None
+    if folder and spec.model_name:
+        collection, unread = read_collection(folder)
+        lora = None if technique == "CPT" else spec.training_type != "FULL"
+        recipes = model_recipes(collection, spec.model_name, technique, lora) or None
+    instance = _lookup(name) if name else None
+    ctx = FineTuningContext(spec, instance, region, recipes, folder, unread)
+    return ctx, problems + check_fine_tuning(ctx)
+
+
+def resolve_fine_tuning_arguments(
+    arguments: Mapping[str, Any],
+    technique: str | None = None,
+    source: str | None = None,
+    region: str | None = None,
+) -> ResolvedFineTuning:
+    """A checked fine-tuning job, or ConfigError with every error."""
+    from safe_estimators._facts.fine_tuning import TRAINERS
+    from safe_estimators._rules.fine_tuning import not_checked
+
+    ctx, problems = check_fine_tuning_arguments(arguments, technique, region)
+    warnings = _refuse_or_log(ctx is None, problems, source)
+    spec = ctx.spec
+    kwargs = {
+        k: v
+        for k, v in arguments.items()
+        if k not in ("target", "trainer", "accept_exposure") and v is not None
+    }
+    entry = ctx.instance
+    compute = spec.compute
+    explanation = Explanation(
+        estimator=TRAINERS[spec.technique][1],
+        instance_type=compute.instance_type or compute.kind,
+        instance_count=compute.instance_count,
+        gpus_per_instance=entry.gpu_count if entry is not None else None,
+        warnings=warnings,
+        neuron_cores=entry.neuron_cores if entry is not None and entry.neuron_cores else None,
+        not_checked=not_checked(ctx),
+    )
+    return ResolvedFineTuning(spec, spec.technique, kwargs, explanation, region)
+
+
+def _refuse_or_log(
+    unbuilt: bool, problems: list[Problem], source: str | None
+) -> tuple[Problem, ...]:
+    """ConfigError with every error (or every problem, when the job could not be read at all);
+    else the warnings, each logged as the factories do."""
+    errors = [p for p in problems if p.severity == "error"]
+    if unbuilt or errors:
+        raise ConfigError(errors or problems, source=source)
+    warnings = tuple(p for p in problems if p.severity == "warning")
+    if warnings:
+        import logging
+
+        for item in warnings:
+            logging.getLogger("safe_estimators").warning("%s", item)
+    return warnings

@@ -49,6 +49,9 @@ class Explanation:
     image_source: Any = attrs.field(default=None, repr=False, eq=False)
     # Trainium's accelerators, in its own terms: NeuronCores, not "0 GPUs".
     neuron_cores: int | None = None
+    # What only the hub or the AWS account can say, and the call that will say it (a
+    # fine-tuning trainer's model lookup): left for the SDK at construction or for preflight.
+    not_checked: tuple[str, ...] = ()
 
     @functools.cached_property
     def image_uri(self) -> str | None:
@@ -82,6 +85,7 @@ class Explanation:
         if len(self.warnings) > MAX_PROBLEMS:
             out.append(f"... and {len(self.warnings) - MAX_PROBLEMS:,} more warnings")
         out += [f"script {f}" for f in self.script_findings]
+        out += [f"not checked offline: {n}" for n in self.not_checked]
         # A script's line may hold a token: no line shows more than its first characters.
         return [mask_text(line) for line in out]
 
@@ -115,4 +119,5 @@ class Explanation:
         rows += [
             f"| script {c(f'{f.file}:{f.line}')} | {t(f.message)} |" for f in self.script_findings
         ]
+        rows += [f"| not checked offline | {t(n)} |" for n in self.not_checked]
         return "\n".join(mask_text(row.replace("\n", " ")) for row in rows)

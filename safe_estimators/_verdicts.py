@@ -303,6 +303,23 @@ def _dependencies(
         recipe = arguments.get("training_recipe")
         if isinstance(recipe, str) and not recipe.endswith(".yaml"):
             out.append(["recipes", "", _recipes_now()])
+        from safe_estimators._spec_files.read import remote_function_files
+
+        named += [path for _, path in remote_function_files(arguments)]
+        if arguments.get("target") == "fine_tuning":
+            from safe_estimators._spec_files.read import fine_tuning_recipe_file
+
+            user_recipe = fine_tuning_recipe_file(arguments)
+            if user_recipe is not None:  # inside the project or not: where its links lead
+                named.append(user_recipe)
+            # A fine-tuning job is checked against the collection's fine-tuning recipes: which
+            # collection, and that folder's tree.
+            collection = _recipes_now()
+            out.append(["recipes", "", collection])
+            if collection:
+                from safe_estimators._recipes.fine_tuning import FOLDER
+
+                named.append(os.path.join(collection, FOLDER))
     named += [name for name in dict.fromkeys(reads) if name not in named]
     for name in named:
         fingerprint = _fingerprint(current, name)

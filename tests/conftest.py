@@ -61,10 +61,8 @@ def sagemaker_session():
 
     Shared by the whole run: building one loads several service models (about 2 s). It is the
     estimator's session: a test that asks for it builds an estimator, whose classes exist only
-    in sagemaker 2, and is skipped on sagemaker 3 (as if marked sdk2_only).
+    in sagemaker 2, and is marked sdk2_only (pytest_collection_modifyitems).
     """
-    if sdk_major() >= 3:
-        pytest.skip("builds the estimator, whose classes exist only in sagemaker 2")
     import boto3
     import sagemaker
 
@@ -74,59 +72,35 @@ def sagemaker_session():
 
 
 # Both lanes run the whole suite (`./dev test`: sagemaker 2 in .venv, 3 in .venv-sdk3) except
-# what only sagemaker 2 has: the estimator classes (sagemaker 3 removed Estimator and all its
-# subclasses). A test of them is marked sdk2_only; a module that is about them as a whole is
-# listed here (it is not even collected on sagemaker 3, where its imports would fail) and its
-# tests are marked sdk2_only on sagemaker 2. Every other test (the spec reader, the CLI,
-# validate, lint, the secrets policy, the CI formats, the verdict cache, the ModelTrainer
-# target) runs on both.
-SDK2_ONLY_MODULES = frozenset(
-    {
-        "test_aws_examples.py",
-        "test_compiler_mp_sdk_agreement.py",
-        "test_construction_checks.py",
-        "test_differential.py",
-        "test_factories.py",
-        "test_factories_compiler.py",
-        "test_factories_model_parallel.py",
-        "test_factories_property.py",
-        "test_hostile_round2.py",
-        "test_hostile_round3.py",
-        "test_injections_recorded.py",
-        "test_launchers.py",
-        "test_launchers_sdk_agreement.py",
-        "test_messages_issue34.py",
-        "test_model_parallel.py",
-        "test_model_parallel_aliases.py",
-        "test_model_parallel_properties.py",
-        "test_model_parallel_v2.py",
-        "test_pipeline_variables.py",
-        "test_pipelines.py",
-        "test_preflight_cli.py",
-        "test_recipe_corpus.py",
-        "test_recipe_fine_tuning.py",
-        "test_recipes.py",
-        "test_sdk_agreement.py",
-        "test_sdk_config.py",
-        "test_sdk_config_once.py",
-        "test_verdict.py",
-        # Estimator projects and requests: the notebook's, the golden requests', the template's
-        # (a ModelTrainer kind of project is still to do).
-        "test_notebook.py",
-        "test_plan_golden.py",
-        "test_template.py",
-    }
-)
-
-
-MIXED_MODULES = frozenset(
-    {
-        "test_model_trainer.py",
-        "test_plan_faithful.py",
-        "test_sdk_layouts.py",
-        "test_targets_differential.py",
-    }
-)
+# what only one generation has. The estimator classes exist only in sagemaker 2 (sagemaker 3
+# removed Estimator and all its subclasses): a test of them is marked sdk2_only, and so is every
+# test that asks for the estimator's ``sagemaker_session`` fixture. A subject that exists only in
+# sagemaker 3 (Compute.instance_preferences, the estimator factories' refusal) is marked
+# sdk3_only. `-m "not sdk2_only"` (the sagemaker 3 lane of ./dev test) leaves the first out;
+# otherwise each lane skips the other generation's tests, and any other skip fails the run
+# (pytest_sessionfinish below): a test that cannot run where it should is a failure, not a skip.
+#
+# The modules below are about the estimator as a whole and import sagemaker 2's estimator
+# modules at the top, so sagemaker 3 cannot even collect them: not collected there, every test
+# in them marked sdk2_only on sagemaker 2. Each says why.
+SDK2_ONLY_MODULES: dict[str, str] = {
+    "test_aws_examples.py": "mined PyTorch(...)/HuggingFace(...) calls replayed on the bare SDK",
+    "test_compiler_mp_sdk_agreement.py": "Training Compiler and SMP v1 against the bare SDK",
+    "test_construction_checks.py": "the bare estimator's constructor refusals",
+    "test_factories.py": "the estimator factories against sagemaker.pytorch/huggingface",
+    "test_injections_recorded.py": "mined notebook jobs against the bare estimators",
+    "test_launchers_sdk_agreement.py": "the launchers the bare estimators send",
+    "test_messages_issue34.py": "a Nova recipe message quoting the bare PyTorch estimator",
+    "test_model_parallel_aliases.py": "SMP v1 aliases against the bare PyTorch estimator",
+    "test_pipeline_variables.py": "estimators in a sagemaker 2 Pipeline (sagemaker.workflow)",
+    "test_pipelines.py": "estimator TrainingSteps (sagemaker.workflow, sagemaker.inputs)",
+    # ModelTrainer.from_recipe (sagemaker 3) has its own: test_recipes_model_trainer.py.
+    "test_recipe_corpus.py": "recipes against the bare PyTorch estimator",
+    "test_recipe_fine_tuning.py": "fine-tuning recipes (sagemaker/pytorch/training_recipes.json)",
+    "test_recipes.py": "recipe jobs against the bare PyTorch estimator",
+    "test_sdk_agreement.py": "our facts against sagemaker.estimator's classes",
+    "test_sdk_config_once.py": "the estimator's config validated once (sagemaker.config)",
+}
 
 
 def sdk_major() -> int:
@@ -141,6 +115,10 @@ SDK3 = sdk_major() >= 3
 if SDK3:
     collect_ignore = sorted(SDK2_ONLY_MODULES)
 
+# The mark of the tests each lane skips: the other generation's.
+_OTHER_GENERATION = "sdk2_only" if SDK3 else "sdk3_only"
+_EXPECTED_SKIP = pytest.StashKey[bool]()
+
 
 @pytest.fixture(autouse=True)
 def _estimator_factories_skip_on_sdk3(request, monkeypatch):
@@ -152,23 +130,59 @@ def _estimator_factories_skip_on_sdk3(request, monkeypatch):
     from safe_estimators._commands import factories as _factories
 
     def skip() -> None:
+        request.node.stash[_EXPECTED_SKIP] = True
         pytest.skip("builds the estimator, whose classes exist only in sagemaker 2")
 
     monkeypatch.setattr(_factories, "_estimator_available", skip)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests of the estimator-only modules sdk2_only; on sagemaker 3 skip every test
-    marked sdk2_only (``-m "not sdk2_only"`` leaves them out altogether)."""
-    skip = pytest.mark.skip(reason="its subject, the estimator classes, exists only in sagemaker 2")
+    """Mark sdk2_only the tests of the estimator-only modules and those that ask for the
+    estimator's session; skip on each lane the tests marked for the other generation
+    (``-m "not sdk2_only"`` leaves them out altogether)."""
     for item in items:
-        # MIXED_MODULES ran on sagemaker 3 before every test did: there only their tests
-        # marked both_sdks are about ModelTrainer; the others build estimators.
-        mixed = item.path.name in MIXED_MODULES and item.get_closest_marker("both_sdks") is None
-        if item.path.name in SDK2_ONLY_MODULES or mixed:
+        if item.path.name in SDK2_ONLY_MODULES or "sagemaker_session" in item.fixturenames:
             item.add_marker(pytest.mark.sdk2_only)
-        if SDK3 and item.get_closest_marker("sdk2_only") is not None:
-            item.add_marker(skip)
+        if item.get_closest_marker(_OTHER_GENERATION) is not None:
+            item.stash[_EXPECTED_SKIP] = True
+            reason = (
+                "its subject, the estimator classes, exists only in sagemaker 2"
+                if SDK3
+                else "its subject exists only in sagemaker 3"
+            )
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+_unexpected_skips: list[str] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Note every skip that is not the other generation's test (an xfail is not a skip)."""
+    report = yield
+    if report.skipped and not hasattr(report, "wasxfail"):
+        expected = item.stash.get(_EXPECTED_SKIP, False)
+        opt_in = item.get_closest_marker("pre_commit") is not None and not os.environ.get(
+            "SAFE_ESTIMATORS_TRY_REPO"
+        )  # minutes long, run by hand (pyproject.toml's markers)
+        if not (expected or opt_in):
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+            _unexpected_skips.append(f"{item.nodeid}: {reason}")
+    return report
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A skip other than the other generation's tests fails the run: a tool missing from the
+    lane's extras, a fixture that could not be had, a case a test gave up on."""
+    if _unexpected_skips and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _unexpected_skips:
+        terminalreporter.section("skipped where they should run (this fails the run)")
+        for line in _unexpected_skips:
+            terminalreporter.line(line)
 
 
 # The examples only the estimator can run (Training Compiler, the model parallel library v1,

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import attrs
 
+from safe_estimators._facts.sdk_files import sdk_generation
+
 BASE = (
     "estimator: pytorch\n"
     "entry_point: train.py\n"
@@ -357,6 +359,9 @@ class Case2(Case):
     expected: str = ""  # text validate (or the first command) must print
 
 
+SDK3 = sdk_generation() >= 3
+
+
 def _project(d: Path, text: str, script: str | None = TRAIN) -> Path:
     (d / ".git").mkdir(parents=True, exist_ok=True)
     return _spec(d, text, script=script)
@@ -514,7 +519,10 @@ def _long_hyperparameter(d: Path) -> Case2:
     # 200 kB of "a.": the first campaign's 211 s, in the secrets patterns (now linear).
     spec = _project(d, BASE + ROLE + "hyperparameters:\n  x: '" + "a." * 100_000 + "'\n")
     return Case2(
-        "200kb-hyperparameter", spec, ("validate", "plan"), expected="200002 characters",
+        # The estimator sends a string hyperparameter JSON-encoded (two quotes more);
+        # ModelTrainer (sagemaker 3's default target) sends it as it is.
+        "200kb-hyperparameter", spec, ("validate", "plan"),
+        expected="200000 characters" if SDK3 else "200002 characters",
         max_seconds=10,
     )
 
@@ -669,7 +677,9 @@ ROUND2_MAKERS: tuple[Callable[[Path], Case2 | None], ...] = (
     _low("file-url-input", "inputs: {train: 'file:///etc'}\n", "local file:// channel"),
     _low("dependency-is-a-number", "dependencies: [5]\n", "dependencies.0: is 5"),
     _low("empty-instance-groups", "instance_groups: []\n", "instance_groups: is empty"),
-    _low("bare-role-name", "role: myrole\n", "valid", exits=(0,)),
+    # On sagemaker 3 (ModelTrainer) plan refuses a role name with our ConfigError: the SDK
+    # looks it up in IAM and plan makes no AWS call (a lane difference, validate passes).
+    _low("bare-role-name", "role: myrole\n", "valid", exits=(0, 1) if SDK3 else (0,)),
     _low(
         "instance-count-1e100",
         "instance_count: 1" + "0" * 100 + "\n",

@@ -22,6 +22,9 @@ from safe_estimators import ConfigError
 from safe_estimators._facts.reserved import sdk_hyperparameters
 from safe_estimators._resolve import check_arguments
 
+# The estimator's verdict and the hyperparameters its SDK adds (ModelTrainer adds none).
+pytestmark = pytest.mark.sdk2_only
+
 ROOT = Path(__file__).parent.parent  # the specs in tmp_path use the examples' code
 EXAMPLES = ROOT / "examples"
 XLA_FOLDER = str(EXAMPLES / "compiler-multi-gpu")

@@ -11,7 +11,6 @@ import pytest
 
 import safe_estimators
 from safe_estimators import ConfigError
-from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._targets.model_trainer import offline_trainer_session
 
 pytestmark = pytest.mark.both_sdks
@@ -114,7 +113,7 @@ def test_the_hugging_face_version_checks_hold_for_model_trainer(script):
 
 
 @pytest.mark.estimator_refused
-@pytest.mark.skipif(sdk_generation() < 3, reason="huggingface() builds the estimator on 2")
+@pytest.mark.sdk3_only  # huggingface() builds the estimator on sagemaker 2
 def test_huggingfaces_fix_on_sagemaker_3_works_when_followed(script):
     arguments, region, image = HF_IMAGES[0]
     given = dict(entry_point="train.py", source_dir=str(script), role=ROLE, **arguments)

@@ -14,7 +14,7 @@ from safe_estimators._facts.sdk_files import sdk_generation
 
 pytestmark = pytest.mark.both_sdks
 SDK3 = sdk_generation() >= 3
-needs_sdk3 = pytest.mark.skipif(not SDK3, reason="Compute.instance_preferences is sagemaker 3's")
+needs_sdk3 = pytest.mark.sdk3_only  # Compute.instance_preferences is sagemaker 3's
 
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
 KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"

@@ -107,6 +107,6 @@ def test_the_estimator_target_on_sagemaker_3_says_so_and_nothing_the_estimator_w
             assert any(ESTIMATOR_NEEDS_SDK2 in p for p in problems), (name, problems)
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 2's default target is the estimator")
+@pytest.mark.sdk3_only  # sagemaker 2's default target is the estimator
 def test_sagemaker_3s_default_target_is_the_model_trainer_verdict():
     assert lane_verdicts.verdicts(None) == lane_verdicts.verdicts("model_trainer")

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sagemaker.instance_group import InstanceGroup
-from sagemaker.workflow.parameters import ParameterString
+from sdk_generations import ParameterString
 
 import safe_estimators
 from safe_estimators import ConfigError
@@ -614,6 +613,7 @@ def _assert_fixes_work(arguments: dict) -> None:
         assert not new, (arguments, fix, new)
 
 
+@pytest.mark.sdk2_only  # the estimator's torchrun checks of the instance kind (ModelTrainer: none)
 def test_a_pipeline_parameter_with_a_cpu_choice_is_told_to_narrow_it():
     from safe_estimators._resolve import check_arguments
 
@@ -705,6 +705,8 @@ def test_a_cpu_group_and_a_gpu_group_with_smddp_builds_and_plans(sagemaker_sessi
 
 
 def test_sdk_instance_group_objects_are_accepted(sagemaker_session, role):
+    from sagemaker.instance_group import InstanceGroup  # sagemaker 2's
+
     gpu = InstanceGroup("gpu", "ml.p4d.24xlarge", 2)
     est = grouped(
         sagemaker_session, role,
@@ -847,7 +849,7 @@ def test_one_process_over_the_gpus_on_two_instances_trains_two_copies(
     found = warnings_of(est)["distribution"]
     assert "spreads its model (device_map) in one process over each instance's 4 GPUs" in found
     assert "the 2 instances (ml.g5.12xlarge) train independent copies" in found
-    assert "use instance_count=1" in found
+    assert "Fix: set instance_count=1; or give each GPU its own process" in found
 
 
 @pytest.mark.parametrize(

@@ -209,7 +209,7 @@ def test_plan_of_a_model_trainer_job_opens_no_socket(monkeypatch):
     assert "SAGEMAKER_VALIDATE_ROLE" not in os.environ  # set for the plan only
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 2.x has the estimators")
+@pytest.mark.sdk3_only  # sagemaker 2.x has the estimators
 def test_under_sagemaker_3_the_estimator_factories_name_model_trainer(tmp_path):
     (tmp_path / "train.py").write_text("print('hello')\n")
     with pytest.raises(ConfigError) as raised:
@@ -224,7 +224,7 @@ def test_under_sagemaker_3_the_estimator_factories_name_model_trainer(tmp_path):
     assert "model_trainer" in problem.hint
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 2.x has the estimators")
+@pytest.mark.sdk3_only  # sagemaker 2.x has the estimators
 def test_under_sagemaker_3_a_spec_builds_a_model_trainer_by_default(session):
     trainer = safe_estimators.build(
         TRAINER / "torchrun-fsdp.yaml", role=ROLE, sagemaker_session=session
@@ -250,7 +250,7 @@ HETEROGENEOUS = {
 }
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 2.x's ModelTrainer has no groups")
+@pytest.mark.sdk3_only  # sagemaker 2.x's ModelTrainer has no groups
 def test_sagemaker_3_plans_a_heterogeneous_cluster_without_a_launcher():
     from safe_estimators._spec import structure_spec
 
@@ -294,6 +294,16 @@ def test_spot_training_reaches_the_request_spelt_right():
         "MaxWaitTimeInSeconds": 7200,
     }
     assert plan.request["CheckpointConfig"]["S3Uri"] == "s3://bucket/checkpoints"
+
+
+@pytest.mark.parametrize(
+    "tags", [{"team": "nlp"}, [{"Key": "team", "Value": "nlp"}]], ids=["mapping", "list"]
+)
+def test_tags_in_either_of_the_estimators_forms_reach_the_request(tags):
+    # The estimator takes a mapping too (sagemaker 2's format_tags); ModelTrainer's Tag list
+    # is made from either (a mapping was an internal TypeError reported as the SDK's refusal).
+    plan = safe_estimators.plan(TRAINER / "torchrun-fsdp.yaml", target="model_trainer", tags=tags)
+    assert plan.request["Tags"] == [{"Key": "team", "Value": "nlp"}]
 
 
 def test_trainium_torchrun_runs_one_process_per_neuron_core():
@@ -401,7 +411,7 @@ def test_a_job_that_cannot_fit_under_any_reading_is_refused_as_a_model_trainer_t
     assert "even at 8 bytes per parameter" in problem.message
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="sagemaker 3's SageMakerConfig")
+@pytest.mark.sdk3_only  # sagemaker 3's SageMakerConfig
 def test_sagemaker_3_validates_each_config_content_once_and_still_refuses_a_bad_one(monkeypatch):
     import jsonschema
     from sagemaker.core.config.config_manager import SageMakerConfig
@@ -418,3 +428,57 @@ def test_sagemaker_3_validates_each_config_content_once_and_still_refuses_a_bad_
     monkeypatch.undo()
     with pytest.raises(jsonschema.exceptions.ValidationError):
         validate({"SchemaVersion": "1.0", "SageMaker": {"NoSuchKey": True}})
+
+
+def test_an_organisations_explicit_encryption_choice_wins_over_our_default(
+    tmp_path, monkeypatch
+):
+    # The estimator target lets an SDK config's explicit EnableInterContainerTrafficEncryption
+    # win over the encryption we inject for a multi-instance job; ModelTrainer reads no such
+    # key, so without this our injection would overrule the organisation's choice.
+    from test_sdk_config import use_org_config
+
+    plain = safe_estimators.plan(TRAINER / "torchrun-fsdp.yaml", target="model_trainer")
+    assert plain.request["EnableInterContainerTrafficEncryption"] is True  # 2 instances
+    use_org_config(tmp_path, monkeypatch)  # sets it False
+    plan = safe_estimators.plan(TRAINER / "torchrun-fsdp.yaml", target="model_trainer")
+    assert not plan.request.get("EnableInterContainerTrafficEncryption")
+    (record,) = [
+        i for i in plan.explanation.injections if i.path == "encrypt_inter_container_traffic"
+    ]
+    assert record.value is False
+    assert "SageMaker SDK config" in record.reason
+    assert "instead of the default True" in record.reason
+
+
+@pytest.mark.sdk3_only
+def test_under_an_organisations_config_the_plan_sends_what_the_bare_model_trainer_sends(
+    tmp_path, monkeypatch
+):
+    # sagemaker 3's ModelTrainer takes the organisation's defaults as its own code does (no
+    # VpcConfig or output KMS key from this config, network isolation yes): the plan may not
+    # add or drop any of them.
+    from test_sdk_config import use_org_config
+
+    from safe_estimators._targets.model_trainer import capture_train_request
+
+    use_org_config(tmp_path, monkeypatch)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    plan = safe_estimators.plan(TRAINER / "torchrun-fsdp.yaml", target="model_trainer")
+    sdk = _sdk()
+    (tmp_path / "train.py").write_text("print(1)\n")
+    bare = sdk.ModelTrainer(
+        training_image=plan.request["AlgorithmSpecification"]["TrainingImage"],
+        role=ROLE,
+        source_code=sdk.configs.SourceCode(source_dir=str(tmp_path), entry_script="train.py"),
+        compute=sdk.configs.Compute(instance_type="ml.g5.12xlarge", instance_count=2),
+        sagemaker_session=offline_trainer_session("us-west-2"),
+    )
+    request, _ = capture_train_request(bare)
+    for field in ("Tags", "VpcConfig", "EnableNetworkIsolation"):
+        assert plan.request.get(field) == request.get(field), field
+    for field in ("KmsKeyId",):
+        assert plan.request["OutputDataConfig"].get(field) == request["OutputDataConfig"].get(field)
+    assert plan.request["ResourceConfig"].get("VolumeKmsKeyId") == request["ResourceConfig"].get(
+        "VolumeKmsKeyId"
+    )

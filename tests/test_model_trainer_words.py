@@ -348,3 +348,18 @@ def test_the_script_a_command_runs_is_checked_as_an_entry_point(scripts, capsys)
     (problem,) = json.loads(capsys.readouterr().out)["problems"]
     assert problem["path"] == "source_code.command"
     assert "'trian.py' in source_dir" in problem["message"]
+
+
+def test_a_fix_is_said_in_the_words_the_job_was_written_in(scripts):
+    c = configs()
+    with pytest.raises(ConfigError) as caught:
+        safe_estimators.model_trainer(
+            source_code=c.SourceCode(source_dir=str(scripts), entry_script="train.py"),
+            compute=c.Compute(instance_type="ml.g5.xlarge", instance_count=1),
+            stopping_condition=c.StoppingCondition(max_runtime_in_seconds=2_419_201),
+            training_image=CPU_IMAGE,
+        )
+    (problem,) = [p for p in caught.value.problems if p.severity == "error"]
+    assert problem.path == "stopping_condition.max_runtime_in_seconds"
+    assert "stopping_condition.max_runtime_in_seconds=2419200" in problem.hint
+    assert "max_run=" not in problem.hint

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import SDK3
 from nbclient import NotebookClient
 
 from safe_estimators import ConfigError, Problem
@@ -57,6 +58,8 @@ def text_of(output: dict) -> str:
     return "\n".join(str(data[kind]) for kind in ("text/markdown", "text/plain") if kind in data)
 
 
+# The notebook builds estimators (the factories, sagemaker.Session): sagemaker 2's. The
+# tests of what a notebook user sees of our calls below run on both lanes, on each lane's jobs.
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     """The notebook after a headless run from examples/ (as a reader would run it)."""
@@ -78,6 +81,7 @@ def outputs(cells) -> list[str]:
     return [text_of(o) for cell in cells if cell.cell_type == "code" for o in cell.outputs]
 
 
+@pytest.mark.sdk2_only
 def test_notebook_shows_the_injected_values(executed):
     text = "\n".join(outputs(executed))
     # The compiler job: its explanation and its plan.
@@ -91,6 +95,7 @@ def test_notebook_shows_the_injected_values(executed):
     assert "| request `HyperParameters.sagemaker_mpi_num_of_processes_per_host` | `8` |" in text
 
 
+@pytest.mark.sdk2_only
 def test_notebook_shows_one_error_with_every_problem(executed):
     text = "\n".join(outputs(executed))
     assert "5 problems in the training job configuration" in text
@@ -116,15 +121,21 @@ handlers = list(logging.root.handlers)
 mine = logging.getLogger("my_notebook")
 mine.info("before")
 import safe_estimators
-safe_estimators.plan("compiler-single-gpu/job.yaml")
-safe_estimators.plan("model-parallel-fp16/job.yaml")
+safe_estimators.plan("{first}")
+safe_estimators.plan("{second}")
 mine.info("after")
-print(json.dumps({
+print(json.dumps({{
     "root": [logging.root.level, logging.root.handlers == handlers],
     "variable": os.environ.get("SAGEMAKER_SUPPRESS_V2_WARNING"),
     "excepthook": sys.excepthook is sys.__excepthook__,
-}))
+}}))
 """
+# Two jobs of each lane's default target: estimators on sagemaker 2, ModelTrainers on 3.
+LANE_JOBS = (
+    {"first": "model-trainer/torchrun-fsdp.yaml", "second": "model-trainer/smp-v2.yaml"}
+    if SDK3
+    else {"first": "compiler-single-gpu/job.yaml", "second": "model-parallel-fp16/job.yaml"}
+)
 
 
 def _fresh_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -138,7 +149,7 @@ def _fresh_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]
 
 
 def test_our_calls_print_no_sdk_info_lines_or_banners_and_leave_logging_as_it_was(tmp_path):
-    done = _fresh_python(USER_LOGGING, tmp_path)
+    done = _fresh_python(USER_LOGGING.format(**LANE_JOBS), tmp_path)
     assert done.returncode == 0, done.stderr
     printed = done.stdout + done.stderr
     *lines, state = done.stdout.splitlines()
@@ -166,10 +177,10 @@ def test_a_config_error_renders_as_its_problem_list_in_ipython():
 IPYTHON = """\
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
-shell.run_cell("import safe_estimators\\nsafe_estimators.plan('compiler-single-gpu/job.yaml')")
+shell.run_cell("import safe_estimators\\nsafe_estimators.plan('{job}')")
 print("=====")
 shell.run_cell(
-    "safe_estimators.pytorch(entry_point='compiler-single-gpu/train.py', "
+    "safe_estimators.{factory}(entry_point='compiler-single-gpu/train.py', "
     "instance_type='ml.p3.2xlarg', framework_version='2.1.0', py_version='py310', "
     "use_spot_instances=True)"
 )
@@ -177,7 +188,8 @@ shell.run_cell(
 
 
 def test_a_config_error_shows_as_its_problems_in_ipython_after_the_sdk_is_loaded(tmp_path):
-    done = _fresh_python(IPYTHON, tmp_path)
+    lane = {"job": LANE_JOBS["first"], "factory": "model_trainer" if SDK3 else "pytorch"}
+    done = _fresh_python(IPYTHON.format(**lane), tmp_path)
     assert done.returncode == 0, done.stderr
     shown = done.stdout.split("=====\n", 1)[1]
     assert shown.startswith("ConfigError: 3 problems in the training job configuration:\n")

@@ -109,7 +109,7 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "AKIAFAKE", "AWS_SECRET_ACCESS_KEY": "f
 CREDENTIALS = pytest.mark.parametrize(
     "credentials", [{}, FAKE_CREDENTIALS], ids=["no-credentials", "fake-credentials"]
 )
-estimator_sdk = pytest.mark.skipif(sdk_generation() >= 3, reason="estimators need sagemaker 2")
+estimator_sdk = pytest.mark.sdk2_only  # estimators need sagemaker 2
 
 
 # --- the estimator (sagemaker 2) ------------------------------------------------------------

@@ -13,7 +13,6 @@ import safe_estimators
 from safe_estimators import ConfigError
 from safe_estimators._cli import main
 from safe_estimators._facts import pipeline_variables
-from safe_estimators._facts.sdk_files import sdk_generation
 
 pytestmark = pytest.mark.both_sdks
 
@@ -103,7 +102,7 @@ def test_the_recorded_estimator_facts_are_what_sagemaker_2_reads():
         )
 
 
-@pytest.mark.skipif(sdk_generation() < 3, reason="the estimator target builds on sagemaker 2")
+@pytest.mark.sdk3_only  # the estimator target builds on sagemaker 2
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_plan_of_the_estimator_target_on_sagemaker_3_is_our_config_error(fmt, tmp_path, capsys):
     path = _spec(tmp_path, "target: estimator\n")

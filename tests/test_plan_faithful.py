@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SDK3
 
 from safe_estimators._cli import main
 from safe_estimators._spec_files.read import read_spec_data
@@ -27,6 +28,8 @@ REGION = "us-west-2"
 BUCKET = "faithful-plan-bucket"
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 JOB = "<job name>"
+# Built as the estimator on sagemaker 2 and as a ModelTrainer on 3 (each lane's default target).
+PORTABLE = EXAMPLES / "model-trainer" / "torchrun-fsdp.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -96,12 +99,9 @@ def _spec_for_account(example: Path, folder: Path) -> Path:
     assert data is not None, problems
     # The code is copied beside the spec: a spec's paths must stay inside its project.
     shutil.copytree(example.parent / data.get("source_dir", "."), folder / "code")
-    data.update(
-        source_dir="code",
-        role=ROLE,
-        output_path=f"s3://{BUCKET}/output/",
-        code_location=f"s3://{BUCKET}/code",
-    )
+    data.update(source_dir="code", role=ROLE, output_path=f"s3://{BUCKET}/output/")
+    if not SDK3:  # the estimator's (sagemaker 2's default target); ModelTrainer has none
+        data["code_location"] = f"s3://{BUCKET}/code"
     spec = folder / f"{example.parent.name}.json"
     spec.write_text(json.dumps(data, indent=2))
     return spec
@@ -113,6 +113,9 @@ def _without_job_name(request: dict[str, Any]) -> Any:
     return json.loads(json.dumps(request, default=str).replace(name, JOB))
 
 
+# The estimator's request; ModelTrainer's is checked by
+# test_submit_sends_exactly_the_planned_model_trainer_request.
+@pytest.mark.sdk2_only
 @pytest.mark.parametrize(
     "example",
     [
@@ -153,6 +156,7 @@ def test_submit_sends_exactly_the_planned_request(example, aws, sent, tmp_path, 
         assert resources["InstanceType"] == written["instance_type"]
 
 
+@pytest.mark.sdk2_only  # ModelTrainer's: the model_trainer_request test below
 def test_submitted_job_reaches_the_endpoint(aws, sent, tmp_path, capsys):
     """moto really received the job (the hook recorded a call that was then sent)."""
     import boto3
@@ -168,7 +172,13 @@ def test_submitted_job_reaches_the_endpoint(aws, sent, tmp_path, capsys):
     assert sent[0]["TrainingJobName"] == name
 
 
-def test_plan_opens_no_socket_at_all(capsys, monkeypatch):
+@pytest.mark.parametrize(
+    "example",
+    [pytest.param(EXAMPLES / "compiler-multi-gpu" / "job.yaml", marks=pytest.mark.sdk2_only),
+     PORTABLE],
+    ids=lambda p: p.parent.name,
+)  # fmt: skip
+def test_plan_opens_no_socket_at_all(example, capsys, monkeypatch):
     """With every socket refused (not even 127.0.0.1), plan works and tries none: it is offline."""
     import pytest_socket
     import urllib3  # noqa: F401  # its import probes IPv6 support with a local socket; not a call
@@ -184,26 +194,37 @@ def test_plan_opens_no_socket_at_all(capsys, monkeypatch):
     monkeypatch.setattr(pytest_socket, "SocketBlockedError", RecordedAttempt)
     pytest_socket.disable_socket()
     try:
-        code = main(["plan", str(EXAMPLES / "compiler-multi-gpu" / "job.yaml"), "--json"])
+        code = main(["plan", str(example), "--json"])
     finally:
         pytest_socket.enable_socket()
     captured = capsys.readouterr()
     assert code == 0, captured
     assert attempts == []
     request = json.loads(captured.out)["request"]
-    assert request["ResourceConfig"]["InstanceType"] == "ml.p3.8xlarge"
+    written, _ = read_spec_data(example)
+    assert written is not None
+    assert request["ResourceConfig"]["InstanceType"] == written["instance_type"]
 
 
+LANE_EXAMPLES = pytest.mark.parametrize(
+    "example",
+    [pytest.param(EXAMPLES / "compiler-single-gpu" / "job.yaml", marks=pytest.mark.sdk2_only),
+     PORTABLE],
+    ids=lambda p: p.parent.name,
+)  # fmt: skip
+
+
+@LANE_EXAMPLES
 @pytest.mark.parametrize(
     ("option", "value"),
     [("volume_size", -5), ("base_job_name", "my_job.v1"), ("checkpoint_s3_uri", "my-bucket/x")],
 )
 def test_submit_refuses_what_validate_refuses_and_sends_nothing(
-    option, value, aws, sent, tmp_path, capsys
+    example, option, value, aws, sent, tmp_path, capsys
 ):
     from safe_estimators._commands.validate import validate_file
 
-    spec = _spec_for_account(EXAMPLES / "compiler-single-gpu" / "job.yaml", tmp_path)
+    spec = _spec_for_account(example, tmp_path)
     data = json.loads(spec.read_text())
     data[option] = value
     spec.write_text(json.dumps(data))
@@ -218,6 +239,9 @@ def test_submit_refuses_what_validate_refuses_and_sends_nothing(
     assert sent == []
 
 
+# ModelTrainer sends the organisation's tags only when the job has none (sagemaker 3's
+# model_trainer.py: `if not self.tags`), so only the estimator's request can reach 51.
+@pytest.mark.sdk2_only
 def test_submit_checks_the_request_it_sends(aws, sent, tmp_path, capsys, monkeypatch):
     """A limit broken by the organisation's config is refused before CreateTrainingJob."""
     import yaml
@@ -239,6 +263,7 @@ def test_submit_checks_the_request_it_sends(aws, sent, tmp_path, capsys, monkeyp
     assert sent == []  # refused before the parameters were built
 
 
+@pytest.mark.sdk2_only  # sagemaker_region is a hyperparameter only the estimator sends
 def test_submit_honours_aws_region_like_plan(aws, sent, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     spec = _spec_for_account(EXAMPLES / "compiler-single-gpu" / "job.yaml", tmp_path)

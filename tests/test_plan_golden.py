@@ -22,6 +22,7 @@ import boto3
 import pytest
 import sagemaker
 import yaml
+from conftest import SDK3
 from moto import mock_aws
 from test_sdk_config import ORG_CONFIG
 
@@ -83,7 +84,26 @@ BUILDS: list[tuple[str, str, dict[str, Any]]] = [
     ),
 ]
 
-CONFIGS = ["telemetry off", "organisation"]
+# sagemaker 3's: the examples that build there, as ModelTrainers (its default target). The
+# notebook's jobs and the examples above are the estimator's.
+TRAINER_PLANS = [
+    *((f"ModelTrainer plan {name}", f"model-trainer/{name}.yaml", {})
+      for name in ("torchrun-fsdp", "smp-v2", "qlora")),
+    ("ModelTrainer plan model-parallel-v2", "model-parallel-v2/job.yaml", {}),
+]  # fmt: skip
+CONFIGS = [
+    "telemetry off",
+    pytest.param(
+        "organisation",
+        marks=pytest.mark.xfail(
+            SDK3,
+            strict=True,
+            reason="sagemaker 3's ModelTrainer itself takes none of this config's tags, KMS "
+            "keys or VPC (the estimator takes them all); the plan sends what the bare "
+            "ModelTrainer sends (test_model_trainer, under an organisation's config)",
+        ),
+    ),
+]
 
 
 def _without_job_name(request: dict[str, Any]) -> Any:
@@ -127,6 +147,8 @@ def _built_and_fitted(factory: str, kwargs: dict[str, Any]) -> Any:
 
 
 def _requests(config: str) -> dict[str, Any]:
+    if SDK3:
+        return {f"{name} ({config})": _planned(spec, o) for name, spec, o in TRAINER_PLANS}
     found = {f"{name} ({config})": _planned(spec, o) for name, spec, o in PLANS}
     for name, factory, kwargs in BUILDS:
         found[f"{name} ({config})"] = _built_and_fitted(factory, kwargs)

@@ -691,6 +691,94 @@ def test_a_result_shows_as_a_table_in_a_notebook(account):
     assert str(result).startswith(f"preflight ({REGION}, account {ACCOUNT}): 1 error(s)")
 
 
+# --- a fine-tuning trainer's job (sagemaker 3) ---------------------------------------------
+
+FT_MODEL = "meta-textgeneration-llama-3-2-1b-instruct"
+needs_trainers = pytest.mark.sdk3_only  # the fine-tuning trainers are sagemaker 3's
+
+
+@pytest.fixture
+def fine_tuning_region(monkeypatch):
+    """The job's region for the trainers' offline checks; no recipes collection."""
+    monkeypatch.setenv("AWS_REGION", REGION)
+    monkeypatch.delenv("SAFE_ESTIMATORS_RECIPES", raising=False)
+    from safe_estimators._recipes import modes
+
+    monkeypatch.setattr(modes, "recipes_folder", lambda: None)
+
+
+@pytest.mark.both_sdks
+@needs_trainers
+def test_a_fine_tuning_job_is_checked_on_the_instances_plan_and_data_the_trainer_sends(
+    account, fine_tuning_region
+):
+    from sagemaker.core.training.configs import TrainingJobCompute
+
+    import safe_estimators
+    from safe_estimators._preflight.job import from_fine_tuning
+
+    s3 = account.aws("s3")
+    s3.create_bucket(Bucket="data", CreateBucketConfiguration={"LocationConstraint": REGION})
+    compute = TrainingJobCompute(
+        instance_type="ml.p4d.24xlarge", instance_count=2, training_plan_arn=PLAN,
+        keep_alive_period_in_seconds=600, enable_managed_spot_training=True,
+    )  # fmt: skip
+    checked = safe_estimators.sft_trainer(
+        model=FT_MODEL, compute=compute, role=f"arn:aws:iam::{ACCOUNT}:role/Nobody",
+        training_dataset="s3://data/sft/train.jsonl", s3_output_path="s3://data/out/",
+    )  # fmt: skip
+    job = from_fine_tuning(checked._job, REGION)
+    # What the serverful path sends: the type, count, warm pool and plan, never spot.
+    assert job.instances[0].path == "compute.instance_type"
+    assert (job.instances[0].count, job.keep_alive_seconds, job.spot) == (2, 600, False)
+    assert job.training_plan == PLAN
+    _plan(account)
+    result = account.run(job)
+    errors = {p.path: p.message for p in result.errors}
+    assert set(errors) == {"compute.instance_type", "training_dataset", "role"}
+    assert "the training plan 'p5-week' reserves ml.p5.48xlarge" in errors["compute.instance_type"]
+    assert "s3://data/sft/train.jsonl holds no object" in errors["training_dataset"]
+    assert repr(checked).endswith("made=False)")  # the SDK's trainer (the hub) never made
+
+
+@pytest.mark.both_sdks
+@needs_trainers
+def test_a_serverless_fine_tuning_job_and_its_spec_file_are_preflighted_without_the_hub(
+    account, fine_tuning_region, tmp_path
+):
+    import yaml
+
+    import safe_estimators
+
+    account.aws("s3", "eu-west-1").create_bucket(
+        Bucket="elsewhere", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    arguments = {
+        "model": FT_MODEL, "model_package_group": "mine", "role":
+        f"arn:aws:iam::{ACCOUNT}:role/Nobody", "s3_output_path": "s3://elsewhere/out/",
+    }  # fmt: skip
+    checked = safe_estimators.sft_trainer(**arguments)
+    before = seen_calls()
+    result = safe_estimators.preflight(checked, account.session)
+    assert {p.path for p in result.errors} == {"role", "s3_output_path"}
+    assert "is in eu-west-1, the job in us-west-2" in _message(result, "s3_output_path")
+    assert repr(checked).endswith("made=False)")
+    # No instance of the job's own: no quota is the job's (no Service Quotas call was made).
+    made = {key for key, n in seen_calls().items() if n > before.get(key, 0)}
+    assert ("iam", "GetRole") in made and not any(s == "service-quotas" for s, _ in made)
+    spec = tmp_path / "job.yaml"
+    spec.write_text(yaml.safe_dump({"target": "fine_tuning", "trainer": "SFT", **arguments}))
+    from_file = safe_estimators.preflight(spec, account.session)
+    assert [(p.path, p.message) for p in from_file.problems] == [
+        (p.path, p.message) for p in result.problems
+    ]
+    assert from_file.source == str(spec)
+
+
+def _message(result: PreflightResult, path: str) -> str:
+    return next(p.message for p in result.problems if p.path == path)
+
+
 # --- the guard and the time bound -----------------------------------------------------------
 
 

@@ -120,7 +120,7 @@ def _bare(session: Any, **given: Any) -> Any:
     return _sdk().ModelTrainer.from_recipe(sagemaker_session=session, **given)
 
 
-sdk3 = pytest.mark.skipif(not SDK3, reason="ModelTrainer.from_recipe is built on sagemaker 3")
+sdk3 = pytest.mark.sdk3_only  # ModelTrainer.from_recipe is built on sagemaker 3
 
 
 @sdk3

@@ -295,3 +295,66 @@ def test_a_refused_spec_file_is_not_planned(tmp_path):
     )
     with pytest.raises(ConfigError, match=r"ml\.g5\.12xlarge has 4 GPUs"):
         safe_estimators.plan(spec)
+
+
+# --- the files a @remote spec names: relative to the spec, inside the project -----------------
+
+
+def _remote_project(tmp_path):
+    project = tmp_path / "project"
+    (project / "jobs").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (project / "jobs" / "requirements.txt").write_text("transformers==4.44.0\n")
+    (project / "jobs" / "setup.sh").write_text("echo ready\n")
+    (tmp_path / "outside.txt").write_text("sk-outside-value-never-read\n")
+    return project
+
+
+def _remote_spec(folder, **options):
+    lines = [f"target: remote_function\ninstance_type: ml.p4d.24xlarge\nimage_uri: {IMAGE}\n"]
+    lines += [f"{key}: {value}\n" for key, value in options.items()]
+    spec = folder / "job.yaml"
+    spec.write_text("".join(lines))
+    return spec
+
+
+def test_a_spec_files_dependencies_and_script_are_relative_to_it(tmp_path, monkeypatch):
+    from safe_estimators._commands.validate import validate_spec
+
+    project = _remote_project(tmp_path)
+    spec = _remote_spec(
+        project / "jobs", dependencies="requirements.txt", pre_execution_script="setup.sh"
+    )
+    monkeypatch.chdir(tmp_path)  # the SDK would look for them here
+    arguments, problems = validate_spec(spec)
+    assert [p for p in problems if p.severity == "error"] == []
+    assert arguments["dependencies"] == str(project / "jobs" / "requirements.txt")
+    assert arguments["pre_execution_script"] == str(project / "jobs" / "setup.sh")
+    spec = _remote_spec(project / "jobs", dependencies="auto_capture")
+    assert validate_spec(spec)[0]["dependencies"] == "auto_capture"  # a keyword, not a file
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("dependencies", "../../outside.txt"),
+        ("dependencies", "ABSOLUTE"),
+        ("pre_execution_script", "../../outside.txt"),
+        ("pre_execution_script", "linked.sh"),
+    ],
+)
+def test_a_file_outside_the_project_is_refused_and_not_planned(tmp_path, option, value):
+    from safe_estimators._commands.validate import validate_file
+
+    project = _remote_project(tmp_path)
+    if value == "ABSOLUTE":
+        value = str(tmp_path / "outside.txt")
+    if value == "linked.sh":
+        (project / "jobs" / "linked.sh").symlink_to(tmp_path / "outside.txt")
+    spec = _remote_spec(project / "jobs", **{option: value})
+    [problem] = [p for p in validate_file(spec) if p.severity == "error"]
+    assert (problem.path, problem.rule) == (option, "project-containment")
+    assert "outside the project" in problem.message
+    with pytest.raises(ConfigError) as raised:
+        safe_estimators.plan(spec)
+    assert "sk-outside" not in str(raised.value)

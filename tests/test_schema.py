@@ -17,7 +17,7 @@ from safe_estimators._facts.sdk_arguments import BY_ESTIMATOR, MISPLACED, OTHER_
 from safe_estimators._memory.shape import ModelShape
 from safe_estimators._spec import SPEC_FIELDS, JobSpec, TrainingCompiler
 from safe_estimators._spec_files.read import read_spec_data
-from safe_estimators._spec_files.schema import spec_schema
+from safe_estimators._spec_files.schema import JOB, spec_schema
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*/job.*"))
 SPECS = Path(__file__).parent / "fixtures" / "specs"
@@ -26,6 +26,12 @@ SPECS = Path(__file__).parent / "fixtures" / "specs"
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
     return spec_schema()
+
+
+@pytest.fixture(scope="module")
+def job(schema) -> dict[str, Any]:
+    """The schema of an estimator or ModelTrainer job (no target, or one of those two)."""
+    return schema["$defs"][JOB]
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +55,15 @@ def _errors(validator, data) -> list[str]:
     ]
 
 
-def test_the_schema_is_draft_2020_12(schema):
+def test_the_schema_is_draft_2020_12(schema, job):
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["additionalProperties"] is True  # the SDK drops other keys: validate warns
-    assert set(schema["required"]) == {"estimator"}
-    # entry_point, unless a training recipe names the script
-    script = {"anyOf": [{"required": ["entry_point"]}, {"required": ["training_recipe"]}]}
-    assert script in schema["allOf"]
-    assert schema["properties"]["estimator"]["enum"] == ["huggingface", "pytorch"]
+    assert job["additionalProperties"] is True  # the SDK drops other keys: validate warns
+    assert set(job["required"]) == {"estimator"}
+    # entry_point, unless a training recipe or ModelTrainer's source_code names the script
+    script = {"anyOf": [{"required": ["entry_point"]}, {"required": ["training_recipe"]},
+                        {"required": ["source_code"]}]}  # fmt: skip
+    assert script in job["allOf"]
+    assert job["properties"]["estimator"]["enum"] == ["huggingface", "pytorch"]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.parent.name)
@@ -75,8 +82,8 @@ def test_an_unknown_key_passes_the_schema_and_only_the_loader_tells_a_typo(valid
         assert _errors(validator, variant) == [], key
 
 
-def test_the_names_the_loader_warns_about_are_marked_deprecated(schema):
-    properties = schema["properties"]
+def test_the_names_the_loader_warns_about_are_marked_deprecated(job):
+    properties = job["properties"]
     for name in ("env", "model_dir", "processes_per_host", "train_instance_type", "use_mpi"):
         assert properties[name]["deprecated"] is True, name
     assert "deprecated" not in properties["environment"]
@@ -134,8 +141,8 @@ def test_one_estimators_keywords_pass_the_others_spec_as_the_loader_warns(valida
                             "py_version": "py310"})  # fmt: skip
 
 
-def test_the_schema_lists_every_spec_field_and_sdk_keyword(schema):
-    names = set(schema["properties"])
+def test_the_schema_lists_every_spec_field_and_sdk_keyword(job):
+    names = set(job["properties"])
     # trainer holds ModelTrainer's words as read from their own keys, never a key itself.
     assert {a.name for a in attrs.fields(JobSpec)} - {"extra", "trainer"} <= names
     assert "trainer" not in names
@@ -153,8 +160,8 @@ def test_the_schema_lists_every_model_parallel_and_compiler_field(schema):
     }
 
 
-def test_instance_type_enumerates_the_catalog(schema):
-    enum = schema["properties"]["instance_type"]["enum"]
+def test_instance_type_enumerates_the_catalog(job):
+    enum = job["properties"]["instance_type"]["enum"]
     assert {t.name for t in instance_catalog.instance_types()} | {"local", "local_gpu"} == set(enum)
 
 
@@ -168,7 +175,7 @@ def test_a_new_field_appears_without_touching_the_schema_module(monkeypatch):
 
     monkeypatch.setattr(module, "JobSpec", Extended)
     monkeypatch.setattr(module, "SPEC_FIELDS", SPEC_FIELDS | {"spot_fallback_instance_type"})
-    properties = module.spec_schema()["properties"]
+    properties = module.spec_schema()["$defs"][JOB]["properties"]
     assert properties["spot_fallback_instance_type"] == {"type": ["string", "null"]}
 
 
@@ -272,3 +279,107 @@ def test_whatever_top_level_key_the_loader_accepts_the_schema_accepts(extra):
     data = {**_MODEL_BASE, **{k: v for k, v in extra.items() if k not in _MODEL_BASE}}
     if _loader_accepts(data):
         assert _MODEL_VALIDATOR.is_valid(data), extra
+
+
+# --- every target: the schema picks the job's schema by target ----------------------------------
+
+TARGET_SPECS = [
+    *EXAMPLES,
+    *(p for p in sorted((EXAMPLES[0].parents[1] / "model-trainer").glob("*.yaml"))
+      if p.name != "own-words-hyperparameters.yaml"),  # a hyperparameters file, not a spec
+    *sorted((Path(__file__).parent / "fixtures" / "targets").glob("*.yaml")),
+]  # fmt: skip
+SDK3 = pytest.mark.sdk3_only  # the fine-tuning trainers are sagemaker 3's
+
+
+def _loader_errors(data: dict[str, Any]) -> list[str]:
+    """The loader's errors for a spec of any target (paths only)."""
+    from safe_estimators._resolve import check_arguments
+
+    return [p.path for p in check_arguments(data)[1] if p.severity == "error"]
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize("spec", TARGET_SPECS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_example_and_fixture_of_every_target_validates_against_the_schema(spec, validator):
+    data = _data(spec)
+    assert _errors(validator, data) == []
+
+
+@pytest.mark.both_sdks
+def test_the_target_picks_the_schema(schema, validator):
+    targets = {"remote_function", "fine_tuning"}
+    assert set(schema["properties"]["target"]["enum"]) == {"estimator", "model_trainer",
+                                                           *targets, None}  # fmt: skip
+    # A fine-tuning spec's model is a name, not the estimator's model shape, and it has no
+    # estimator or entry point: valid as a fine-tuning job only.
+    fine_tuning = _data(Path(__file__).parent / "fixtures" / "targets" / "fine-tuning-sft.yaml")
+    assert _errors(validator, {**fine_tuning, "target": "model_trainer"})
+    remote = _data(Path(__file__).parent / "fixtures" / "targets" / "remote-torchrun.yaml")
+    assert _errors(validator, {**remote, "target": "fine_tuning"})
+
+
+REMOTE = {"target": "remote_function", "instance_type": "ml.p4d.24xlarge",
+          "image_uri": "111122223333.dkr.ecr.us-west-2.amazonaws.com/mine:py311"}  # fmt: skip
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize(
+    ("change", "refused"),
+    [
+        ({}, False),
+        ({"use_torchrun": True, "nproc_per_node": 8}, False),
+        ({"not_an_option": None}, False),  # null is "not given", for the loader too
+        ({"instance_typ": "ml.p4d.24xlarge"}, True),  # the decorator takes no other keyword
+        ({"instance_count": 0}, True),
+        ({"keep_alive_period_in_seconds": -1}, True),
+        ({"instance_type": "ml.p4d.24xl"}, True),
+        ({"instance_type": None}, True),
+    ],
+)
+def test_a_remote_spec_is_refused_by_the_schema_where_the_loader_refuses_it(
+    validator, change, refused
+):
+    data = {**REMOTE, **change}
+    assert bool(_errors(validator, data)) is refused, _errors(validator, data)
+    assert bool(_loader_errors(data)) is refused, _loader_errors(data)
+
+
+FINE_TUNING = {"target": "fine_tuning", "trainer": "SFT", "model": "meta-llama/Llama-3.2-1B",
+               "compute": {"instance_type": "ml.p5.48xlarge"}}  # fmt: skip
+
+
+@pytest.mark.both_sdks
+@SDK3
+@pytest.mark.parametrize(
+    ("change", "refused"),
+    [
+        ({}, False),
+        ({"trainer": "sfttrainer", "training_type": "FULL", "sequence_length": "8K"}, False),
+        ({"compute": None, "model_package_group": "mine"}, False),  # serverless
+        ({"compute": {"cluster_name": "c", "instance_type": "ml.p5.48xlarge"}}, False),
+        ({"recipe": "s3://bucket/r.yaml", "overrides": {"a": {"b": 1}}}, False),
+        ({"not_an_option": None}, False),
+        ({"trainer": "RLAIF", "compute": None, "model_package_group": "g"}, False),
+        ({"trainer": "XYZ"}, True),
+        ({"trainer": "RLAIF"}, True),  # RLAIFTrainer takes no compute
+        ({"trainer": "CPT", "training_type": "LORA"}, True),  # nor CPTTrainer a training_type
+        ({"training_type": "QLORA"}, True),
+        ({"sequence_length": "4096"}, True),
+        ({"recipe": "https://example.com/r.yaml"}, True),
+        ({"compute": {"cluster_name": "c", "instance_count": 2}}, True),
+        ({"compute": {"instance_typ": "ml.p5.48xlarge"}}, True),
+        ({"compute": {"instance_type": "ml.p5.48xlarge", "instance_count": 0}}, True),
+        ({"model": ""}, True),
+        ({"not_an_option": 1}, True),
+        ({"accept_exposure": "environment.X"}, True),
+    ],
+)
+def test_a_fine_tuning_spec_is_refused_by_the_schema_where_the_loader_refuses_it(
+    validator, change, refused, monkeypatch
+):
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    data = {**FINE_TUNING, **change}
+    assert bool(_errors(validator, data)) is refused, _errors(validator, data)
+    assert bool(_loader_errors(data)) is refused, _loader_errors(data)

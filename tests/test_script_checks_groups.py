@@ -120,3 +120,17 @@ def test_one_homogeneous_cluster_is_not_concerned():
     plain = ScriptContext(launcher="smddp", processes=16, gpus_per_instance=8,
                           instance_type="ml.p4d.24xlarge")
     assert not [f for f in check_source(NEVER_CHECKS, plain) if f.rule == "group-not-detected"]
+
+
+@pytest.mark.sdk2_only
+def test_the_heterogeneous_example_forks_on_its_group_and_validates_clean(capsys):
+    from pathlib import Path
+
+    from safe_estimators._cli import main
+
+    example = Path(__file__).parent.parent / "examples" / "heterogeneous-smddp"
+    source = (example / "train.py").read_text()
+    assert "SM_CURRENT_INSTANCE_GROUP" in source and "current_group_name" in source
+    assert main(["validate", str(example / "job.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == f"{example / 'job.yaml'}: valid", out

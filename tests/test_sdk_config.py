@@ -18,6 +18,11 @@ from moto import mock_aws
 
 import safe_estimators
 
+# Every test here builds or plans an estimator (a Training Compiler or SMP v1 job, the
+# estimator's sagemaker.Session). ModelTrainer's plan under the same organisation config is a
+# gap still to test: on sagemaker 3 it sends none of its tags, KMS keys or VPC.
+pytestmark = pytest.mark.sdk2_only
+
 EXAMPLES = Path(__file__).parent.parent / "examples"
 REGION = "us-west-2"
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"

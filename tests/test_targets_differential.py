@@ -82,7 +82,7 @@ def _recorded() -> dict[str, Any]:
     return data
 
 
-@pytest.mark.skipif(sdk_generation() >= 3, reason="the estimator target needs sagemaker 2.x")
+@pytest.mark.sdk2_only  # the estimator target needs sagemaker 2.x
 @pytest.mark.parametrize("spec", BOTH, ids=_key)
 def test_the_same_spec_is_the_same_job_on_both_targets(spec):
     estimator = _job(safe_estimators.plan(spec, target="estimator", role=ROLE), "estimator")

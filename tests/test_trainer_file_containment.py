@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from safe_estimators._cli import main
-from safe_estimators._facts.sdk_files import sdk_generation
 
 pytestmark = pytest.mark.both_sdks
 
@@ -22,7 +21,7 @@ JOB = (
     "role: arn:aws:iam::123456789012:role/x\n"
     "compute: {instance_type: ml.g5.xlarge, instance_count: 1}\n"
 )
-from_recipe_only = pytest.mark.skipif(sdk_generation() < 3, reason="from_recipe is 3.x")
+from_recipe_only = pytest.mark.sdk3_only  # from_recipe is 3.x
 RECIPE = Path(__file__).parent.parent / "examples" / "hyperpod-recipe" / "recipes"
 
 

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sagemaker.debugger import ProfilerConfig, ProfilerRule, rule_configs
-from sagemaker.pytorch import TrainingCompilerConfig
-from sagemaker.workflow.parameters import ParameterBoolean, ParameterInteger, ParameterString
+from conftest import SDK3
+from sdk_generations import ParameterBoolean, ParameterInteger, ParameterString
 
 import safe_estimators
 from safe_estimators import ConfigError
@@ -67,6 +66,8 @@ def errors(problems):
 
 
 def test_aws_spelling_of_the_compiler_gets_the_same_safe_defaults(sagemaker_session, role):
+    from sagemaker.pytorch import TrainingCompilerConfig  # sagemaker 2's
+
     est = pytorch(sagemaker_session, role, compiler_config=TrainingCompilerConfig())
     same = pytorch(sagemaker_session, role, training_compiler=True)
 
@@ -80,11 +81,15 @@ def test_aws_spelling_of_the_compiler_gets_the_same_safe_defaults(sagemaker_sess
 
 
 def test_aws_spelling_with_debug_keeps_debug(sagemaker_session, role):
+    from sagemaker.pytorch import TrainingCompilerConfig  # sagemaker 2's
+
     est = pytorch(sagemaker_session, role, compiler_config=TrainingCompilerConfig(debug=True))
     assert est.hyperparameters()["sagemaker_training_compiler_debug_mode"] == "true"
 
 
 def test_a_disabled_compiler_config_is_off(sagemaker_session, role):
+    from sagemaker.pytorch import TrainingCompilerConfig  # sagemaker 2's
+
     est = pytorch(
         sagemaker_session, role, compiler_config=TrainingCompilerConfig(enabled=False)
     )
@@ -93,6 +98,8 @@ def test_a_disabled_compiler_config_is_off(sagemaker_session, role):
 
 
 def test_the_aws_spelling_is_checked_like_ours(sagemaker_session, role):
+    from sagemaker.pytorch import TrainingCompilerConfig  # sagemaker 2's
+
     with pytest.raises(ConfigError) as error:
         pytorch(
             sagemaker_session,
@@ -104,6 +111,8 @@ def test_the_aws_spelling_is_checked_like_ours(sagemaker_session, role):
 
 
 def test_both_spellings_disagreeing_is_an_error(sagemaker_session, role):
+    from sagemaker.pytorch import TrainingCompilerConfig  # sagemaker 2's
+
     with pytest.raises(ConfigError) as error:
         pytorch(
             sagemaker_session,
@@ -114,6 +123,7 @@ def test_both_spellings_disagreeing_is_an_error(sagemaker_session, role):
     assert error.value.paths == ["compiler_config"]
 
 
+@pytest.mark.sdk2_only  # Training Compiler: the estimator's
 def test_a_compiler_config_mapping_in_a_spec_file_is_the_compiler(tmp_path):
     path = write_spec(tmp_path, compiler_config={"enabled": True})
     assert errors(validate_file(path)) == []
@@ -135,7 +145,10 @@ def test_a_malformed_compiler_config_mapping_is_refused_everywhere(tmp_path):
 # --- 3. no injected default that the SDK refuses later ----------------------------------------
 
 
+@pytest.mark.sdk2_only  # Training Compiler and sagemaker.debugger
 def test_compiler_with_a_profiler_config_builds_and_fits(tmp_path, role):
+    from sagemaker.debugger import ProfilerConfig  # sagemaker 2's
+
     profiler = ProfilerConfig(system_monitor_interval_millis=500)
     est = safe_estimators.pytorch(
         entry_point=XLA_SCRIPT,
@@ -155,7 +168,10 @@ def test_compiler_with_a_profiler_config_builds_and_fits(tmp_path, role):
     assert request["ProfilerConfig"]["ProfilingIntervalInMilliseconds"] == 500
 
 
+@pytest.mark.sdk2_only  # Training Compiler and sagemaker.debugger
 def test_compiler_with_profiler_rules_keeps_the_profiler(tmp_path, role):
+    from sagemaker.debugger import ProfilerRule, rule_configs  # sagemaker 2's
+
     spec = safe_estimators.load_spec(write_spec(tmp_path, training_compiler=True))
     rules = [ProfilerRule.sagemaker(rule_configs.ProfilerReport())]
     request = safe_estimators.plan(spec, rules=rules).request
@@ -165,6 +181,8 @@ def test_compiler_with_profiler_rules_keeps_the_profiler(tmp_path, role):
 
 
 def test_a_profiler_config_that_disables_the_profiler_is_no_conflict(sagemaker_session, role):
+    from sagemaker.debugger import ProfilerConfig  # sagemaker 2's
+
     est = pytorch(
         sagemaker_session,
         role,
@@ -238,6 +256,7 @@ def test_vpc_half_given_is_an_error_as_the_sdk_refuses_it(tmp_path):
     ]
 
 
+@pytest.mark.sdk2_only  # ModelTrainer sends the config's tags only without the job's
 def test_the_planned_request_is_checked_too(tmp_path, monkeypatch):
     """A limit broken by the organisation's config (not the spec) is caught in plan."""
     config = tmp_path / "config.yaml"
@@ -256,6 +275,7 @@ def test_the_planned_request_is_checked_too(tmp_path, monkeypatch):
     assert "the maximum is 50" in str(error.value)
 
 
+@pytest.mark.sdk2_only  # the estimator's SDK-added hyperparameters
 def test_torchrun_hyperparameters_count_what_the_sdk_adds(tmp_path):
     hyper = {f"h{i}": i for i in range(94)}
     path = write_spec(
@@ -307,6 +327,7 @@ def test_remote_sources_are_left_alone(tmp_path):
     assert errors(validate_file(path)) == []
 
 
+@pytest.mark.sdk2_only  # an estimator in a sagemaker 2 PipelineSession
 def test_pipeline_variables_where_the_sdk_accepts_them(role):
     from sagemaker.workflow.pipeline_context import PipelineSession
 
@@ -421,6 +442,7 @@ def test_text_plan_shows_every_non_default_field(tmp_path):
     assert "StoppingCondition.MaxRuntimeInSeconds" not in text  # the SDK's default
 
 
+@pytest.mark.sdk2_only  # sagemaker.estimator's defaults
 def test_sdk_defaults_table_matches_the_sdk():
     import inspect
 
@@ -493,4 +515,5 @@ def test_instance_groups_alone_pass_validate_and_plan_alike(tmp_path):
 def test_sdk_objects_written_as_mappings_are_refused(name, value, tmp_path):
     problems = errors(validate_file(write_spec(tmp_path, **{name: value})))
     assert [p.path for p in problems] == [name]
-    assert "in Python" in problems[0].hint
+    # The estimator takes the sagemaker.debugger object; ModelTrainer has no such option.
+    assert ("target: estimator" if SDK3 else "in Python") in problems[0].hint

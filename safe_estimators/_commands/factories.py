@@ -11,9 +11,10 @@ import attrs
 
 from safe_estimators._commands.quiet import sdk_quiet
 from safe_estimators._facts.sdk_files import sdk_generation
-from safe_estimators._facts.targets import ESTIMATOR, MODEL_TRAINER
+from safe_estimators._facts.targets import ESTIMATOR, FINE_TUNING, MODEL_TRAINER
 from safe_estimators._problems import ConfigError, warning
 from safe_estimators._resolve import ResolvedJob, resolve_arguments
+from safe_estimators._rules.capacity import job_created_in
 from safe_estimators._rules.request import pipeline_step
 from safe_estimators._rules.targets import estimator_needs_sdk2
 from safe_estimators._spec import JobSpec, TrainingCompiler
@@ -32,6 +33,17 @@ if TYPE_CHECKING:
 def _given(named: Mapping[str, Any], passed_through: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments the caller set: None means "not given", as in the SageMaker SDK."""
     return {k: v for k, v in {**named, **passed_through}.items() if v is not None}
+
+
+def _region_of(session: Any) -> str | None:
+    """The region the job is created in: the session's, else the one the SDK's default session
+    finds (no network call); None when none is configured (the build says so)."""
+    region = getattr(session, "boto_region_name", None) if session is not None else None
+    if isinstance(region, str) and region:
+        return region
+    from safe_estimators._targets.shared import known_region
+
+    return known_region()
 
 
 def _estimator_available() -> None:
@@ -143,7 +155,7 @@ def huggingface(
         model=model,
         check_script=check_script,
     )
-    with pipeline_step(sagemaker_session):
+    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
         job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     with sdk_quiet():  # the SDK's banners and INFO lines are not the caller's output
         return _preflighted(build_estimator(job, sagemaker_session), preflight)
@@ -204,7 +216,7 @@ def pytorch(
         training_recipe=training_recipe,
         recipe_overrides=recipe_overrides,
     )
-    with pipeline_step(sagemaker_session):
+    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
         job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
     with sdk_quiet():
         return _preflighted(build_estimator(job, sagemaker_session), preflight)
@@ -280,7 +292,7 @@ def model_trainer(
         inputs=inputs,
         check_script=check_script,
     )
-    with pipeline_step(sagemaker_session):
+    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
         job = resolve_arguments(_given(named, kwargs))
     with sdk_quiet():
         return _preflighted(build_model_trainer(job, sagemaker_session), preflight)
@@ -315,6 +327,75 @@ def remote(
     return decorate(_func) if _func is not None else decorate
 
 
+def _fine_tuning(technique: str, arguments: dict[str, Any]) -> Any:
+    """The checked fine-tuning job for ``technique``: the region the trainer will use (its
+    session's, else the environment's) is known here, so the region rules run too."""
+    from safe_estimators._resolve import resolve_fine_tuning_arguments
+    from safe_estimators._targets.fine_tuning import build_fine_tuning
+
+    session = arguments.get("sagemaker_session")
+    region = _region_of(session)
+    given = {k: v for k, v in arguments.items() if k != "sagemaker_session"}
+    job = resolve_fine_tuning_arguments(given, technique, region=region)
+    return build_fine_tuning(job, session)
+
+
+_FINE_TUNING_DOC = """A checked drop-in for sagemaker 3's ``sagemaker.train.{cls}``: the same
+    keyword arguments (``model``, {training_type}``compute`` = ``TrainingJobCompute`` /
+    ``HyperPodCompute`` / None for serverless, {extra}``hyperparameters``, ``role``, ...; a
+    spec file says ``target: fine_tuning`` with ``trainer: {technique}``).
+
+    Checked offline, before the hub is asked: the compute's instance type against the model's
+    {technique} fine-tuning recipes in your copy of the HyperPod recipes collection (``--recipes
+    DIR`` / ``$SAFE_ESTIMATORS_RECIPES``; the trainer itself refuses another type only at
+    ``train()``), the sequence length against those recipes, the 100-hyperparameter cap, the
+    region, the model package group of a serverless job, training plans (their instance types,
+    their region, and an SDK that drops the ARN), what the trainer silently leaves out of the
+    compute, and credentials in the values. Every problem is raised at once in one ConfigError.
+
+    Returns a ``CheckedTrainer``: the SDK's {cls} is made on first use (``train()``, or any of
+    its attributes), since its constructor reads the hub; nothing is sent before.
+    ``safe_estimators.explain(trainer).not_checked`` lists what only the hub or the account can
+    say, with the call that will.
+    """
+
+
+def sft_trainer(**kwargs: Any) -> Any:
+    return _fine_tuning("SFT", kwargs)
+
+
+def dpo_trainer(**kwargs: Any) -> Any:
+    return _fine_tuning("DPO", kwargs)
+
+
+def rlvr_trainer(**kwargs: Any) -> Any:
+    return _fine_tuning("RLVR", kwargs)
+
+
+def rlaif_trainer(**kwargs: Any) -> Any:
+    return _fine_tuning("RLAIF", kwargs)
+
+
+def cpt_trainer(**kwargs: Any) -> Any:
+    return _fine_tuning("CPT", kwargs)
+
+
+for _factory, _technique, _cls, _type, _extra in (
+    (sft_trainer, "SFT", "SFTTrainer", True, "``sequence_length``, ``recipe``, ``overrides``, "),
+    (dpo_trainer, "DPO", "DPOTrainer", True, "``sequence_length``, ``recipe``, ``overrides``, "),
+    (rlvr_trainer, "RLVR", "RLVRTrainer", True, "``custom_reward_function``, "
+     "``sequence_length``, ``recipe``, ``overrides``, "),
+    (rlaif_trainer, "RLAIF", "RLAIFTrainer", True, "``reward_model_id``, ``sequence_length``, "),
+    (cpt_trainer, "CPT", "CPTTrainer", False, "``recipe``, ``overrides``, ``training_image``, "),
+):  # fmt: skip
+    _factory.__doc__ = _FINE_TUNING_DOC.format(
+        cls=_cls,
+        technique=_technique,
+        training_type="``training_type`` (LORA or FULL), " if _type else "",
+        extra=_extra,
+    )
+
+
 def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
     """Build the job a spec describes (a ``JobSpec`` or a spec file path) as its target: the
     estimator, or a ModelTrainer (``target: model_trainer``; the default under sagemaker 3).
@@ -328,7 +409,24 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
     session = overrides.pop("sagemaker_session", None)
     preflight = bool(overrides.pop("preflight", False))
     arguments, source, prior = job_arguments(spec, overrides)
-    with pipeline_step(session):
+    if arguments.get("target") == FINE_TUNING:
+        if prior:
+            raise ConfigError(list(prior), source=source)
+        return _fine_tuning_spec(arguments, source, session)
+    with pipeline_step(session), job_created_in(_region_of(session)):
         job = resolve_arguments(arguments, source, prior)
     with sdk_quiet():
         return _preflighted(build_target(job, session), preflight)
+
+
+def _fine_tuning_spec(arguments: dict[str, Any], source: str | None, session: Any) -> Any:
+    """A spec file's fine-tuning job (``target: fine_tuning``, ``trainer: SFT``)."""
+    from safe_estimators._resolve import fine_tuning_technique
+
+    technique, problems = fine_tuning_technique(arguments)
+    if technique is None:
+        raise ConfigError(problems, source=source)
+    given = {k: v for k, v in arguments.items() if k not in ("target", "trainer")}
+    if session is not None:
+        given["sagemaker_session"] = session
+    return _fine_tuning(technique, given)

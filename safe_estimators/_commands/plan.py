@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,7 +13,7 @@ import attrs
 from safe_estimators._bounds import MAX_PROBLEMS, markdown_code, markdown_text, printable, quote
 from safe_estimators._commands.validate import offline
 from safe_estimators._facts.sdk_files import default_target, sdk_generation
-from safe_estimators._facts.targets import MODEL_TRAINER, REMOTE_FUNCTION
+from safe_estimators._facts.targets import FINE_TUNING, MODEL_TRAINER, REMOTE_FUNCTION
 from safe_estimators._problems import ConfigError, Problem, problem_source, tagged
 from safe_estimators._recipes.offline import planned_recipe_job
 from safe_estimators._resolve import resolve_arguments
@@ -20,7 +21,7 @@ from safe_estimators._resolved import Explanation
 from safe_estimators._secret_formats import mask_text, masked
 from safe_estimators._spec import JobSpec
 from safe_estimators._spec_files.read import job_arguments, offline_problems, sdk_config_problems
-from safe_estimators._targets.shared import REGION_SOURCES, job_region
+from safe_estimators._targets.shared import REGION_SOURCES, job_region, known_region
 
 
 @attrs.frozen
@@ -39,6 +40,9 @@ class Plan:
     source: str | None = None
     # The files a ModelTrainer uploads in its sm_drivers channel (distributed.json, ...).
     files: dict[str, str] = attrs.field(factory=dict)
+    # A fine-tuning trainer's checked job (``_resolve.ResolvedFineTuning``): the hub supplies
+    # part of its request, so the preflight reads the job's own arguments instead.
+    fine_tuning: Any = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready document: ``request``, ``injected``, ``warnings``, ``layout``,
@@ -87,6 +91,8 @@ class Plan:
             f"  EnableInterContainerTrafficEncryption: "
             f"{r.get('EnableInterContainerTrafficEncryption', False)}",
         ]
+        if not resources:  # a serverless fine-tuning job: SageMaker picks the instances
+            lines = [line for line in lines if not line.startswith("  ResourceConfig: ")]
         for section in ("Environment", "HyperParameters"):
             for key, value in sorted((r.get(section) or {}).items()):
                 lines.append(f"  {section}.{key} = {value}")
@@ -202,8 +208,10 @@ def plan(
     problems are ``validate``'s, in its order, then any the planned request itself has.
     """
     from safe_estimators._commands.quiet import sdk_quiet
+    from safe_estimators._rules.capacity import job_created_in
 
-    with offline(), sdk_quiet():  # no SDK banners or INFO lines under the caller's cell
+    # no SDK banners or INFO lines under the caller's cell; the rules know the job's region
+    with offline(), sdk_quiet(), job_created_in(known_region()):
         return _plan(spec_or_path, overrides, project_root)
 
 
@@ -232,6 +240,8 @@ def _plan(
     region = job_region()
     if arguments.get("target") == REMOTE_FUNCTION:
         return _plan_remote(arguments, source, prior, region)
+    if arguments.get("target") == FINE_TUNING:
+        return _plan_fine_tuning(arguments, source, prior, region)
     if (arguments.get("target") or default_target()) == MODEL_TRAINER:
         return _plan_model_trainer(arguments, source, prior, region)
     if sdk_generation() >= 3:
@@ -402,7 +412,9 @@ def _plan_model_trainer(
             "in IAM.",
             "give the role's ARN (arn:aws:iam::<account>:role/<name>) to plan offline.",
         )]), source=source) from exc  # fmt: skip
-    except (ValueError, TypeError, RuntimeError) as exc:
+    # shutil.Error: sagemaker 3's ModelTrainer copies source_dir (shutil.copytree) before the
+    # upload, which refuses a named pipe or a socket there; the estimator's tarfile takes them.
+    except (ValueError, TypeError, RuntimeError, shutil.Error) as exc:
         if isinstance(exc, ConfigError):
             raise
         raise ConfigError(sdk_refused("train()", exc), source=source) from exc
@@ -434,7 +446,7 @@ def _plan_remote(
     problems = request_problems(request, _remote_operation())
     if problems:
         raise ConfigError(problems, source=source)
-    return Plan(request, job.explanation, tuple(placeholders), source)
+    return Plan(request, job.explanation, tuple(placeholders), source, fine_tuning=job)
 
 
 def _remote_operation() -> Any:
@@ -443,3 +455,22 @@ def _remote_operation() -> Any:
 
     model = botocore.session.get_session().get_service_model("sagemaker")
     return model.operation_model("CreateTrainingJob")
+
+
+def _plan_fine_tuning(
+    arguments: dict[str, Any], source: str | None, prior: Sequence[Problem], region: str | None
+) -> Plan:
+    """The plan of a fine-tuning trainer's job: what its request holds that the job's own
+    arguments settle, offline; the parts the hub supplies are named among the placeholders (the
+    trainer's constructor reads the hub, so it is not made here)."""
+    from safe_estimators._resolve import fine_tuning_technique, resolve_fine_tuning_arguments
+    from safe_estimators._targets.fine_tuning import plan_fine_tuning
+
+    technique, problems = fine_tuning_technique(arguments)
+    if prior or technique is None:
+        raise ConfigError([*prior, *problems], source=source)
+    given = {k: v for k, v in arguments.items() if k not in ("target", "trainer")}
+    job = resolve_fine_tuning_arguments(given, technique, source, region)
+    request, supplied = plan_fine_tuning(job)
+    placeholders = [f"not planned offline: {line}" for line in supplied]
+    return Plan(request, job.explanation, tuple(placeholders), source, fine_tuning=job)

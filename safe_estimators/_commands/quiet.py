@@ -33,6 +33,19 @@ from typing import Any
 _SDK_LOGGERS = ("sagemaker", "sagemaker.config")
 _V2_WARNING = "SAGEMAKER_SUPPRESS_V2_WARNING"
 
+
+class _NoRegionNoise(logging.Filter):
+    """sagemaker 3's ModelTrainer.train() creates the job through sagemaker-core's
+    TrainingJob.create, which makes its client from the session without a region and so warns
+    "No region provided. Using default region." on every job, though the session has one (the
+    region the job uses): a line about the SDK's own call, not about the job."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "No region provided. Using default region."
+
+
+_NO_REGION = (logging.getLogger("sagemaker.core.utils.utils"), _NoRegionNoise())
+
 # What rich's traceback.install replaces on an IPython shell (instance attributes).
 _SHELL_HOOKS = ("showtraceback", "_showtraceback", "showsyntaxerror")
 _UNSET = object()
@@ -57,6 +70,7 @@ def sdk_quiet() -> Iterator[None]:
             shell = _shell()
             _saved["shell"] = (shell, {n: _hook(shell, n) for n in _SHELL_HOOKS})
             os.environ[_V2_WARNING] = "1"
+            _NO_REGION[0].addFilter(_NO_REGION[1])
             for name in _SDK_LOGGERS:
                 # Set even where the effective level is WARNING now: importing the SDK sets
                 # sagemaker.config to INFO when it is unset, and its basicConfig lowers root.
@@ -74,6 +88,7 @@ def sdk_quiet() -> Iterator[None]:
 
 
 def _restore() -> None:
+    _NO_REGION[0].removeFilter(_NO_REGION[1])
     for name, level in _saved["levels"].items():
         logging.getLogger(name).setLevel(level)
     level, handlers = _saved["root"]

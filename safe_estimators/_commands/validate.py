@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from safe_estimators._bounds import MAX_SPEC_BYTES, read_at_most
+from safe_estimators._facts.targets import FINE_TUNING, REMOTE_FUNCTION
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._spec_files.read import SUFFIXES, offline_problems, read_spec, read_spec_data
 
@@ -119,6 +120,10 @@ def _head(path: str | os.PathLike[str]) -> str | None:
         os.close(fd)
 
 
+# Targets with no training script to check, whose options have no check_script.
+_NO_SCRIPT = (FINE_TUNING, REMOTE_FUNCTION)
+
+
 def validate_file(
     path: str | os.PathLike[str], *, project_root: str | os.PathLike[str] | None = None
 ) -> list[Problem]:
@@ -139,7 +144,8 @@ def validate_spec(
             return None, problems
         problems += offline_problems(arguments)
         checked = arguments
-        if problems:  # a path outside the project, or in git: its files are not to be read
+        if problems and arguments.get("target") not in _NO_SCRIPT:
+            # A path outside the project, or in git: its files are not to be read.
             checked = {**arguments, "check_script": False}
         _, found, findings = check_arguments(checked)
     warnings = [finding_problem(f) for f in findings if f.severity == "warning"]
@@ -169,7 +175,7 @@ def _lint_target(
         return problems, []
     problems += offline_problems(arguments)
     checked = arguments
-    if problems:  # a path outside the project, or in git: its files are not to be read
+    if problems and arguments.get("target") not in _NO_SCRIPT:  # as validate_spec
         checked = {**arguments, "check_script": False}
     ctx, found, findings = check_arguments(checked)
     if ctx is not None and not problems and checked.get("check_script") is False:

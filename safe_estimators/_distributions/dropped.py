@@ -32,7 +32,7 @@ from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.selection import huggingface_launcher
 from safe_estimators._distributions.smddp import p5_class
 from safe_estimators._facts.targets import ESTIMATOR, only_for
-from safe_estimators._problems import Problem
+from safe_estimators._problems import Problem, removing
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context
@@ -98,8 +98,11 @@ def _torchrun_dropped(ctx: Context) -> Problem:
             "is dropped: the SageMaker SDK's Hugging Face estimator reads pytorchddp first, and "
             "with pytorchddp enabled it sends only sagemaker_pytorch_ddp_enabled: the job runs "
             "PyTorch DDP over mpirun, not torchrun.",
-            "keep one launcher: remove pytorchddp for torchrun, or remove torch_distributed for "
-            "PyTorch DDP over mpirun.",
+            "",
+            fixes=(
+                removing("distribution.pytorchddp", why="for torchrun"),
+                removing("distribution.torch_distributed", why="for PyTorch DDP over mpirun"),
+            ),
         )
     return Problem(
         "distribution.torch_distributed",
@@ -107,5 +110,6 @@ def _torchrun_dropped(ctx: Context) -> Problem:
         "torch_distributed, and a pytorchddp block, even with enabled: false, makes it skip "
         "torch_distributed: sagemaker_torch_distributed_enabled is never sent and torchrun never "
         "starts.",
-        "remove the pytorchddp block.",
+        "",
+        fixes=(removing("distribution.pytorchddp"),),
     )

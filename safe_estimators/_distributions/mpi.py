@@ -20,7 +20,7 @@ from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.instance_groups.spec import group_note
 from safe_estimators._distributions.selection import huggingface_launcher, mpi_processes_derived
 from safe_estimators._facts.targets import ESTIMATOR
-from safe_estimators._problems import Problem, count, warning
+from safe_estimators._problems import Problem, count, removing, setting
 from safe_estimators._resolved import Injection
 
 if TYPE_CHECKING:
@@ -46,21 +46,30 @@ def mpi_rules(ctx: Context) -> Iterator[Problem]:
         return
     launcher = _dropped_by(ctx)
     if launcher == "torch_distributed":
-        yield warning(
+        yield Problem(
             "distribution.mpi",
             "is ignored: with torch_distributed enabled the SageMaker SDK launches torchrun and "
             "sends none of the MPI settings.",
-            "remove mpi (torchrun starts one process per GPU), or remove torch_distributed to "
-            "launch with mpirun.",
+            "",
+            "warning",
+            fixes=(
+                removing("distribution.mpi", why="torchrun starts one process per GPU"),
+                removing("distribution.torch_distributed", why="to launch with mpirun"),
+            ),
         )
         return
     if launcher == "pytorchddp":
-        yield warning(
+        yield Problem(
             "distribution.mpi",
             "is ignored: with pytorchddp enabled the SageMaker SDK's Hugging Face estimator "
             "sends only sagemaker_pytorch_ddp_enabled (PyTorch DDP over mpirun, one process per "
             "GPU) and none of the MPI settings.",
-            "remove mpi, or remove pytorchddp to launch with these MPI settings.",
+            "",
+            "warning",
+            fixes=(
+                removing("distribution.mpi"),
+                removing("distribution.pytorchddp", why="to launch with these MPI settings"),
+            ),
         )
         return
     processes = block.get("processes_per_host")
@@ -69,13 +78,14 @@ def mpi_rules(ctx: Context) -> Iterator[Problem]:
         return
     if 0 < processes < gpus:
         idle = gpus - processes
-        yield warning(
+        yield Problem(
             PATH,
             f"is {processes}, but {ctx.instance_name}{group_note(ctx.group)} has "
             f"{count(gpus, 'GPU')}: {count(idle, 'GPU')} per instance "
             f"({idle * ctx.instance_count} in total) would sit idle.",
-            f"set it to {gpus} (one process per GPU), or pick an instance type with "
-            f"{count(processes, 'GPU')}.",
+            f"pick an instance type with {count(processes, 'GPU')}.",
+            "warning",
+            fixes=(setting((PATH, gpus), why="one process per GPU"),),
         )
 
 

@@ -32,7 +32,16 @@ from safe_estimators._distributions._sdk_source import sdk_constant
 from safe_estimators._facts import tables
 from safe_estimators._facts.targets import ESTIMATOR, only_for
 from safe_estimators._facts.versions import framework_container
-from safe_estimators._problems import Problem, did_you_mean, join_path, warning
+from safe_estimators._problems import (
+    REMOVE,
+    Fix,
+    Problem,
+    did_you_mean,
+    join_path,
+    removing,
+    setting,
+    warning,
+)
 from safe_estimators._resolved import Injection
 
 if TYPE_CHECKING:
@@ -145,7 +154,15 @@ def smddp_rules(ctx: Context) -> Iterator[Problem]:
             "distribution.pytorchddp",
             "the PyTorch estimator turns pytorchddp into smdistributed.dataparallel, and this "
             "job already has smdistributed; the SageMaker SDK refuses both together.",
-            "keep one: smdistributed.dataparallel for SMDDP, or torch_distributed for plain DDP.",
+            "",
+            fixes=(
+                removing("distribution.pytorchddp", why="smdistributed.dataparallel for SMDDP"),
+                Fix(
+                    (("distribution.pytorchddp", REMOVE), ("distribution.smdistributed", REMOVE),
+                     ("distribution.torch_distributed", {"enabled": True})),
+                    "replace both with torch_distributed: {'enabled': True} for plain DDP",
+                ),
+            ),
         )
     yield from _p5_without_torchrun(ctx)
     yield from _unsupported_image(ctx)
@@ -165,11 +182,15 @@ def _instance_type(ctx: Context, path: str) -> Iterator[Problem]:
         return
     supported = ", ".join(AWS_SUPPORTED_TYPES)
     if name in sdk_enforced_types():
-        yield warning(
+        yield Problem(
             path,
             f"AWS's SMDDP support list no longer names {name} ({supported}); older SMDDP releases "
             "ran on it, and newer ones get no tuning for it.",
-            "move to ml.p4d.24xlarge for SMDDP's optimised collectives, or use torch_distributed.",
+            "use torch_distributed instead of SMDDP.",
+            "warning",
+            fixes=(
+                setting(("instance_type", "ml.p4d.24xlarge"), why="SMDDP's optimised collectives"),
+            ),
         )
         return
     if p5_class(instance.family):
@@ -186,8 +207,15 @@ def _instance_type(ctx: Context, path: str) -> Iterator[Problem]:
         path,
         f"SMDDP runs on {supported} only (older releases also on {', '.join(older)}), not on "
         f"{name} ({instance.gpu_count} x {instance.accelerator_name}).",
-        "use ml.p4d.24xlarge or ml.p4de.24xlarge, or plain PyTorch DDP on this type: "
-        "{'torch_distributed': {'enabled': True}} with the nccl backend.",
+        "",
+        fixes=(
+            *(setting(("instance_type", kind)) for kind in ("ml.p4d.24xlarge", "ml.p4de.24xlarge")),
+            Fix(
+                ((path, REMOVE), ("distribution.torch_distributed", {"enabled": True})),
+                f"plain PyTorch DDP on {name}: replace {path.removeprefix('distribution.')} with "
+                "torch_distributed: {'enabled': True} (the nccl backend)",
+            ),
+        ),
     )
 
 
@@ -214,8 +242,18 @@ def _versions(ctx: Context, path: str) -> Iterator[Problem]:
         name,
         f"the SageMaker SDK runs SMDDP ({path.removeprefix('distribution.')}) with PyTorch up to "
         f"{accepted[-1]} only ({', '.join(runnable[-4:])}, ...), not {version}.",
-        f"use {name}={runnable[-1]!r}{extra}.",
+        extra.removeprefix("; ") + "." if extra else "",
+        fixes=(_version_fix(ctx, name, runnable[-1]),),
     )
+
+
+def _version_fix(ctx: Context, name: str, version: str) -> Fix:
+    """``name`` set to ``version``, with a py_version its container is built for."""
+    container = framework_container(tables.IMAGE_CONFIGS[("pytorch", False)], version)
+    changes: list[tuple[str, str]] = [(name, version)]
+    if container.py_versions and ctx.spec.py_version not in container.py_versions:
+        changes.append(("py_version", container.py_versions[-1]))
+    return setting(*changes)
 
 
 def _p5_without_torchrun(ctx: Context) -> Iterator[Problem]:
@@ -224,8 +262,15 @@ def _p5_without_torchrun(ctx: Context) -> Iterator[Problem]:
     if ctx.spec.estimator == "huggingface" and is_enabled(ctx.distribution.get("pytorchddp")):
         return  # that branch never reaches the SDK's p5 test; dropped.py reports the drop
     key = "smdistributed" if "smdistributed" in ctx.distribution else "pytorchddp"
-    fix = "add 'torch_distributed': {'enabled': True} to the distribution."
+    fix = ""
+    fixes: tuple[Fix, ...] = (
+        Fix(
+            (("distribution.torch_distributed", {"enabled": True}),),
+            "add 'torch_distributed': {'enabled': True} to the distribution",
+        ),
+    )
     if ctx.spec.estimator == "huggingface":
+        fixes = ()
         # Its torchrun branch sends no SMDDP setting (dropped.py): torchrun alone, or the
         # PyTorch estimator, which sends both.
         version = ctx.pytorch_version or ctx.spec.pytorch_version
@@ -242,6 +287,7 @@ def _p5_without_torchrun(ctx: Context) -> Iterator[Problem]:
             f"{ctx.instance_name} is a P5-class instance; there the SageMaker SDK runs the "
             "smdistributed libraries only under torchrun, not under mpirun.",
             fix,
+            fixes=fixes,
         )
         return
     for group in ctx.spec.instance_groups or ():
@@ -250,7 +296,8 @@ def _p5_without_torchrun(ctx: Context) -> Iterator[Problem]:
                 f"distribution.{key}",
                 f"group {group.instance_group_name!r} is {group.instance_type}; the SageMaker SDK "
                 "refuses smdistributed without torchrun when any group is a P5 instance.",
-                fix + " Or move that group to another instance type.",
+                (fix + " Or m" if fix else "M") + "ove that group to another instance type.",
+                fixes=fixes,
             )
 
 
@@ -265,7 +312,13 @@ def _unsupported_image(ctx: Context) -> Iterator[Problem]:
                 "image_uri",
                 f"{image} ({tag}) does not ship the smdistributed libraries for mpirun; the "
                 "SageMaker SDK refuses it with smdistributed unless torchrun launches.",
-                "add 'torch_distributed': {'enabled': True}, or use another image.",
+                "use another image.",
+                fixes=(
+                    Fix(
+                        (("distribution.torch_distributed", {"enabled": True}),),
+                        "add 'torch_distributed': {'enabled': True}",
+                    ),
+                ),
             )
 
 

@@ -28,9 +28,10 @@ from safe_estimators._facts.versions import (
     Container,
     framework_container,
     huggingface_container,
+    nearby,
     parse_version,
 )
-from safe_estimators._problems import Fix, Problem, warning
+from safe_estimators._problems import REMOVE, Fix, Problem, removing, setting, warning
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context
@@ -97,18 +98,6 @@ def _uses_smp_image(ctx: Context) -> bool:
     return isinstance(smd, Mapping) and "modelparallel" in smd
 
 
-def _nearby(version: str, versions: list[str]) -> list[str]:
-    """The closest versions below and above ``version`` (the fix a user wants at 2 a.m.)."""
-    try:
-        wanted = parse_version(version)
-        ordered = sorted(versions, key=parse_version)
-    except Exception:
-        return versions[-2:]
-    below = [v for v in ordered if parse_version(v) < wanted][-1:]
-    above = [v for v in ordered if parse_version(v) > wanted][:1]
-    return below + above or ordered[-2:]
-
-
 def version_fix(ctx: Context) -> dict[str, str] | None:
     """The nearest versions torchrun takes for this job, as spec changes; None if none.
 
@@ -136,7 +125,7 @@ def version_fix(ctx: Context) -> dict[str, str] | None:
 
 
 def _closest(version: str, versions: list[str]) -> str | None:
-    close = _nearby(version, versions)
+    close = nearby(version, versions)
     try:
         above = [v for v in close if parse_version(v) > parse_version(version)]
     except Exception:
@@ -182,8 +171,14 @@ def torchrun_rules(ctx: Context) -> Iterator[Problem]:
             "entry_point",
             f"is {spec.entry_point!r}; torchrun starts Python scripts only (*.py), and the "
             "SageMaker SDK refuses anything else with torch_distributed.",
-            "point entry_point at the .py training script (call a shell step from it), or use "
-            "mpi instead of torch_distributed.",
+            "point entry_point at the .py training script (call a shell step from it).",
+            fixes=(
+                Fix(
+                    (("distribution.torch_distributed", REMOVE),
+                     ("distribution.mpi", {"enabled": True})),
+                    "use mpi instead of torch_distributed",
+                ),
+            ),
         )
     if spec.image_uri is not None or (not ctx.instance_name and not ctx.local):
         return  # with image_uri the SDK checks no version or instance; unknown type: reported
@@ -196,8 +191,12 @@ def torchrun_rules(ctx: Context) -> Iterator[Problem]:
             "instance_type",
             f"{ctx.instance_name} has {has} and is not a Trainium instance; torchrun "
             "(torch_distributed) runs on GPU and Trainium instances only.",
-            "use a GPU instance (ml.g5.12xlarge, ml.p4d.24xlarge) or Trainium (ml.trn1.32xlarge), "
-            "or remove torch_distributed for a single-process CPU job.",
+            "",
+            fixes=(
+                *(setting(("instance_type", name))
+                  for name in ("ml.g5.12xlarge", "ml.p4d.24xlarge", "ml.trn1.32xlarge")),
+                removing("distribution.torch_distributed", why="a single-process CPU job"),
+            ),
         )
         return
     yield from _versions(ctx, kind)
@@ -220,11 +219,12 @@ def _versions(ctx: Context, kind: str) -> Iterator[Problem]:
             name,
             f"{version!r} is a short alias of PyTorch {full}; the SageMaker SDK checks "
             "torch_distributed against full versions only and refuses the alias.",
-            f"write {name}={full!r}.",
+            "",
+            fixes=(setting((name, full)),),
         )
         return
     runnable = _runnable(ctx, kind)
-    close = _nearby(version, runnable)
+    close = nearby(version, runnable)
     yield Problem(
         name,
         f"the SageMaker SDK runs torchrun (torch_distributed) on {where} instances with PyTorch "
@@ -290,8 +290,17 @@ def trainium_only_torchrun(ctx: Context) -> Iterator[Problem]:
                 f"distribution.{key}",
                 f"{ctx.instance_name} is a Trainium instance; there the SageMaker SDK runs "
                 f"{' and '.join(allowed)} only, and refuses {key}.",
-                "use {'torch_distributed': {'enabled': True}} (torchrun with the xla backend), "
-                "or a GPU instance for " + key + ".",
+                f"use a GPU instance for {key}.",
+                fixes=(
+                    Fix(
+                        (("model_parallel", REMOVE) if key == "smdistributed"
+                         and "smdistributed" not in ctx.distribution
+                         else (f"distribution.{key}", REMOVE),
+                         ("distribution.torch_distributed", {"enabled": True})),
+                        f"replace {key} with {{'torch_distributed': {{'enabled': True}}}} "
+                        "(torchrun with the xla backend)",
+                    ),
+                ),
             )
 
 

@@ -35,3 +35,7 @@ def applies(rule: Callable[..., Any], target: str) -> bool:
 # A @remote function's job (the SDK's decorator, sagemaker.remote_function in 2.x,
 # sagemaker.core.remote_function in 3.x): checked by its own rules (_rules/remote.py).
 REMOTE_FUNCTION = "remote_function"
+# A fine-tuning trainer's job (sagemaker 3's sagemaker.train SFTTrainer, DPOTrainer, RLVRTrainer,
+# RLAIFTrainer, CPTTrainer; the spec names which with ``trainer:``): its own rules
+# (_rules/fine_tuning.py).
+FINE_TUNING = "fine_tuning"

@@ -158,3 +158,15 @@ def resolve_pytorch_version(version: str | None) -> str | None:
     if version is None:
         return None
     return framework_container("pytorch", version).version or version
+
+
+def nearby(version: str, versions: list[str] | tuple[str, ...]) -> list[str]:
+    """The closest versions below and above ``version`` (the fix a user wants at 2 a.m.)."""
+    try:
+        wanted = parse_version(version)
+        ordered = sorted(versions, key=parse_version)
+    except Exception:
+        return list(versions[-2:])
+    below = [v for v in ordered if parse_version(v) < wanted][-1:]
+    above = [v for v in ordered if parse_version(v) > wanted][:1]
+    return below + above or ordered[-2:]

@@ -31,6 +31,9 @@ class Fix:
 
     change: str
     estimate: MemoryEstimate
+    # The change as job options, when it is one (another instance type, more instances with
+    # the same parallel layout): the checks offer it only once the changed job passes them all.
+    options: tuple[tuple[str, object], ...] = ()
 
     def __str__(self) -> str:
         return f"{self.change} (-> {gb(self.estimate.total)} per accelerator)"
@@ -66,12 +69,29 @@ def valid(layout: MemoryLayout) -> bool:
     )
 
 
-def _first_fit(jobs: Iterator[tuple[str, Job]]) -> Fix | None:
+def _first_fit(jobs: Iterator[tuple[str, Job]], base: Job | None = None) -> Fix | None:
     for change, job in jobs:
         result = job.estimate()
         if result.fits:
-            return Fix(change, result)
+            return Fix(change, result, _options(base, job) if base is not None else ())
     return None
+
+
+def _options(base: Job, job: Job) -> tuple[tuple[str, object], ...]:
+    """The job options that turn ``base`` into ``job``, when only the instance type or count
+    changed (and the degrees the options set stay as they are); else none."""
+    if job.shape != base.shape:
+        return ()
+    same = attrs.evolve(job.layout, world_size=base.layout.world_size,
+                        gpus_per_instance=base.layout.gpus_per_instance)
+    if same != base.layout:
+        return ()
+    options: list[tuple[str, object]] = []
+    if job.instance.name != base.instance.name:
+        options.append(("instance_type", job.instance.name))
+    if job.instance_count != base.instance_count:
+        options.append(("instance_count", job.instance_count))
+    return tuple(options)
 
 
 def _shard_names(layout: MemoryLayout, degree: int) -> str:
@@ -281,7 +301,7 @@ def fixes(job: Job) -> list[Fix]:
     When no single change fits, two together: activation checkpointing (if it is off) with
     each other kind, then more instances to shard over.
     """
-    found = [fix for search in SEARCHES if (fix := _first_fit(search(job))) is not None]
+    found = [fix for search in SEARCHES if (fix := _first_fit(search(job), job)) is not None]
     if found:
         return found
     bases = [("", job)]

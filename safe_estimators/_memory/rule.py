@@ -26,7 +26,7 @@ from safe_estimators._memory.fixes import Job, fixes, valid
 from safe_estimators._memory.layout import MemoryLayout, memory_layout
 from safe_estimators._memory.neuron import per_core
 from safe_estimators._memory.shape import ModelShape
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Fix, Problem, warning
 
 PATH = "model"
 
@@ -113,7 +113,9 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
                 f"{result.fraction:.0%} of the {result.device()}, above "
                 f"{WARNING_FRACTION:.0%}: the allocator's fragmentation may still run it out "
                 f"of memory. {result.breakdown()} ({result.layout}).",
-                _fix_text(fixes(_tighter(job))) or "leave more headroom.",
+                _fix_text(tight := fixes(_tighter(job)))
+                or ("" if _option_fixes(tight) else "leave more headroom."),
+                fixes=_option_fixes(tight),
             )
         ]
     message = (
@@ -122,13 +124,15 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
         f"(weights + gradients + optimizer states); {result.breakdown()} ({result.layout})"
     )
     found = fixes(job)
+    options = _option_fixes(found)
     hint = _fix_text(found) or (
+        "" if options else
         "no single change found makes it fit; shard over more instances, use tensor or "
         "pipeline parallelism, or a smaller model."
     )
     readings = _readings(job)
     if not readings:
-        return [Problem(PATH, message + ".", hint)]
+        return [Problem(PATH, message + ".", hint, fixes=options)]
     optimistic = job
     for reading in readings:
         optimistic = reading.apply(optimistic)
@@ -142,6 +146,7 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
                 f"{message}. It cannot fit under any reading of what the checks cannot see: "
                 f"even {assumed}, it needs {gb(best.total)} per accelerator.",
                 hint,
+                fixes=options,
             )
         ]
     # The verdict turns on what the checks cannot see: a warning naming it.
@@ -149,7 +154,7 @@ def memory_problems(job: Job | None, result: MemoryEstimate | None) -> list[Prob
     unless = "; or unless ".join(r.unless for r in alone) if alone else (
         "all of these hold: " + "; and ".join(r.unless for r in readings)
     )
-    return [warning(PATH, f"{message}, unless {unless}.", hint)]
+    return [warning(PATH, f"{message}, unless {unless}.", hint, fixes=options)]
 
 
 @attrs.frozen
@@ -236,11 +241,18 @@ def _sharded_everywhere(layout: MemoryLayout) -> MemoryLayout:
 
 
 def _fix_text(found: list[Any]) -> str:
+    found = [fix for fix in found if not getattr(fix, "options", ())]
     if not found:
         return ""
     if len(found) == 1:
         return f"{found[0]}."
     return "any one of: " + "; ".join(str(f) for f in found) + "."
+
+
+def _option_fixes(found: list[Any]) -> tuple[Fix, ...]:
+    """The fixes that are changes of the job's options (another instance type or count), for
+    the checks to apply and check again before they are offered."""
+    return tuple(Fix(fix.options, str(fix)) for fix in found if getattr(fix, "options", ()))
 
 
 def _tighter(job: Job) -> Job:

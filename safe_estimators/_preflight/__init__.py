@@ -23,8 +23,15 @@ from typing import Any
 
 import attrs
 
+from safe_estimators._facts.targets import FINE_TUNING
 from safe_estimators._preflight.guard import ALLOWED, Clients
-from safe_estimators._preflight.job import Job, from_estimator, from_request, from_trainer
+from safe_estimators._preflight.job import (
+    Job,
+    from_estimator,
+    from_fine_tuning,
+    from_request,
+    from_trainer,
+)
 from safe_estimators._preflight.price import Price
 from safe_estimators._preflight.runner import TIME_LIMIT, run
 from safe_estimators._problems import ConfigError, Problem
@@ -170,9 +177,11 @@ def preflight(
     """Check a job against the AWS account it would run in, read-only.
 
     ``target`` is a spec file (or ``JobSpec``: planned offline first, so the offline checks
-    run before any call), a ``Plan``, a CreateTrainingJob request, or an estimator or
-    ModelTrainer built by ``safe_estimators`` or by hand. ``session`` is a ``boto3.Session``
-    (default: boto3's standard credential chain and the region plan uses). ``price=True`` also
+    run before any call), a ``Plan``, a CreateTrainingJob request, an estimator or
+    ModelTrainer built by ``safe_estimators`` or by hand, or a fine-tuning trainer made by
+    ``safe_estimators.sft_trainer`` (and its siblings), read without making the SDK's
+    trainer. ``session`` is a ``boto3.Session`` (default: boto3's standard credential chain
+    and the region plan uses). ``price=True`` also
     reads the on-demand price (AWS Price List) and, for a spec with ``model:``, the cheaper
     instance types on which the job fits. Returns a ``PreflightResult``; raises ConfigError
     when the offline checks fail.
@@ -188,12 +197,21 @@ def preflight(
             fits = _fits(target)
         source = planned.source
         target = planned
-    if isinstance(target, Plan):
+    if isinstance(target, Plan) and target.fine_tuning is not None:
+        job = from_fine_tuning(target.fine_tuning, _region(session))
+        source = source or target.source
+    elif isinstance(target, Plan):
         session_region = _region(session)
         job = from_request(target.request, session_region, _placeholders(target.placeholders))
         source = source or target.source
     elif isinstance(target, Mapping):
         job = from_request(target, _region(session))
+    elif getattr(type(target), "target", None) == FINE_TUNING:  # a checked fine-tuning trainer
+        # Read from its checked arguments: any other attribute makes the SDK's trainer, whose
+        # constructor reads the hub.
+        if session is None:
+            session = getattr(getattr(target, "_session", None), "boto_session", None)
+        job = from_fine_tuning(target._job, _region(session))
     elif hasattr(target, "compute") and hasattr(target, "train"):  # a ModelTrainer
         trainer_session = getattr(target, "sagemaker_session", None)
         if session is None:
@@ -206,7 +224,8 @@ def preflight(
     else:
         raise TypeError(
             "preflight() takes a spec file, a JobSpec, a Plan, a CreateTrainingJob request, an "
-            f"estimator or a ModelTrainer, not {type(target).__name__}"
+            "estimator, a ModelTrainer or a checked fine-tuning trainer, not "
+            f"{type(target).__name__}"
         )
     return run_job(job, session, price=price, fits=fits, time_limit=time_limit, source=source)
 

@@ -63,11 +63,15 @@ class Job:
     training_plan: str | None = None
     # Values a plan made up (role, bucket): not the user's, never checked.
     placeholders: frozenset[str] = frozenset()
+    # A serverless job (a fine-tuning trainer's with no compute): SageMaker picks and provides
+    # the instances, so no instance quota of the account is the job's.
+    serverless: bool = False
 
     @property
     def remote(self) -> bool:
         """A job SageMaker runs (not local mode)."""
-        return any(not i.instance_type.startswith("local") for i in self.instances)
+        local = all(i.instance_type.startswith("local") for i in self.instances)
+        return self.serverless or (bool(self.instances) and not local)
 
 
 # Channels the SDK fills itself with uploaded code (ModelTrainer's code and drivers).
@@ -234,4 +238,68 @@ def from_trainer(trainer: Any, region: str) -> Job:
         security_groups=tuple(getattr(networking, "security_group_ids", None) or ()),
         keys=tuple(keys),
         training_plan=getattr(compute, "training_plan_arn", None),
+    )
+
+
+def _given(owner: Any, name: str) -> Any:
+    """``name`` of a mapping (a spec file's) or of an SDK config object (a Python caller's)."""
+    return owner.get(name) if isinstance(owner, Mapping) else getattr(owner, name, None)
+
+
+def from_fine_tuning(job: Any, region: str) -> Job:
+    """The facts of a fine-tuning trainer's job (``_resolve.ResolvedFineTuning``), from its
+    arguments as the trainer sends them, each at the path the user wrote it under.
+
+    A serverful job (``compute=TrainingJobCompute``) runs on the instances the serverful path
+    keeps (``base_trainer.py`` rebuilds the compute from its instance type, count, volume, warm
+    pool and, from PR #6258, the training plan: never spot); a serverless one on SageMaker's.
+    Both send the role, ``s3_output_path`` with ``kms_key_id`` (``_create_output_config``), the
+    datasets as the ``train`` and ``validation`` channels (S3 URIs; a hub DataSet ARN is no S3
+    location), ``networking`` and ``training_image``. A HyperPod job makes no training job: it
+    is submitted to the cluster, and nothing here is its.
+    """
+    from safe_estimators._facts.fine_tuning import plan_arn_forwarded
+
+    spec = job.spec
+    compute = spec.compute
+    if compute.kind == "hyperpod":
+        return Job(region=region)
+    extra = spec.extra
+    instances: tuple[Instances, ...] = ()
+    keep_alive, plan = 0, None
+    if compute.kind == "training_job" and compute.instance_type:
+        path = "compute.instance_type"
+        instances = (Instances(compute.instance_type, compute.instance_count, path),)
+        keep_alive = compute.fields.get("keep_alive_period_in_seconds")
+        keep_alive = keep_alive if type(keep_alive) is int else 0
+        arn = compute.fields.get("training_plan_arn")
+        plan = arn if isinstance(arn, str) and arn and plan_arn_forwarded() else None
+    locations = []
+    output = extra.get("s3_output_path")
+    if isinstance(output, str) and output.startswith("s3://"):
+        locations.append(Location("s3_output_path", output, "output"))
+    for name in ("training_dataset", "validation_dataset"):
+        data = extra.get(name)
+        if isinstance(data, str) and data.startswith("s3://"):
+            locations.append(Location(name, data, "input"))
+    key = extra.get("kms_key_id")
+    networking = extra.get("networking")
+    stopping = extra.get("stopping_condition")
+    role, image = extra.get("role"), extra.get("training_image")
+    seconds = _given(stopping, "max_runtime_in_seconds") if stopping is not None else None
+    return Job(
+        region=region,
+        instances=instances,
+        keep_alive_seconds=keep_alive,
+        max_run_seconds=seconds if type(seconds) is int else None,
+        role=role if isinstance(role, str) and role else None,
+        locations=tuple(locations),
+        image=image if isinstance(image, str) and image else None,
+        subnets=tuple(_given(networking, "subnets") or ()) if networking is not None else (),
+        security_groups=tuple(_given(networking, "security_group_ids") or ())
+        if networking is not None
+        else (),
+        keys=(("kms_key_id", key),) if isinstance(key, str) and key else (),
+        training_plan=plan,
+        serverless=compute.kind == "serverless",
     )

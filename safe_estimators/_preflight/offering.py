@@ -16,7 +16,7 @@ from safe_estimators._problems import Problem, warning
 
 def check(ctx: Context) -> list[Problem]:
     job = ctx.job
-    if not job.remote:
+    if not job.remote or job.serverless:  # local mode, or SageMaker's instances: none to offer
         return []
     table = quotas.table(ctx)
     listed = [name for name in table.quotas if name.endswith(" for training job usage")]

@@ -262,7 +262,7 @@ def usage(ctx: Context) -> Usage:
 
 def check(ctx: Context) -> list[Problem]:
     job = ctx.job
-    if not job.remote:
+    if not job.remote or job.serverless:  # a serverless job's instances are SageMaker's
         return []
     quotas = table(ctx)
     kind = spot if job.spot else on_demand

@@ -23,10 +23,13 @@ from safe_estimators._facts.sdk_files import default_target, sdk_version
 from safe_estimators._facts.targets import MODEL_TRAINER
 from safe_estimators._facts.versions import parse_version
 from safe_estimators._problems import (
+    Fix,
     Problem,
     count,
     found_by,
     problem_source,
+    removing,
+    setting,
     tagged,
     warning,
 )
@@ -188,6 +191,14 @@ def recipe_structure(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
 # --- devices and nodes -------------------------------------------------------------------------
 
 
+def _override(path: str, value: object) -> Fix:
+    """A recipe key set through recipe_overrides (``path`` is the recipe's dotted key)."""
+    nested: object = value
+    for key in reversed(path.split(".")):
+        nested = {key: nested}
+    return Fix(((f"recipe_overrides.{path}", value),), f"set recipe_overrides={nested!r}")
+
+
 def recipe_devices(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     """trainer.devices must be the processes torchrun starts on each instance."""
     if recipe.kind != "standard":
@@ -204,8 +215,8 @@ def recipe_devices(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
         f"is {devices}, but {ctx.instance_name} has {count(per_instance, 'GPU')} and the job "
         "starts one process per GPU; the adapter refuses it: \"'devices' does not equal actual "
         "number of devices\".",
-        f"set recipe_overrides={{'trainer': {{'devices': {per_instance}}}}}, or pick an "
-        f"instance type with {count(devices, 'GPU')}.",
+        f"pick an instance type with {count(devices, 'GPU')}.",
+        fixes=(_override("trainer.devices", per_instance),),
     )
 
 
@@ -215,14 +226,14 @@ def _trainium_devices(ctx: Context, devices: int, per_instance: int) -> Iterator
     ``_check_tpu_devices_valid``: "`devices` can only be 'auto', 1, N ..."). Its own launcher
     (``nlp_overrides._NLPXLALauncher.launch``) replaces Lightning's subprocess launcher, the one
     that checks devices x num_nodes against WORLD_SIZE, so that product is not checked."""
-    fix = f"set recipe_overrides={{'trainer': {{'devices': {per_instance}}}}}"
+    fix = _override("trainer.devices", per_instance)
     if devices == 1:  # accepted; the trainer then counts one device a node (exp_manager ranks)
         yield warning(
             "recipe.trainer.devices",
             f"is 1, but {ctx.instance_name} starts {per_instance} processes (one per "
             "NeuronCore); Lightning accepts 1, and neuronx-distributed-training then numbers "
             "the ranks of its logs as if each node had one device.",
-            fix + ".",
+            fixes=(fix,),
         )
         return
     # Trainium2's count depends on the logical NeuronCore setting (neuronx-distributed-training
@@ -233,8 +244,9 @@ def _trainium_devices(ctx: Context, devices: int, per_instance: int) -> Iterator
         f"is {devices}, but {ctx.instance_name} has {count(per_instance, 'NeuronCore')} and the "
         f"job starts one process per NeuronCore; Lightning's XLA accelerator takes only 1 or "
         f"{per_instance} (\"`devices` can only be 'auto', 1, {per_instance} ...\").",
-        f"{fix}, or pick an instance type with {count(devices, 'NeuronCore')}.",
+        f"pick an instance type with {count(devices, 'NeuronCore')}.",
         "error" if sure else "warning",
+        fixes=(fix,),
     )
 
 
@@ -246,20 +258,24 @@ def recipe_nodes(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
     instances = ctx.instance_count
     if nodes is None or nodes == instances:
         return
-    fix = f"set recipe_overrides={{'trainer': {{'num_nodes': {instances}}}}}"
+    fixes = [_override("trainer.num_nodes", instances)]
+    hint = ""
     per_instance = _devices_per_instance(ctx)
     product = _degree_product(recipe, ctx)
     if per_instance and product and (instances * per_instance) % product[0]:
-        fix += (
-            f" and lower the degrees ({product[1]} = {product[0]}) to divide "
-            f"{instances * per_instance} processes"
+        hint = (
+            f"{fixes[0].text} and lower the degrees ({product[1]} = {product[0]}) to divide "
+            f"{instances * per_instance} processes."
         )
+        fixes = []
+    fixes.append(setting(("instance_count", nodes)))
     yield Problem(
         "recipe.trainer.num_nodes",
         f"is {nodes}, but the job has {count(instances, 'instance')} (instance_count); the SDK "
         "keeps the recipe's value (\"Ignoring trainer -> num_nodes\") and the training fails "
         "at start (\"'num_nodes' does not equal actual number of nodes\").",
-        f"{fix}, or instance_count={nodes}.",
+        hint,
+        fixes=tuple(fixes),
     )
 
 
@@ -289,7 +305,8 @@ def recipe_finetuning_trainer(ctx: Context, recipe: Recipe) -> Iterator[Problem]
                 f"recipe.trainer.{key}",
                 f"is {value!r}; AWS's recipe launcher takes only a whole number of at least 1 "
                 "(LLMFTTrainerValidator).",
-                f"set recipe_overrides={{'trainer': {{'{key}': 1}}}} or the number you mean.",
+                "write the number you mean.",
+                fixes=(_override(f"trainer.{key}", 1),),
             )
     arguments = _section(_section(recipe.data, "training_config"), "training_args")
     micro, total = arguments.get("micro_train_batch_size"), arguments.get("train_batch_size")
@@ -298,8 +315,11 @@ def recipe_finetuning_trainer(ctx: Context, recipe: Recipe) -> Iterator[Problem]
             "recipe.training_config.training_args.train_batch_size",
             f"is {total}, below micro_train_batch_size {micro}; AWS's recipe launcher refuses "
             "it (\"train_batch_size must be >= micro_train_batch_size\").",
-            f"set train_batch_size to at least {micro}, or micro_train_batch_size to at most "
-            f"{total}.",
+            "",
+            fixes=(
+                _override("training_config.training_args.train_batch_size", micro),
+                _override("training_config.training_args.micro_train_batch_size", total),
+            ),
         )
 
 
@@ -355,7 +375,11 @@ def recipe_context_parallel(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "recipe.model.context_parallel_degree",
             f"is {cp}, more than shard_degree ({sd}); the adapter refuses it (\"context "
             "parallel degree shouldn't be greater than shard degree\").",
-            f"raise model.shard_degree to at least {cp}, or lower context_parallel_degree.",
+            "",
+            fixes=(
+                _override("model.shard_degree", cp),
+                _override("model.context_parallel_degree", sd),
+            ),
         )
 
 
@@ -372,7 +396,8 @@ def recipe_without_smp(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
                 f"is {value} with use_smp_model false; the adapter refuses it (\"Non SMP Model "
                 "implementations do not support tensor_model_parallel_degree or "
                 "expert_model_parallel_degree > 1\").",
-                f"set use_smp_model: true, or {key}: 1.",
+                "",
+                fixes=(_override("model.use_smp_model", True), _override(f"model.{key}", 1)),
             )
 
 
@@ -388,8 +413,8 @@ def recipe_finetune(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "recipe.model.do_finetune",
             f"is true{default} and model.hf_model_name_or_path is not set; the adapter refuses "
             "it (\"Must provide 'hf_model_name_or_path' or set 'do_finetune' to False\").",
-            "set model.hf_model_name_or_path (a Hugging Face name or a path in the container), "
-            "or model.do_finetune: false to pre-train from scratch.",
+            "set model.hf_model_name_or_path (a Hugging Face name or a path in the container).",
+            fixes=(_override("model.do_finetune", False),),
         )
 
 
@@ -429,7 +454,11 @@ def recipe_precision(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             f"is true{default}, but {name} has no fp8: Transformer Engine needs compute "
             f"capability {facts.FP8_COMPUTE_CAPABILITY} or higher and the training fails at its "
             "first step.",
-            "set recipe_overrides={'model': {'fp8': False}}, or use ml.p5.48xlarge (H100).",
+            "",
+            fixes=(
+                _override("model.fp8", False),
+                setting(("instance_type", "ml.p5.48xlarge"), why="H100"),
+            ),
         )
     precision = str(_section(recipe.data, "trainer").get("precision", ""))
     if "bf16" in precision and _below(capability, facts.BF16_COMPUTE_CAPABILITY):
@@ -445,9 +474,12 @@ def recipe_precision(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "recipe.trainer.precision",
             f"is {precision!r}, but {name} has no bfloat16 arithmetic (it needs compute "
             f"capability {facts.BF16_COMPUTE_CAPABILITY}){why}.",
-            "use an A100, A10G, L4 or H100 instance type (ml.p4d.24xlarge, ml.g5.48xlarge, "
-            "ml.p5.48xlarge).",
+            "use an A100, A10G, L4 or H100 instance type.",
             "error" if flash else "warning",
+            fixes=tuple(
+                setting(("instance_type", name))
+                for name in ("ml.p4d.24xlarge", "ml.g5.48xlarge", "ml.p5.48xlarge")
+            ),
         )
 
 
@@ -487,8 +519,8 @@ def recipe_instance_types(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
                 "instance_type",
                 f"is {name}, which {recipe.name} does not list among its instance types "
                 f"({', '.join(listed)}); AWS set its parallelism and batch sizes for those.",
-                f"use one of {', '.join(listed)}, or check the recipe's degrees and batch "
-                f"sizes for {name}.",
+                f"check the recipe's degrees and batch sizes for {name}.",
+                fixes=tuple(setting(("instance_type", kind)) for kind in listed[:3]),
             )
         return
     written = facts.named_instance_type(recipe.name, name)
@@ -497,7 +529,8 @@ def recipe_instance_types(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
             "instance_type",
             f"is {name}, but {recipe.name} is written for {written} (its name says so): its "
             "degrees, batch sizes and fp8 setting were set for that type.",
-            f"use {written}, or check the recipe's degrees, batch sizes and fp8 for {name}.",
+            f"check the recipe's degrees, batch sizes and fp8 for {name}.",
+            fixes=(setting(("instance_type", written)),),
         )
 
 
@@ -530,7 +563,8 @@ def dropped_arguments(spec: JobSpec) -> list[Problem]:
                 "entry_point",
                 f"is ignored with training_recipe: the SDK runs the recipe's own script, not "
                 f"{spec.entry_point!r}.",
-                "remove entry_point (to change the training, override the recipe's keys).",
+                "to change the training, override the recipe's keys.",
+                fixes=(removing("entry_point"),),
             )
         )
     if spec.hyperparameters:
@@ -572,7 +606,8 @@ def dropped_arguments(spec: JobSpec) -> list[Problem]:
             Problem(
                 "training_compiler",
                 "does not apply to a recipe job: the recipe's image and script run it.",
-                "remove training_compiler.",
+                "",
+                fixes=(removing("training_compiler"),),
             )
         )
     return found
@@ -644,14 +679,20 @@ def recipe_instance_count(recipe: Recipe) -> tuple[object, str]:
     return _section(recipe.data, "trainer").get("num_nodes"), "trainer.num_nodes"
 
 
-def recipe_injections(ctx: Context, recipe: Recipe, kwargs: dict[str, Any]) -> list[Injection]:
-    """What the SDK derives from the recipe, with its reason; the dropped arguments removed."""
+def recipe_injections(
+    ctx: Context, recipe: Recipe, kwargs: dict[str, Any], *, count_from_recipe: bool = False
+) -> list[Injection]:
+    """What the SDK derives from the recipe, with its reason; the dropped arguments removed.
+
+    ``count_from_recipe``: the job gave no instance_count, so the recipe's is sent (the bare
+    SDK takes the same number from the recipe): recorded. A count the user gave is sent as
+    written, whatever the recipe says, and is no injection."""
     spec = ctx.spec
     for name in ("entry_point", "hyperparameters", "distribution"):
         kwargs.pop(name, None)
     record: list[Injection] = []
     count_value, key = recipe_instance_count(recipe)
-    if count_value == spec.instance_count:
+    if count_from_recipe and count_value == spec.instance_count:
         record.append(
             Injection(
                 "instance_count",

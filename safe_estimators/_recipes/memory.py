@@ -22,7 +22,7 @@ import attrs
 
 from safe_estimators._context import Context
 from safe_estimators._memory.shape import ModelShape
-from safe_estimators._problems import Problem, problem_source
+from safe_estimators._problems import Problem, own_hint, problem_source
 from safe_estimators._recipes import facts
 from safe_estimators._recipes.load import Recipe
 
@@ -251,10 +251,11 @@ def recipe_memory(ctx: Context, recipe: Recipe) -> Iterator[Problem]:
                     ", unless the LoRA adapters are fewer than counted (every attention and MLP "
                     "projection of every layer at the recipe's rank)."
                 )
+        own, fixes = own_hint(problem), problem.fixes  # the fixes are checked as the job's
         if recipe.kind == "llmft":
-            yield Problem("recipe.training_config", message, _fsdp_hint(problem.hint), severity)
+            yield Problem("recipe.training_config", message, _fsdp_hint(own), severity, fixes=fixes)
         else:
-            yield Problem("recipe.model", message, _recipe_hint(problem.hint), severity)
+            yield Problem("recipe.model", message, _recipe_hint(own), severity, fixes=fixes)
 
 
 def job_memory(ctx: Context, training_recipe: object) -> MemoryEstimate | None:

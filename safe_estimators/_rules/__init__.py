@@ -17,6 +17,7 @@ from safe_estimators._rules.cache import cache_trusted
 from safe_estimators._rules.capacity import (
     max_pending_on_cpu,
     training_plan_instance_type,
+    training_plan_region,
     volume_key_on_local_storage,
 )
 from safe_estimators._rules.compiler import (
@@ -106,6 +107,7 @@ RULES: tuple[Rule, ...] = (
     warm_pool,
     instance_storage,
     training_plan_instance_type,
+    training_plan_region,
     volume_key_on_local_storage,
     max_pending_on_cpu,
     unknown_pipeline_values,
@@ -138,6 +140,7 @@ RECIPE_JOB_RULES: tuple[Rule, ...] = (
     warm_pool,
     instance_storage,
     training_plan_instance_type,
+    training_plan_region,
     volume_key_on_local_storage,
     dependency_contents,
     input_channels,

@@ -13,12 +13,15 @@ Sources:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import re
 from collections.abc import Iterator
 
 import instance_catalog
 from safe_estimators._context import Context
 from safe_estimators._facts.limits import training_plan_instance_types
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem, removing, warning
 from safe_estimators._rules.resources import instance_types_of
 from safe_estimators._spec import value_of
 
@@ -42,8 +45,8 @@ def training_plan_instance_type(ctx: Context) -> Iterator[Problem]:
             f"reserves only {', '.join(sorted(reservable))} (botocore's "
             "ReservedCapacityInstanceType), and the job's instance type must match its plan's "
             f"({PLAN_DOCS}): CreateTrainingJob refuses this job.",
-            f"run on the instance type your plan reserved, or remove {PLAN} to run on "
-            "on-demand capacity.",
+            "run on the instance type your plan reserved.",
+            fixes=(removing(PLAN, why="on-demand capacity"),),
         )
 
 
@@ -69,8 +72,9 @@ def volume_key_problem(path: str, entry: instance_catalog.InstanceType) -> Probl
         "module; botocore's documentation of ResourceConfig.VolumeKmsKeyId: a VolumeKmsKeyId "
         "cannot be requested with an instance type that has local storage, so "
         "CreateTrainingJob refuses the job.",
-        f"remove volume_kms_key on {entry.name} (its storage is encrypted by the instance), "
-        "or pick an EBS-backed instance type to encrypt the volume with your key.",
+        "pick an EBS-backed instance type to encrypt the volume with your key.",
+        fixes=(removing("volume_kms_key", why=f"{entry.name}'s storage is encrypted by the "
+                        "instance"),),
     )
 
 
@@ -96,3 +100,52 @@ def max_pending_on_cpu(ctx: Context) -> Iterator[Problem]:
                 "remove it on a CPU instance type (it limits the wait for accelerated capacity, "
                 "such as a training plan's).",
             )
+
+
+# arn:<partition>:sagemaker:<region>:<account>:training-plan/<name> (botocore's TrainingPlanArn
+# pattern, the ARN CreateTrainingPlan returns).
+_PLAN_ARN = re.compile(r"arn:aws[a-z-]*:sagemaker:([a-z0-9-]+):\d{12}:training-plan/.+")
+
+
+def plan_region_problem(path: str, plan: object, region: str | None) -> Problem | None:
+    """A training plan ARN of another region than the job's: a plan reserves capacity in its own
+    region (the region is part of its ARN), and CreateTrainingJob in another region cannot use
+    it. None when the region is not known here or the value is not a plan ARN (a plan name, a
+    pipeline variable)."""
+    if not region or not isinstance(plan, str):
+        return None
+    match = _PLAN_ARN.fullmatch(plan)
+    if match is None or match.group(1) == region:
+        return None
+    return Problem(
+        path,
+        f"is a training plan of {match.group(1)} (its ARN says so), and the job is created in "
+        f"{region}: a plan reserves capacity in its own region only, so CreateTrainingJob in "
+        f"{region} cannot run on it.",
+        f"create the job in {match.group(1)} (AWS_REGION, or the session's region), or use a "
+        f"training plan of {region}.",
+    )
+
+
+# The region the job is created in, where the caller knows it: plan (job_region) and the
+# factories (the session's region) set it around their checks; validate knows no region (a spec
+# file names none) and leaves the rule below silent.
+_REGION: contextvars.ContextVar[str | None] = contextvars.ContextVar("job_region", default=None)
+
+
+@contextlib.contextmanager
+def job_created_in(region: str | None) -> Iterator[None]:
+    """While this runs, the rules know the region the job is created in."""
+    token = _REGION.set(region)
+    try:
+        yield
+    finally:
+        _REGION.reset(token)
+
+
+def training_plan_region(ctx: Context) -> Iterator[Problem]:
+    """A training plan of another region than the job's, where the region is known (plan and
+    the factories): the plan's ARN names its region, and a plan reserves capacity there only."""
+    problem = plan_region_problem(PLAN, value_of(ctx.spec.extra.get(PLAN)), _REGION.get())
+    if problem is not None:
+        yield problem

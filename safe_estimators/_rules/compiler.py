@@ -8,8 +8,17 @@ from safe_estimators._context import Context
 from safe_estimators._distributions import is_enabled
 from safe_estimators._facts import tables
 from safe_estimators._facts.targets import ESTIMATOR, only_for
-from safe_estimators._problems import Problem, count, warning
+from safe_estimators._problems import REMOVE, Fix, Problem, count, removing, setting, warning
 from safe_estimators._spec import JobSpec
+
+# Instance types of the compiler's families, offered (each checked again) to a job on another.
+_COMPILER_TYPES = ("ml.g5.xlarge", "ml.p3.2xlarge", "ml.p4d.24xlarge")
+
+
+def _compiler_off(spec: JobSpec) -> Fix:
+    """Training Compiler off, under the name the job turned it on with."""
+    name = "training_compiler" if spec.training_compiler is not None else "compiler_config"
+    return removing(name, why="Training Compiler off")
 
 
 @only_for(ESTIMATOR)
@@ -21,7 +30,12 @@ def compiler_hardware(ctx: Context) -> Iterator[Problem]:
         yield Problem(
             "instance_type",
             f"Training Compiler does not run in local mode ({ctx.instance_name!r}).",
-            "test the script locally without training_compiler, or use an ml.* GPU instance.",
+            "",
+            fixes=(
+                Fix(_compiler_off(ctx.spec).changes, "test the script locally without "
+                    "Training Compiler (remove it)"),
+                *(setting(("instance_type", name)) for name in _COMPILER_TYPES),
+            ),
         )
     elif ctx.instance is not None and ctx.instance.family not in tables.COMPILER_FAMILIES:
         yield Problem(
@@ -29,7 +43,11 @@ def compiler_hardware(ctx: Context) -> Iterator[Problem]:
             f"Training Compiler does not support the {ctx.instance.family} family "
             f"({ctx.instance_name}); it supports "
             f"{', '.join(tables.COMPILER_FAMILIES)}.",
-            "use e.g. ml.p3.2xlarge, ml.g5.xlarge or ml.p4d.24xlarge, or turn the compiler off.",
+            f"use another instance type of {', '.join(tables.COMPILER_FAMILIES)}.",
+            fixes=(
+                *(setting(("instance_type", name)) for name in _COMPILER_TYPES),
+                _compiler_off(ctx.spec),
+            ),
         )
 
 
@@ -43,13 +61,24 @@ def compiler_exclusions(ctx: Context) -> Iterator[Problem]:
         yield Problem(
             "image_uri",
             "Training Compiler picks its own container; an image_uri override is not supported.",
-            "remove image_uri and choose the container with the framework versions.",
+            "choose the container with the framework versions.",
+            fixes=(removing("image_uri"),),
         )
     if spec.instance_groups is not None:
         yield Problem(
             "instance_groups",
             "Training Compiler does not support heterogeneous clusters (instance_groups).",
             "use instance_type and instance_count instead.",
+            fixes=tuple(
+                Fix(
+                    (("instance_groups", REMOVE), ("instance_type", group.instance_type),
+                     ("instance_count", group.instance_count)),
+                    f"replace instance_groups with instance_type={group.instance_type!r}, "
+                    f"instance_count={group.instance_count} (the group "
+                    f"{group.instance_group_name!r})",
+                )
+                for group in spec.instance_groups
+            ),
         )
     if ctx.model_parallel is not None or "smdistributed" in ctx.distribution:
         yield Problem(
@@ -57,6 +86,14 @@ def compiler_exclusions(ctx: Context) -> Iterator[Problem]:
             "Training Compiler cannot be combined with the SageMaker distributed libraries "
             "(smdistributed model or data parallelism).",
             "turn off either the compiler or smdistributed.",
+            fixes=(
+                _compiler_off(spec),
+                removing(
+                    *(["model_parallel"] if spec.model_parallel is not None else []),
+                    *(["distribution.smdistributed"] if "smdistributed" in ctx.distribution
+                      else []),
+                ),
+            ),
         )
 
 
@@ -74,24 +111,37 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
                 "distribution.pytorchxla",
                 f"is the PyTorch/XLA launcher, but this job trains with TensorFlow "
                 f"{ctx.spec.tensorflow_version}; the SageMaker SDK refuses the job.",
-                "remove pytorchxla, or use transformers_version='4.21.1', "
-                "pytorch_version='1.11.0', py_version='py38' for PyTorch/XLA.",
+                "",
+                fixes=(
+                    removing("distribution.pytorchxla"),
+                    Fix(
+                        (("tensorflow_version", REMOVE), ("transformers_version", "4.21.1"),
+                         ("pytorch_version", "1.11.0"), ("py_version", "py38")),
+                        "use transformers_version='4.21.1', pytorch_version='1.11.0', "
+                        "py_version='py38' (without tensorflow_version) for PyTorch/XLA",
+                    ),
+                ),
             )
         return
     minimum = tables.COMPILER_XLA_MIN_PYTORCH[ctx.spec.estimator]
     version = ctx.pytorch_version
     field = "pytorch_version" if ctx.spec.estimator == "huggingface" else "framework_version"
-    newer = (
-        "transformers_version='4.21.1', pytorch_version='1.11.0', py_version='py38'"
-        if ctx.spec.estimator == "huggingface"
-        else "framework_version='1.13.1', py_version='py39'"
+    newer = setting(
+        *(
+            (("transformers_version", "4.21.1"), ("pytorch_version", "1.11.0"),
+             ("py_version", "py38"))
+            if ctx.spec.estimator == "huggingface"
+            else (("framework_version", "1.13.1"), ("py_version", "py39"))
+        ),
+        why="a container with the pytorchxla launcher",
     )
     if is_enabled(xla):
         yield Problem(
             "distribution.pytorchxla",
             f"needs PyTorch >= {minimum} in Training Compiler containers; this one has {version}, "
             "and the SageMaker SDK refuses the job.",
-            f"use {newer}, or remove pytorchxla.",
+            "",
+            fixes=(newer, removing("distribution.pytorchxla")),
         )
         return
     if (ctx.total_gpus or 0) <= 1:
@@ -101,7 +151,7 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
     # notebook of Dec. 2021 ran 2 x ml.p3.16xlarge on PyTorch 1.9.0 through the container's
     # `torch_xla.distributed.sm_dist`); the SDK builds both. A plain script uses one GPU.
     several = ctx.instance_count > 1
-    yield warning(
+    yield Problem(
         field,
         f"{ctx.hardware} has {ctx.total_gpus} GPUs, but Training Compiler containers with PyTorch "
         f"{version} have no multi-GPU launcher (pytorchxla needs >= {minimum}): unless the entry "
@@ -109,9 +159,10 @@ def compiler_multi_gpu(ctx: Context) -> Iterator[Problem]:
         + (" (across instances: `python -m torch_xla.distributed.sm_dist`)" if several else "")
         + ", the job trains on one GPU" + (" of each instance, and the instances train "
         "independent copies." if several else "."),
-        f"use {newer} for the pytorchxla launcher, or an entry point that starts one process per "
-        "GPU, or " + ("one instance with one GPU." if several else "an instance type with one "
-        "GPU."),
+        "use an entry point that starts one process per GPU, or "
+        + ("one instance with one GPU." if several else "an instance type with one GPU."),
+        "warning",
+        fixes=(newer,),
     )
 
 
@@ -122,18 +173,29 @@ def compiler_distribution(ctx: Context) -> Iterator[Problem]:
         return
     for key in ctx.distribution:
         if key in tables.XLA_MISSPELLINGS:
-            yield warning(
+            yield Problem(
                 f"distribution.{key}",
                 f"{key!r} is not read by the SageMaker SDK (AWS's troubleshooting page spells it "
                 "this way); the SDK only honours 'pytorchxla', and ignores or rejects any other "
-                "key, leaving the job on one GPU.",
-                "write distribution={'pytorchxla': {'enabled': True}}; it was rewritten for you.",
+                "key, leaving the job on one GPU; it was rewritten for you.",
+                "",
+                "warning",
+                fixes=(
+                    Fix(
+                        ((f"distribution.{key}", REMOVE), ("distribution.pytorchxla",
+                                                            {"enabled": True})),
+                        f"write distribution={{'pytorchxla': {{'enabled': True}}}} instead of "
+                        f"{key!r}",
+                    ),
+                ),
             )
         elif key not in ("pytorchxla", "smdistributed"):
             yield Problem(
                 f"distribution.{key}",
-                f"Training Compiler supports only the PyTorch/XLA distribution, not {key!r}.",
-                "remove it; multi-GPU compiler jobs get {'pytorchxla': {'enabled': True}}.",
+                f"Training Compiler supports only the PyTorch/XLA distribution, not {key!r}; "
+                "multi-GPU compiler jobs get {'pytorchxla': {'enabled': True}}.",
+                "",
+                fixes=(removing(f"distribution.{key}"),),
             )
     xla = ctx.distribution.get("pytorchxla")
     enabled = xla.get("enabled") if xla is not None and isinstance(xla, Mapping) else None
@@ -141,7 +203,11 @@ def compiler_distribution(ctx: Context) -> Iterator[Problem]:
         yield Problem(
             "distribution.pytorchxla.enabled",
             f"is false, so the job would train on 1 of its {ctx.total_gpus} GPUs ({ctx.hardware}).",
-            "set it to True, or remove the distribution and let it be set.",
+            "",
+            fixes=(
+                setting(("distribution.pytorchxla.enabled", True)),
+                removing("distribution.pytorchxla", why="it is set for you"),
+            ),
         )
 
 
@@ -158,7 +224,15 @@ def compiler_gpu_num_devices(ctx: Context) -> Iterator[Problem]:
             "environment.GPU_NUM_DEVICES",
             f"is {given!r}, but {ctx.instance_name} has {count(ctx.gpus_per_instance, 'GPU')}; "
             "PyTorch/XLA would start the wrong number of devices.",
-            f'set it to "{ctx.gpus_per_instance}" or leave it out (it is set for you).',
+            "",
+            fixes=(
+                *(
+                    [setting(("environment.GPU_NUM_DEVICES", str(ctx.gpus_per_instance)))]
+                    if ctx.gpus_per_instance
+                    else []
+                ),
+                removing("environment.GPU_NUM_DEVICES", why="it is set for you"),
+            ),
         )
 
 
@@ -169,17 +243,23 @@ def compiler_debugging_tools(ctx: Context) -> Iterator[Problem]:
         return
     spec = ctx.spec
     if spec.disable_profiler is False:
-        yield warning(
+        yield Problem(
             "disable_profiler",
             "is False: SageMaker Debugger's profiler adds overhead that hides Training "
             "Compiler's speed-up.",
-            "leave disable_profiler unset (it defaults to True for compiler jobs).",
+            "",
+            "warning",
+            fixes=(removing("disable_profiler", why="it defaults to True for compiler jobs"),),
         )
     if spec.debugger_hook_config not in (None, False):
-        yield warning(
+        yield Problem(
             "debugger_hook_config",
             "is set: the Debugger hook adds overhead that hides Training Compiler's speed-up.",
-            "leave debugger_hook_config unset (it defaults to False for compiler jobs).",
+            "",
+            "warning",
+            fixes=(
+                removing("debugger_hook_config", why="it defaults to False for compiler jobs"),
+            ),
         )
 
 
@@ -231,6 +311,7 @@ def compiler_profiling_asked(ctx: Context) -> Iterator[Problem]:
             "this compiler job (the SDK would refuse both at fit()); the profiler's overhead "
             "hides Training Compiler's speed-up.",
             "drop the profiler for compiled runs, or keep it knowingly.",
+            fixes=(removing("profiler_config"),) if what == "profiler_config" else (),
         )
     if spec.debugger_hook_config is None and profiling_asked(spec, "debugger_hook_config"):
         yield warning(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from safe_estimators._context import Context
-from safe_estimators._problems import Problem
+from safe_estimators._problems import REMOVE, Fix, Problem, removing, setting
 from safe_estimators._spec import count_of
 
 
@@ -24,8 +24,11 @@ def huggingface_versions_agree(ctx: Context) -> Iterator[Problem]:
             "tensorflow_version",
             f"is given beside pytorch_version ({spec.pytorch_version!r}); the Hugging Face "
             "estimator runs one base framework and refuses both (ValueError).",
-            "keep pytorch_version for a PyTorch container, or tensorflow_version for a "
-            "TensorFlow one.",
+            "",
+            fixes=(
+                removing("tensorflow_version", why="a PyTorch container"),
+                removing("pytorch_version", why="a TensorFlow container"),
+            ),
         )
         return
     name = "pytorch_version" if spec.pytorch_version is not None else "tensorflow_version"
@@ -40,8 +43,11 @@ def huggingface_versions_agree(ctx: Context) -> Iterator[Problem]:
         name,
         f"{base!r} and transformers_version {transformers!r} mix a full and a short version; "
         "the Hugging Face estimator needs both full or both short (ValueError).",
-        f"write both short (transformers_version={short['transformers_version']!r}, "
-        f"{name}={short[name]!r}) or both in full.",
+        "write both in full.",
+        fixes=(
+            setting(("transformers_version", short["transformers_version"]), (name, short[name]),
+                    why="both short"),
+        ),
     )
 
 
@@ -54,8 +60,16 @@ def xla_needs_the_compiler(ctx: Context) -> Iterator[Problem]:
         "distribution.pytorchxla",
         "runs only with SageMaker Training Compiler; without it the SageMaker SDK refuses the "
         "PyTorch/XLA distribution (ValueError).",
-        "add training_compiler=True, or use distribution={'torch_distributed': {'enabled': "
-        "True}} for plain multi-GPU training.",
+        "",
+        fixes=(
+            setting(("training_compiler", True)),
+            Fix(
+                (("distribution.pytorchxla", REMOVE),
+                 ("distribution.torch_distributed", {"enabled": True})),
+                "use distribution={'torch_distributed': {'enabled': True}} for plain multi-GPU "
+                "training",
+            ),
+        ),
     )
 
 
@@ -67,5 +81,9 @@ def local_gpu_single_instance(ctx: Context) -> Iterator[Problem]:
             "instance_count",
             f"is {count} with instance_type 'local_gpu'; the SageMaker SDK runs distributed "
             "training in local mode on CPU only ('local') and refuses this (RuntimeError).",
-            "set instance_count=1, or use instance_type='local' for a multi-container test.",
+            "",
+            fixes=(
+                setting(("instance_count", 1)),
+                setting(("instance_type", "local"), why="a multi-container test on CPU"),
+            ),
         )

@@ -11,7 +11,18 @@ from safe_estimators._context import Context
 from safe_estimators._distributions import is_enabled, torchrun
 from safe_estimators._distributions.launchers import LAUNCHER_RULES
 from safe_estimators._facts import tables
-from safe_estimators._problems import Problem, count, did_you_mean, join_path, warning
+from safe_estimators._problems import (
+    REMOVE,
+    Fix,
+    Problem,
+    closest,
+    count,
+    did_you_mean,
+    join_path,
+    removing,
+    setting,
+    warning,
+)
 from safe_estimators._rules.instance import pipeline_parameter_instance_type
 
 
@@ -27,8 +38,12 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
                 path,
                 f"{key!r} is not a distribution strategy the SageMaker SDK reads; it would be "
                 "ignored silently.",
-                did_you_mean(str(key), tables.DISTRIBUTION_KEYS)
-                or f"use one of: {', '.join(tables.DISTRIBUTION_KEYS)}.",
+                f"use one of: {', '.join(tables.DISTRIBUTION_KEYS)}.",
+                fixes=tuple(
+                    Fix(((path, REMOVE), (f"distribution.{close}", value)),
+                        f"did you mean {close!r}? (write distribution.{close})")
+                    for close in [closest(key, tables.DISTRIBUTION_KEYS)] if close
+                ),
             )
             continue
         if key == "instance_groups":
@@ -55,6 +70,7 @@ def distribution_shape(ctx: Context) -> Iterator[Problem]:
                     join_path(path, sub),
                     f"must be true or false, got {subvalue!r}.",
                     "write enabled: true (a bool, not a string).",
+                    fixes=(setting((join_path(path, sub), True)),),
                 )
 
 
@@ -72,7 +88,8 @@ def mpi_processes(ctx: Context) -> Iterator[Problem]:
             path,
             f"is {processes}, but {ctx.instance_name} has {count(ctx.gpus_per_instance, 'GPU')}: "
             "more node-local processes than devices fail at start-up.",
-            f"set it to {ctx.gpus_per_instance} (one process per GPU).",
+            f"pick an instance type with {count(processes, 'GPU')}.",
+            fixes=(setting((path, ctx.gpus_per_instance), why="one process per GPU"),),
         )
 
 
@@ -90,7 +107,12 @@ def distribution_needs_gpus(ctx: Context) -> Iterator[Problem]:
             yield Problem(
                 f"distribution.{key}",
                 f"needs GPUs, but {ctx.instance_name} has none.",
-                "use a GPU instance (ml.g5.*, ml.p3.*, ml.p4d.*) or remove the distribution.",
+                "use a GPU instance.",
+                fixes=(
+                    *(setting(("instance_type", name)) for name in ("ml.g5.12xlarge",
+                                                                     "ml.p4d.24xlarge")),
+                    removing(f"distribution.{key}"),
+                ),
             )
 
 
@@ -112,8 +134,9 @@ def parameter_server_ignored(ctx: Context) -> Iterator[Problem]:
         "TensorFlow and MXNet containers start parameter servers; the PyTorch and Hugging Face "
         "containers never read it and run the script once per instance "
         f"({ctx.instance_count} here), each process training on its own.",
-        "remove parameter_server; for data parallelism use torch_distributed (torchrun), "
-        "smdistributed.dataparallel (SMDDP) or mpi.",
+        "for data parallelism use torch_distributed (torchrun), smdistributed.dataparallel "
+        "(SMDDP) or mpi.",
+        fixes=(removing("distribution.parameter_server"),),
     )
 
 
@@ -162,14 +185,15 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
         if ctx.instance_count == 1:
             return
         how = _SPREADS[spread]
-        yield warning(
+        yield Problem(
             "distribution",
             f"is not set, and the script {how} over each instance's {count(per_instance, noun)}; "
             f"SageMaker starts one training process per instance, so the {ctx.instance_count} "
             f"instances ({ctx.instance_name}) train independent copies.",
-            "use instance_count=1, or give each GPU its own process (a launcher such as "
-            "torch_distributed, with the model on that process's GPU) to train one model across "
-            "the instances.",
+            "give each GPU its own process (a launcher such as torch_distributed, with the "
+            "model on that process's GPU) to train one model across the instances.",
+            "warning",
+            fixes=(setting(("instance_count", 1)),),
         )
         return
     if idle:
@@ -179,12 +203,15 @@ def no_launcher(ctx: Context) -> Iterator[Problem]:
             effect += f", and the {ctx.instance_count} instances train independent copies"
     else:
         effect = f"the {ctx.instance_count} instances train independent copies"
-    yield warning(
+    fixes, hint, why = _launcher_fixes(ctx, noun)
+    yield Problem(
         "distribution",
         f"is not set, but the job has {count(total, noun)} ({ctx.instance_count} x "
         f"{ctx.instance_name}, {count(per_instance, noun)} each): SageMaker starts one training "
-        f"process per instance, so {effect}.",
-        _launcher_hint(ctx, noun),
+        f"process per instance, so {effect}.{why}",
+        hint,
+        "warning",
+        fixes=fixes,
     )
 
 
@@ -197,7 +224,8 @@ def _trainer_data_parallel(ctx: Context, per_instance: int, noun: str) -> Proble
         if ctx.instance_count > 1
         else ""
     )
-    return warning(
+    fixes, hint, why = _launcher_fixes(ctx, noun)
+    return Problem(
         "distribution",
         f"is not set, but the job has {count(per_instance * ctx.instance_count, noun)} "
         f"({ctx.instance_count} x {ctx.instance_name}, {count(per_instance, noun)} each) and "
@@ -205,8 +233,10 @@ def _trainer_data_parallel(ctx: Context, per_instance: int, noun: str) -> Proble
         "the model in torch.nn.DataParallel over the instance's GPUs, which uses them all but "
         "replicates the model from GPU 0 on every step and gathers the outputs there, so GPU 0 "
         "carries the most memory and the step runs slower than with one process per GPU "
-        f"(DDP, or FSDP to shard the model states){copies}.",
-        _launcher_hint(ctx, noun),
+        f"(DDP, or FSDP to shard the model states){copies}.{why}",
+        hint,
+        "warning",
+        fixes=fixes,
     )
 
 
@@ -262,36 +292,42 @@ def launcher_fixes(ctx: Context) -> list[dict[str, Any]]:
     return fixes
 
 
-def _launcher_hint(ctx: Context, noun: str) -> str:
-    fixes = launcher_fixes(ctx)
-    if fixes == [{"distribution": TORCHRUN}]:
-        return (
-            "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process "
-            f"per {noun} and one job across the instances), or {_one_device(noun)}."
-        )
-    refusal = _refused(ctx, {}, TORCHRUN)[0]
-    why = _why_not_torchrun(ctx, refusal.path)
-    ways = []
-    for fix in fixes:
-        if fix["distribution"] is MPI:
-            ways.append(
+def _launcher_fixes(ctx: Context, noun: str) -> tuple[tuple[Fix, ...], str, str]:
+    """The launchers this job can take as fixes (each checked again before it is offered), the
+    way out without one, and why torchrun is not among them (empty when it is)."""
+    found = launcher_fixes(ctx)
+    fixes = []
+    for way in found:
+        if way["distribution"] is MPI:
+            text = (
                 "add distribution={'mpi': {'enabled': True}} (mpirun: one process per GPU; the "
                 "script joins its process group from MPI's environment, as Horovod does)"
             )
-        else:
-            versions = ", ".join(f"{k}={v!r}" for k, v in fix.items() if k != "distribution")
-            ways.append(
-                f"set {versions} (the nearest that torchrun takes) and add "
-                "distribution={'torch_distributed': {'enabled': True}}"
-            )
-    if not ways:
+            fixes.append(Fix((("distribution.mpi", {"enabled": True}),), text))
+            continue
+        versions = {k: v for k, v in way.items() if k != "distribution"}
+        text = (
+            f"add distribution={{'torch_distributed': {{'enabled': True}}}} (torchrun: one "
+            f"process per {noun} and one job across the instances)"
+        )
+        if versions:
+            words = ", ".join(f"{k}={v!r}" for k, v in versions.items())
+            text = f"set {words} (the nearest that torchrun takes) and {text}"
+        changes = (*versions.items(), ("distribution.torch_distributed", {"enabled": True}))
+        fixes.append(Fix(tuple(changes), text))
+    if found == [{"distribution": TORCHRUN}]:
+        return tuple(fixes), f"{_one_device(noun)}.", ""
+    refusal = _refused(ctx, {}, TORCHRUN)[0]
+    why = _why_not_torchrun(ctx, refusal.path)
+    if not fixes:
         first = (
             "point entry_point at the .py training script"
             if refusal.path == "entry_point"
             else refusal.hint.rstrip(".")
         )
-        return f"{why}{first}, then add distribution={{'torch_distributed': {{'enabled': True}}}}."
-    return why + "; or ".join(ways) + f"; or {_one_device(noun)}."
+        hint = f"{first}, then add distribution={{'torch_distributed': {{'enabled': True}}}}"
+        return (), f"{hint}; or {_one_device(noun)}.", why
+    return tuple(fixes), f"{_one_device(noun)}.", why
 
 
 def _one_device(noun: str) -> str:
@@ -303,11 +339,12 @@ def _one_device(noun: str) -> str:
 
 
 def _why_not_torchrun(ctx: Context, path: str) -> str:
+    """Why torchrun is not offered, as a sentence for the message."""
     if path == "entry_point":
-        return f"torchrun starts .py scripts only, and entry_point is {ctx.spec.entry_point!r}: "
+        return f" torchrun starts .py scripts only, and entry_point is {ctx.spec.entry_point!r}."
     written = getattr(ctx.spec, path, None)
     if path in ("framework_version", "pytorch_version"):
         return (
-            f"the SageMaker SDK refuses torchrun with {path}={written!r} on {ctx.instance_name}: "
+            f" The SageMaker SDK refuses torchrun with {path}={written!r} on {ctx.instance_name}."
         )
-    return f"torchrun would be refused here ({path}): "
+    return f" torchrun would be refused here ({path})."

@@ -12,10 +12,11 @@ from safe_estimators._facts.versions import (
     Container,
     framework_container,
     huggingface_container,
+    nearby,
     neuron_sdk_versions,
     parse_version,
 )
-from safe_estimators._problems import Fix, Problem, count, did_you_mean, warning
+from safe_estimators._problems import Fix, Problem, count, did_you_mean, setting, warning
 from safe_estimators._rules.pipelines import described
 
 
@@ -37,10 +38,19 @@ def unknown_type_problem(path: str, name: str) -> Problem | None:
         instance_catalog.get(name)
     except instance_catalog.UnknownInstanceType as exc:
         close = ", ".join(exc.suggestions[:3])
+        if path != "instance_type" or not close:
+            return Problem(
+                path,
+                f"{name!r} is not a SageMaker training instance type.",
+                f"did you mean {close}?" if close else "see `safe-estimators catalog` for the "
+                "types.",
+            )
+        # The names offered are checked as the job's instance type before they are named.
         return Problem(
             path,
             f"{name!r} is not a SageMaker training instance type.",
-            f"did you mean {close}?" if close else "see `safe-estimators catalog` for the types.",
+            "see `safe-estimators catalog` for the types.",
+            fixes=tuple(setting((path, close)) for close in exc.suggestions[:3]),
         )
     return None
 
@@ -174,6 +184,26 @@ def _choices(ctx: Context, name: str) -> str:
     return _first(name, _listed(base.known if base else outer.known, label))
 
 
+def _newest(ctx: Context, name: str) -> tuple[Fix, ...]:
+    """A missing version option of the pytorch estimator set to the newest value the SDK's
+    tables offer (with the py_version its container is built for), as a fix."""
+    spec = ctx.spec
+    if spec.estimator != "pytorch" or ctx.instance_name is None:
+        return ()
+    table = tables.IMAGE_CONFIGS[("pytorch", ctx.compiler)]
+    if name == "framework_version":
+        known = framework_container(table, "").known
+        if not known:
+            return ()
+        python = framework_container(table, known[-1]).py_versions
+        changes = [("framework_version", known[-1])]
+        if python and spec.py_version not in python:
+            changes.append(("py_version", python[-1]))
+        return (setting(*changes, why="the newest"),)
+    python = framework_container(table, spec.framework_version or "").py_versions
+    return (setting(("py_version", python[-1])),) if python else ()
+
+
 def _first(name: str, listing: str) -> str:
     """A version option whose values depend on another one that is not known yet."""
     if name in ("py_version", "pytorch_version"):
@@ -199,6 +229,7 @@ def framework_versions(ctx: Context) -> Iterator[Problem]:
             name,
             f"is required to pick a {spec.estimator} training container (no image_uri given).",
             f"set {name}: {_choices(ctx, name)}.",
+            fixes=_newest(ctx, name),
         )
     if missing or (spec.tensorflow_version is not None and spec.pytorch_version is not None):
         return
@@ -314,9 +345,20 @@ def _trn2_container(ctx: Context, version: str) -> Iterator[Problem]:
         f"{first} or later (its NeuronCore-v3 arrived in that release), so this container's "
         "runtime cannot drive the instance's NeuronCores.",
         "pass image_uri= with a pytorch-training-neuronx container of Neuron SDK "
-        f"{first} or later (the Neuron deep learning containers list names them), or use "
-        "ml.trn1.32xlarge with this container.",
+        f"{first} or later (the Neuron deep learning containers list names them).",
+        fixes=(
+            setting(("instance_type", "ml.trn1.32xlarge"), why="Trainium1 runs this container"),
+        ),
     )
+
+
+def _version_fix(ctx: Context, name: str, version: str, table: str) -> Fix:
+    """``name`` set to ``version``, with a py_version its container is built for."""
+    python = framework_container(table, version).py_versions
+    changes: list[tuple[str, str]] = [(name, version)]
+    if python and ctx.spec.py_version not in python:
+        changes.append(("py_version", python[-1]))
+    return setting(*changes)
 
 
 def _compiler_words(compiler: bool) -> str:
@@ -343,6 +385,10 @@ def _pytorch_versions(ctx: Context) -> Iterator[Problem]:
                 else ""
             )
             + f"use one of: {_known(container)}.",
+            fixes=tuple(
+                _version_fix(ctx, "framework_version", version, table)
+                for version in nearby(spec.framework_version, container.known)
+            ),
         )
         return
     yield from _py_version(ctx, container, f"PyTorch {container.version}")
@@ -386,6 +432,10 @@ def _huggingface_versions(ctx: Context) -> Iterator[Problem]:
             f"the SageMaker SDK has no Hugging Face {words}training container for "
             f"transformers {spec.transformers_version}.",
             f"{only}use one of: {_known(outer)}.",
+            fixes=tuple(
+                setting(("transformers_version", v))
+                for v in nearby(spec.transformers_version, outer.known)
+            ),
         )
         return
     if base.version is None:
@@ -397,6 +447,7 @@ def _huggingface_versions(ctx: Context) -> Iterator[Problem]:
             f"set {field} to one of: {_known(base)}."
             if base.known
             else f"use {'tensorflow_version' if prefix == 'pytorch' else 'pytorch_version'}.",
+            fixes=tuple(setting((field, v)) for v in nearby(version, base.known)),
         )
         return
     label = f"transformers {outer.version} with {framework} {base.version}"
@@ -427,7 +478,10 @@ def _processor(ctx: Context, container: Container, label: str) -> Iterator[Probl
             "instance_type",
             f"{label} containers exist for {'/'.join(container.processors).upper()} instances "
             f"only, and {ctx.instance_name} is a {kind.upper()} instance.",
-            "pick a GPU instance such as ml.g5.xlarge or ml.p3.2xlarge"
-            if kind == "cpu"
-            else "pick a CPU instance such as ml.m5.xlarge",
+            f"pick {'a GPU' if kind == 'cpu' else 'a CPU'} instance type.",
+            fixes=tuple(
+                setting(("instance_type", name))
+                for name in (("ml.g5.xlarge", "ml.p3.2xlarge") if kind == "cpu"
+                             else ("ml.m5.xlarge",))
+            ),
         )

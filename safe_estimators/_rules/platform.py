@@ -16,7 +16,7 @@ from safe_estimators._facts.versions import (
     huggingface_container,
     parse_version,
 )
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem, setting, warning
 
 # The architecture of every training image in the SDK's tables: AWS builds its SageMaker
 # PyTorch and Hugging Face training images for x86_64 (aws/deep-learning-containers: the
@@ -63,20 +63,23 @@ def sdk_instance_deprecation(ctx: Context) -> Iterator[Problem]:
                 f"({ctx.instance_name}) for PyTorch {rule.since} and later "
                 f"(image_uris._validate_instance_deprecation), and framework_version is "
                 f"{spec.framework_version}.",
-                "use a current GPU type such as ml.g5.xlarge (1 A10G)"
-                + (f", or {older}" if older else "")
-                + ".",
+                "use a current GPU type.",
+                fixes=(
+                    setting(("instance_type", "ml.g5.xlarge"), why="1 A10G"),
+                    *((setting(*older),) if older else ()),
+                ),
             )
 
 
-def _older_than(since: str) -> str | None:
+def _older_than(since: str) -> tuple[tuple[str, str], ...] | None:
+    """The newest framework_version before ``since`` (with a py_version of its container)."""
     known = framework_container("pytorch", since).known
     below = [v for v in known if _below(v, since)]
     if not below:
         return None
     py_versions = framework_container("pytorch", below[-1]).py_versions
-    py = f", py_version={py_versions[-1]!r}" if py_versions else ""
-    return f"framework_version={below[-1]!r}{py}"
+    python = (("py_version", py_versions[-1]),) if py_versions else ()
+    return (("framework_version", below[-1]), *python)
 
 
 def _below(version: str, limit: str) -> bool:
@@ -99,8 +102,11 @@ def host_architecture(ctx: Context) -> Iterator[Problem]:
             f"{ctx.instance_name} has {host} host CPUs, and every training image in the "
             f"SageMaker SDK's tables is built for {SDK_IMAGE_ARCHITECTURE}: its container "
             "cannot start there.",
-            f"pass image_uri= with a training image built for {host}, or pick an "
-            f"{SDK_IMAGE_ARCHITECTURE} type such as ml.p6-b200.48xlarge (8 B200 GPUs).",
+            f"pass image_uri= with a training image built for {host}.",
+            fixes=(
+                setting(("instance_type", "ml.p6-b200.48xlarge"),
+                        why=f"an {SDK_IMAGE_ARCHITECTURE} type, 8 B200 GPUs"),
+            ),
         )
     elif isinstance(image, str) and host not in image and "aarch64" not in image:
         yield warning(

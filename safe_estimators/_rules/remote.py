@@ -24,7 +24,7 @@ from safe_estimators._context import Rule
 from safe_estimators._facts.remote_function import (
     default_image_python_versions,
 )
-from safe_estimators._problems import Problem, found_by, warning
+from safe_estimators._problems import Fix, Problem, removing, run_rules, setting, warning
 from safe_estimators._resolved import Injection
 from safe_estimators._rules.capacity import volume_key_problem
 from safe_estimators._rules.instance import unknown_type_problem
@@ -81,8 +81,11 @@ def remote_processes(ctx: RemoteContext) -> Iterator[Problem]:
             "nproc_per_node",
             f"is {spec.nproc_per_node}, but neither use_torchrun nor use_mpirun is set: the job "
             "runs the function in one process and nothing reads it.",
-            "set use_torchrun=True (or use_mpirun=True) to start that many processes, or "
-            "remove nproc_per_node.",
+            "set use_mpirun=True to start that many processes.",
+            fixes=(
+                setting(("use_torchrun", True), why="to start that many processes"),
+                removing("nproc_per_node"),
+            ),
         )
         return
     if ctx.launcher is None or spec.nproc_per_node is None or devices is None:
@@ -95,15 +98,19 @@ def remote_processes(ctx: RemoteContext) -> Iterator[Problem]:
             f"is {spec.nproc_per_node} with {ctx.launcher}, but {name} has {count} {kind}: "
             f"{spec.nproc_per_node - count} processes per instance would share or lack an "
             "accelerator, which NCCL refuses and cuda:<local rank> cannot name.",
-            f"set nproc_per_node={count} (or leave it out: the job counts the {kind}), or use "
-            f"an instance type with {spec.nproc_per_node} {kind}.",
+            f"use an instance type with {spec.nproc_per_node} {kind}.",
+            fixes=(
+                setting(("nproc_per_node", count)),
+                removing("nproc_per_node", why=f"the job counts the {kind}"),
+            ),
         )
     elif spec.nproc_per_node < count:
         yield warning(
             "nproc_per_node",
             f"is {spec.nproc_per_node} with {ctx.launcher}, and {name} has {count} {kind}: "
             f"{count - spec.nproc_per_node} sit idle while the job is billed for all.",
-            f"set nproc_per_node={count} (or leave it out), or use a smaller instance type.",
+            "use a smaller instance type.",
+            fixes=(setting(("nproc_per_node", count)), removing("nproc_per_node")),
         )
 
 
@@ -146,8 +153,17 @@ def remote_several_instances(ctx: RemoteContext) -> Iterator[Problem]:
             f"is {spec.instance_count}, and the SDK's @remote runs several instances only with "
             f"exactly one of spark_config, use_torchrun and use_mpirun ({what} given): calling "
             "the function raises ValueError before any job starts.",
-            "set use_torchrun=True (or use_mpirun=True) alone, or instance_count=1.",
+            "set use_mpirun=True alone.",
+            fixes=(*_torchrun_alone(spec), setting(("instance_count", 1))),
         )
+
+
+def _torchrun_alone(spec: Any) -> tuple[Fix, ...]:
+    """use_torchrun=True as the one launcher (use_mpirun off), where no spark_config is set."""
+    if spec.spark_config is not None:
+        return ()
+    changes = [("use_torchrun", True), *([("use_mpirun", False)] if spec.use_mpirun else [])]
+    return (Fix(tuple(changes), "set use_torchrun=True alone"),)
 
 
 def remote_spark(ctx: RemoteContext) -> Iterator[Problem]:
@@ -161,7 +177,8 @@ def remote_spark(ctx: RemoteContext) -> Iterator[Problem]:
                 name,
                 "is set with spark_config; the SDK's @remote raises ValueError when the "
                 "function is decorated: a Spark job runs in the SageMaker Spark image.",
-                f"remove {name}, or remove spark_config.",
+                "",
+                fixes=(removing(name), removing("spark_config")),
             )
 
 
@@ -190,7 +207,7 @@ def remote_warm_pool(ctx: RemoteContext) -> Iterator[Problem]:
     """A warm pool beside spot instances (AWS: warm pools cannot be used with spot)."""
     seconds = ctx.spec.keep_alive_period_in_seconds
     if seconds > 0 and ctx.spec.use_spot_instances:
-        yield warm_pool_with_spot(seconds)
+        yield warm_pool_with_spot(seconds, "max_wait_time_in_seconds")
 
 
 def remote_spot(ctx: RemoteContext) -> Iterator[Problem]:
@@ -204,14 +221,22 @@ def remote_spot(ctx: RemoteContext) -> Iterator[Problem]:
             "max_wait_time_in_seconds",
             "is required with use_spot_instances=True: the SDK sends no MaxWaitTimeInSeconds, "
             "and CreateTrainingJob refuses a managed spot job without it.",
-            f"set max_wait_time_in_seconds to at least max_runtime_in_seconds ({run} s).",
+            "",
+            fixes=(
+                setting(("max_wait_time_in_seconds", run),
+                        why=f"at least max_runtime_in_seconds, {run} s"),
+            ),
         )
     elif spec.max_wait_time_in_seconds < run:
         yield Problem(
             "max_wait_time_in_seconds",
             f"is {spec.max_wait_time_in_seconds} s, less than max_runtime_in_seconds ({run} s); "
             "CreateTrainingJob refuses the job.",
-            f"set max_wait_time_in_seconds >= {run}, or lower max_runtime_in_seconds.",
+            "",
+            fixes=(
+                setting(("max_wait_time_in_seconds", run)),
+                setting(("max_runtime_in_seconds", spec.max_wait_time_in_seconds)),
+            ),
         )
 
 
@@ -245,11 +270,7 @@ REMOTE_FUNCTION_RULES: tuple[Rule, ...] = (  # type: ignore[assignment]
 
 def check_remote(ctx: RemoteContext) -> list[Problem]:
     """Every remote rule's problems, in the table's order."""
-    return [
-        found_by(problem, rule)
-        for rule in REMOTE_FUNCTION_RULES
-        for problem in rule(ctx)  # type: ignore[arg-type]
-    ]
+    return run_rules(REMOTE_FUNCTION_RULES, ctx)
 
 
 def remote_injections(ctx: RemoteContext) -> tuple[dict[str, Any], list[Injection]]:

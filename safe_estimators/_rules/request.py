@@ -17,6 +17,7 @@ import attrs
 from safe_estimators._bounds import quote
 from safe_estimators._context import Context
 from safe_estimators._facts.limits import documented_maximum, member_shape, shape_problems
+from safe_estimators._facts.targets import ESTIMATOR
 from safe_estimators._problems import Fix, Problem, join_path, warning
 from safe_estimators._rules.compiler import sdk_class_names
 from safe_estimators._secret_formats import mask_values_in
@@ -264,7 +265,11 @@ def option_types(ctx: Context) -> Iterator[Problem]:
                 if name == "container_log_level"
                 else f"give a {words}.",
             )
-    for name, (cls, example) in SDK_OBJECTS.items():
+    # The sagemaker.debugger objects are the estimator's: on the ModelTrainer target these
+    # options are refused whatever they hold (model_trainer_counterparts), and on sagemaker 3
+    # the module this fix names does not exist.
+    debugger = ctx.target == ESTIMATOR
+    for name, (cls, example) in SDK_OBJECTS.items() if debugger else ():
         value = option_value(ctx, name)
         if value is None or (name == "debugger_hook_config" and value is False):
             continue
@@ -276,7 +281,7 @@ def option_types(ctx: Context) -> Iterator[Problem]:
                 f"pass {example} in Python; spec files cannot hold it (leave {name} out).",
             )
     rules = option_value(ctx, "rules")
-    if rules is not None and (
+    if debugger and rules is not None and (
         not isinstance(rules, list | tuple)
         or not all("RuleBase" in sdk_class_names(rule) for rule in rules)
     ):

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import instance_catalog
 from safe_estimators._context import Context
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import REMOVE, Fix, Problem, removing, setting
 from safe_estimators._resolved import Injection
 from safe_estimators._spec import value_of
 
@@ -45,31 +45,43 @@ def warm_pool(ctx: Context) -> Iterator[Problem]:
     if value_of(ctx.spec.use_spot_instances) is True:
         yield warm_pool_with_spot(seconds)
     if ctx.spec.instance_groups is not None:
-        yield warning(
+        yield Problem(
             KEEP_ALIVE,
             f"is {seconds} s with instance_groups; warm pools cannot be used with "
             f"heterogeneous clusters ({WARM_POOL_DOCS}, Considerations): no pool is retained, "
             "or CreateTrainingJob refuses the job.",
-            f"drop {KEEP_ALIVE}, or use one instance_type and instance_count.",
+            "use one instance_type and instance_count.",
+            "warning",
+            fixes=(removing(KEEP_ALIVE),),
         )
     if seconds > DOCUMENTED_KEEP_ALIVE_MAX:
-        yield warning(
+        yield Problem(
             KEEP_ALIVE,
             f"is {seconds} s; {WARM_POOL_DOCS} limits the keep-alive period to "
             f"{DOCUMENTED_KEEP_ALIVE_MAX} s, though the API accepts up to 21600 s.",
-            f"use at most {DOCUMENTED_KEEP_ALIVE_MAX} s unless your account is known to accept "
-            "more.",
+            "keep it only if your account is known to accept more.",
+            "warning",
+            fixes=(setting((KEEP_ALIVE, DOCUMENTED_KEEP_ALIVE_MAX)),),
         )
 
 
-def warm_pool_with_spot(seconds: int) -> Problem:
-    """The warning on a warm pool of ``seconds`` beside managed spot training."""
-    return warning(
+def warm_pool_with_spot(seconds: int, wait: str = "max_wait") -> Problem:
+    """The warning on a warm pool of ``seconds`` beside managed spot training (``wait``: the
+    option that limits the wait for spot capacity, left out with spot)."""
+    return Problem(
         KEEP_ALIVE,
         f"is {seconds} s with use_spot_instances=True; warm pools cannot be used with "
         f"managed spot training ({WARM_POOL_DOCS}, Considerations): no pool is retained, "
         "or CreateTrainingJob refuses the job.",
-        f"drop {KEEP_ALIVE}, or train on on-demand instances (use_spot_instances=False).",
+        "",
+        "warning",
+        fixes=(
+            removing(KEEP_ALIVE),
+            Fix(
+                (("use_spot_instances", False), (wait, REMOVE)),
+                f"train on on-demand instances (use_spot_instances=False, without {wait})",
+            ),
+        ),
     )
 
 
@@ -120,9 +132,9 @@ def instance_storage(ctx: Context) -> Iterator[Problem]:
         if not total or not disks or not each or size <= each:
             continue
         storage = f"{disks} x {each} GB" if disks > 1 else f"one {each} GB disk"
-        fix = (
-            f"leave volume_size out on {entry.name} (SageMaker uses all of its NVMe storage), "
-            f"or pick an EBS-backed type for a larger volume."
+        fix = "pick an EBS-backed type for a larger volume."
+        fixes = (
+            removing("volume_size", why=f"SageMaker uses all of {entry.name}'s NVMe storage"),
         )
         if size > total:
             yield Problem(
@@ -131,12 +143,15 @@ def instance_storage(ctx: Context) -> Iterator[Problem]:
                 f"({storage}, {total} GB in all), which SageMaker uses instead of an EBS "
                 "volume; it refuses the job (Invalid VolumeSizeInGB).",
                 fix,
+                fixes=fixes,
             )
         else:
-            yield warning(
+            yield Problem(
                 "volume_size",
                 f"is {size} GB, more than one NVMe disk of {entry.name} ({storage}, {total} GB "
                 "in all); SageMaker refuses a volume_size above the NVMe volume's size, and the "
                 "documentation does not say whether that is one disk or all of them.",
                 fix,
+                "warning",
+                fixes=fixes,
             )

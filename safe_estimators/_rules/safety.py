@@ -25,7 +25,7 @@ from safe_estimators._facts import tables
 from safe_estimators._facts.code_paths import remote_source_dir
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._facts.reserved import sdk_hyperparameters
-from safe_estimators._problems import Problem, join_path
+from safe_estimators._problems import Problem, join_path, setting
 from safe_estimators._secrets import secrets_in_options
 from safe_estimators._spec import JobSpec, value_of
 
@@ -42,14 +42,16 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
             "max_wait",
             "is required with use_spot_instances=True (time to wait for spot capacity plus "
             "training time).",
-            f"set max_wait to at least max_run ({max_run} s).",
+            "",
+            fixes=(setting(("max_wait", max_run), why=f"at least max_run, {max_run} s"),),
         )
     elif type(max_wait) is int and max_wait < max_run:
         yield Problem(
             "max_wait",
             f"is {max_wait} s, less than max_run ({max_run} s"
             f"{'' if spec.max_run else ', the SDK default'}); SageMaker rejects the job.",
-            f"set max_wait >= {max_run}, or lower max_run.",
+            "",
+            fixes=(setting(("max_wait", max_run)), setting(("max_run", max_wait))),
         )
     if spec.checkpoint_s3_uri is None:
         yield Problem(

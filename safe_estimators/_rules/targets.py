@@ -20,7 +20,7 @@ from safe_estimators._facts.model_trainer import (
 )
 from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._facts.targets import ESTIMATOR, MODEL_TRAINER, only_for
-from safe_estimators._problems import Problem, join_path, problem_source
+from safe_estimators._problems import Problem, join_path, problem_source, removing
 
 _USE_ESTIMATOR = "or build the job as the estimator (target: estimator, with sagemaker 2.x)"
 
@@ -35,6 +35,20 @@ def estimator_needs_sdk2() -> Problem:
         "build the same job as a ModelTrainer: safe_estimators.model_trainer(...) with the same "
         "arguments, or target: model_trainer in a spec file (the default under sagemaker 3); "
         "or install sagemaker>=2.250,<3 for the estimator.",
+    )
+
+
+@problem_source("fine-tuning-needs-sdk3")
+def fine_tuning_needs_sdk3(trainer: str) -> Problem:
+    """A fine-tuning trainer under sagemaker 2.x, which has none (sagemaker.train's SFTTrainer,
+    DPOTrainer, RLVRTrainer, RLAIFTrainer and CPTTrainer are sagemaker 3's)."""
+    return Problem(
+        "target",
+        f"the {trainer} fine-tuning trainer needs the SageMaker SDK 3.x, and sagemaker "
+        f"{sdk_version()} is installed: sagemaker 2.x has no fine-tuning trainers "
+        "(sagemaker.train.SFTTrainer and its siblings came with sagemaker 3).",
+        "install sagemaker>=3 (pip install 'sagemaker>=3.27'), or on sagemaker 2.x fine-tune "
+        "with a HyperPod recipe: safe_estimators.pytorch(training_recipe=...).",
     )
 
 
@@ -214,7 +228,11 @@ def _launchers(ctx: Context) -> Iterator[Problem]:
             "distribution.mpi",
             "and torch_distributed are both enabled; ModelTrainer takes one launcher "
             "(distributed=Torchrun(...) or MPI(...)), and the estimator would ignore mpi here.",
-            "remove mpi (torchrun starts one process per GPU), or remove torch_distributed.",
+            "",
+            fixes=(
+                removing("distribution.mpi", why="torchrun starts one process per GPU"),
+                removing("distribution.torch_distributed"),
+            ),
         )
 
 

@@ -15,6 +15,10 @@ calls ``smp.init()`` under SMP v1, its ``AutoConfig`` never does. ``INERT_NAMES`
 library, the names (a module or a class, with everything below it) known not to do what any
 absence rule looks for: a program that uses only such names of a library sees all of that
 library the rule needs (``_Program.unseen``); another name of it keeps the warning.
+
+The names that save a model (``MODEL_SAVING_FUNCTIONS``, ``MODEL_SAVING_METHODS``) are one
+table per kind with the signature each is read by: the model-outside-model-dir rule follows
+the destination of those calls only.
 """
 
 from __future__ import annotations
@@ -205,3 +209,69 @@ SMP_V1_INITIALISERS: Mapping[tuple[str, str], str] = {
     "(smp.init() at import) and wraps the model in smp.DistributedModel",
 }  # fmt: skip
 
+
+# Calls that write the model (its weights, a checkpoint of it) to a destination: what the
+# model-outside-model-dir rule follows. A function counts by its dotted name, resolved through
+# the imports; ``(position, keyword)`` is where its destination is passed, and ``saved`` the
+# position of the object written when it need not be the model (torch.save writes any object:
+# the rule then asks that it read as a model): name -> (position, keyword, keyword of the
+# object written first when it may be something else than the model, source).
+MODEL_SAVING_FUNCTIONS: Mapping[str, tuple[int, str, str | None, str]] = {
+    "torch.save": (1, "f", "obj", "pytorch/pytorch torch/serialization.py: save(obj, f, "
+                   "pickle_module=..., pickle_protocol=..., _use_new_zipfile_serialization=True)"),
+    "torch_xla.core.xla_model.save": (1, "file_or_path", "data", "pytorch/xla "
+                                      "torch_xla/core/xla_model.py: save(data, file_or_path, "
+                                      "master_only=True, global_master=False)"),
+    "joblib.dump": (1, "filename", "value", "joblib/numpy_pickle.py: dump(value, filename, "
+                    "compress=0, protocol=None)"),
+    "safetensors.torch.save_file": (1, "filename", "tensors", "huggingface/safetensors "
+                                    "bindings/python/py_src/safetensors/torch.py: "
+                                    "save_file(tensors, filename, metadata=None)"),
+    "safetensors.torch.save_model": (1, "filename", None, "huggingface/safetensors "
+                                     "bindings/python/py_src/safetensors/torch.py: "
+                                     "save_model(model, filename, metadata=None, "
+                                     "force_contiguous=False)"),
+    "smdistributed.modelparallel.torch.save": (1, "f", "obj", "AWS SMP v1 API, smp.save(obj, f, "
+                                               "partial=True, pickle_module=..., ...)"),
+    "smdistributed.modelparallel.torch.save_checkpoint": (0, "path", None, "AWS SMP v1 API, "
+                                                          "smp.save_checkpoint(path, tag, "
+                                                          "partial=True, model=None, ...)"),
+}  # fmt: skip
+
+# Methods that write the model, on an object of a library the program imports (a model, a
+# trainer, an engine): (library, method) -> (position, keyword, receiver word, source). The
+# receiver word, when given, must be in the receiver's name (``accelerator.save``: ``save`` is
+# too common a method name to count on any object); a method of a library the program does not
+# import is not counted, so a save is judged by the libraries the script uses.
+MODEL_SAVING_METHODS: Mapping[tuple[str, str], tuple[int, str, str, str]] = {
+    ("transformers", "save_pretrained"): (0, "save_directory", "", "huggingface/transformers "
+                                          "src/transformers/modeling_utils.py: "
+                                          "PreTrainedModel.save_pretrained(save_directory, "
+                                          "is_main_process=True, state_dict=None, ...)"),
+    ("peft", "save_pretrained"): (0, "save_directory", "", "huggingface/peft "
+                                  "src/peft/peft_model.py: PeftModel.save_pretrained("
+                                  "save_directory, safe_serialization=True, ...)"),
+    ("transformers", "save_model"): (0, "output_dir", "", "huggingface/transformers "
+                                     "src/transformers/trainer.py: Trainer.save_model("
+                                     "output_dir=None, _internal_call=False); None saves to "
+                                     "args.output_dir"),
+    ("trl", "save_model"): (0, "output_dir", "", "huggingface/trl: its trainers (SFTTrainer, "
+                            "DPOTrainer, ...) subclass transformers.Trainer"),
+    ("accelerate", "save_model"): (1, "save_directory", "accelerator", "huggingface/accelerate "
+                                   "src/accelerate/accelerator.py: Accelerator.save_model(model, "
+                                   "save_directory, max_shard_size='10GB', "
+                                   "safe_serialization=True)"),
+    ("accelerate", "save"): (1, "f", "accelerator", "huggingface/accelerate "
+                             "src/accelerate/accelerator.py: Accelerator.save(obj, f, "
+                             "safe_serialization=False)"),
+    ("deepspeed", "save_checkpoint"): (0, "save_dir", "", "microsoft/DeepSpeed "
+                                       "deepspeed/runtime/engine.py: DeepSpeedEngine."
+                                       "save_checkpoint(save_dir, tag=None, client_state={}, "
+                                       "save_latest=True, ...)"),
+    ("lightning", "save_checkpoint"): (0, "filepath", "", "Lightning-AI/pytorch-lightning "
+                                       "src/lightning/pytorch/trainer/trainer.py: Trainer."
+                                       "save_checkpoint(filepath, weights_only=False, "
+                                       "storage_options=None)"),
+    ("pytorch_lightning", "save_checkpoint"): (0, "filepath", "", "the same Trainer under its "
+                                               "older package name"),
+}  # fmt: skip

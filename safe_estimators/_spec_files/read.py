@@ -23,6 +23,7 @@ from safe_estimators._bounds import (
     too_wide_to_package,
 )
 from safe_estimators._facts.code_paths import remote_source_dir, s3_entry_point
+from safe_estimators._facts.targets import FINE_TUNING, REMOTE_FUNCTION
 from safe_estimators._problems import ConfigError, Problem, problem_source, tagged, value_at
 from safe_estimators._secret_formats import mark_spec_file_secrets
 
@@ -229,7 +230,9 @@ def read_spec(
     # that their paths are checked and resolved as the estimator's are.
     from safe_estimators._spec import own_words
 
-    data, own = own_words(data, read_files=False)
+    own: list[Problem] = []
+    if data.get("target") != FINE_TUNING:  # a trainer's compute is its own, not ModelTrainer's
+        data, own = own_words(data, read_files=False)
     if project_root is None:
         root = real_project_folder(folder)
         problems = containment_problems(folder, data, root, real_root=root)
@@ -257,6 +260,8 @@ def _unread_outside(arguments: dict[str, Any], problems: list[Problem]) -> dict[
         del arguments["hyperparameters"]
     if "training_recipe" in outside:
         arguments["training_recipe"] = RefusedRecipeFile(arguments["training_recipe"])
+    if "recipe" in outside and fine_tuning_recipe_file(arguments) is not None:
+        arguments["recipe"] = RefusedRecipeFile(arguments["recipe"])
     return arguments
 
 
@@ -269,7 +274,8 @@ class RemoteRecipe(str):
 @problem_source(
     "project-containment",
     "entry_point, source_dir, dependencies, model.config, a hyperparameters or requirements "
-    "file and the other local paths of a spec "
+    "file, a fine-tuning trainer's recipe, a @remote job's dependencies and "
+    "pre_execution_script and the other local paths of a spec "
     "must stay inside the project (the spec's git repository, else its folder, or "
     "--project-root): plan and submit package and upload what they point to, and the SDK "
     "follows links. A path outside is refused and never read.",
@@ -339,6 +345,11 @@ def containment_problems(
         inside = _real(os.path.join(base, source_dir))
         target = os.path.join(base, source_dir, requirements)
         checks.append((where, requirements, target, inside))
+    user_recipe = fine_tuning_recipe_file(data)
+    if user_recipe is not None:  # the trainer reads it and sends its values as hyperparameters
+        checks.append(("recipe", user_recipe, os.path.join(base, user_recipe), real_root))
+    for name, written in remote_function_files(data):  # the SDK copies them and uploads them
+        checks.append((name, written, os.path.join(base, written), real_root))
     dependencies = data.get("dependencies")
     if isinstance(dependencies, list) and not remote_source_dir(given) and not in_repository:
         for i, dependency in enumerate(dependencies):
@@ -474,6 +485,38 @@ def _recipe_file(data: Mapping[str, Any], folder: Path | None = None) -> str | N
     return recipe
 
 
+# The recipe locations a fine-tuning trainer does not open on this machine
+# (recipe_resolver._load_user_recipe): an S3 URI it downloads, and HTTP(S) URLs it refuses.
+# Anything else, "x://../r.yaml" included, is opened as a local path.
+_NOT_LOCAL_RECIPES = ("s3://", "http://", "https://")
+
+
+def fine_tuning_recipe_file(data: Mapping[str, Any]) -> str | None:
+    """The local recipe file a fine-tuning spec names (``recipe``), by the trainers' own rule
+    (``recipe_resolver._load_user_recipe``: ``s3://`` is downloaded, ``http(s)://`` refused, any
+    other string opened as a file), or None. The trainer reads it at ``train()`` and sends its
+    values as the job's hyperparameters: a file outside the project would reach SageMaker."""
+    recipe = data.get("recipe")
+    if data.get("target") != FINE_TUNING or not isinstance(recipe, str) or not recipe:
+        return None
+    return None if recipe.startswith(_NOT_LOCAL_RECIPES) else recipe
+
+
+def remote_function_files(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The local files a ``@remote`` spec names, as (option, path): ``dependencies`` (a
+    requirements.txt or conda YAML file, unless ``auto_capture``: RuntimeEnvironmentManager.
+    snapshot) and ``pre_execution_script``; the SDK copies each into the job's workspace and
+    uploads it to S3 (``_prepare_dependencies_and_pre_execution_scripts``)."""
+    if data.get("target") != REMOTE_FUNCTION:
+        return []
+    found = []
+    for name in ("dependencies", "pre_execution_script"):
+        value = data.get(name)
+        if isinstance(value, str) and value and value != "auto_capture":
+            found.append((name, value))
+    return found
+
+
 def _with_parameters(arguments: dict[str, Any], parameters: object) -> dict[str, Any]:
     """``arguments`` with the model parallel ``parameters`` replaced (the others as they are)."""
     distribution = arguments["distribution"]
@@ -507,6 +550,11 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
         from safe_estimators._spec import WORDS_KEY
 
         out[WORDS_KEY] = attrs.evolve(out[WORDS_KEY], requirements=_under(folder, requirements))
+    user_recipe = fine_tuning_recipe_file(out)
+    if user_recipe is not None:
+        out["recipe"] = _under(folder, user_recipe)
+    for name, written in remote_function_files(out):
+        out[name] = _under(folder, written)
     if out.get("git_config"):
         return out  # the code's paths are inside the repository git_config names
     source_dir = out.get("source_dir")

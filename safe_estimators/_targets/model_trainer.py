@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
+import attrs
+
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._resolve import ResolvedJob
@@ -138,6 +140,36 @@ def _configs(arguments: TrainerArguments) -> dict[str, Any]:
     return made
 
 
+_ENCRYPTION = "enable_inter_container_traffic_encryption"
+
+
+def _org_encryption(arguments: TrainerArguments, session: Any) -> TrainerArguments:
+    """An organisation's explicit TrainingJob.EnableInterContainerTrafficEncryption (the SDK
+    defaults config) wins over the encryption we inject for a multi-instance job, as on the
+    estimator target: ModelTrainer does not read that key, so our injection would overrule it."""
+    injected = arguments.injections
+    ours = next((i for i in injected if i.path == "encrypt_inter_container_traffic"), None)
+    config = getattr(session, "sagemaker_config", None) or {}
+    configured = config.get("SageMaker", {}).get("TrainingJob", {}).get(
+        "EnableInterContainerTrafficEncryption"
+    )
+    if ours is None or not isinstance(configured, bool) or configured == ours.value:
+        return arguments
+    configs = dict(arguments.configs)
+    # False is sent as no field, as the estimator sends it and as the bare ModelTrainer does.
+    # Networking stays given (empty): sagemaker 2.x's ModelTrainer, given none, makes one
+    # from the config that its own Networking class refuses.
+    configs["networking"] = {**(configs.get("networking") or {}), _ENCRYPTION: configured or None}
+    reason = (
+        f"from the SageMaker SDK config; kept instead of the default {ours.value!r} "
+        f"({ours.reason})"
+    )
+    injections = tuple(
+        Injection(i.path, configured, reason) if i is ours else i for i in arguments.injections
+    )
+    return attrs.evolve(arguments, configs=configs, injections=injections)
+
+
 def _as_given(given: Any, fields: dict[str, Any]) -> Any:
     """The user's config object itself, or a copy with the fields we set (each a recorded
     injection) when they differ: never rebuilt from scratch."""
@@ -172,7 +204,12 @@ def _sdk_config(opt_out: bool = False) -> dict[str, Any]:
         from safe_estimators._targets.estimator import _avoid_repeated_sdk_work
 
         _avoid_repeated_sdk_work()  # the config is validated once per content, as for estimators
-    config: dict[str, Any] = load_sagemaker_config()
+    try:
+        config: dict[str, Any] = load_sagemaker_config()
+    except Exception as exc:  # the file it was pointed at: missing, not YAML, not its schema
+        from safe_estimators._targets.estimator import _sdk_config_problem
+
+        raise ConfigError([_sdk_config_problem(exc)]) from None
     if opt_out:
         config.setdefault("SchemaVersion", "1.0")
         modules = config.setdefault("SageMaker", {}).setdefault("PythonSDK", {})
@@ -349,6 +386,7 @@ def build_model_trainer(
     if session is None:
         session = trainer_session(boto_session=default_boto_session())
         lookups = _lookups_at_build(arguments, session)
+    arguments = _org_encryption(arguments, session)
     recipe = job.kwargs.get("training_recipe")
     injections = arguments.injections
     if recipe is not None:

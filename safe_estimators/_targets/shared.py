@@ -44,6 +44,17 @@ def job_region() -> str | None:
     return found
 
 
+def known_region() -> str | None:
+    """``job_region``, or None where the configuration cannot say (a profile that does not
+    exist: the caller's own checks report that)."""
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        return job_region()
+    except BotoCoreError:
+        return None
+
+
 def no_region() -> ConfigError:
     """What building a job without a session says when no region is configured, in place of the
     SDK's ``ValueError: Must setup local AWS configuration with a region...``."""

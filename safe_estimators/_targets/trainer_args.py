@@ -298,7 +298,7 @@ def trainer_arguments(job: ResolvedJob) -> TrainerArguments:
         ("networking", _networking(kwargs)),
         ("output_data_config", _output(kwargs)),
         ("training_input_mode", kwargs.get("input_mode")),
-        ("tags", [{"key": t["Key"], "value": t["Value"]} for t in kwargs.get("tags") or ()]),
+        ("tags", _tags(kwargs.get("tags"))),
     ):
         if value:
             configs[name] = value
@@ -345,3 +345,12 @@ def _file_unchanged(job: ResolvedJob, path: str) -> bool:
     return not problems and read.get("hyperparameters") == dict(
         job.kwargs.get("hyperparameters") or {}
     )
+
+
+def _tags(tags: Any) -> list[dict[str, Any]]:
+    """The job's tags as ModelTrainer's Tag fields. Like the estimator (its ``format_tags``),
+    a mapping ``{key: value}`` is taken besides the list of ``{"Key": ..., "Value": ...}``."""
+    if isinstance(tags, Mapping):
+        return [{"key": key, "value": value} for key, value in tags.items()]
+    return [{"key": t["Key"], "value": t["Value"]} for t in tags or ()]
+

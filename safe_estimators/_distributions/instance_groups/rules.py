@@ -20,7 +20,14 @@ from safe_estimators._distributions import is_enabled
 from safe_estimators._distributions.instance_groups.spec import InstanceGroupSpec, named_groups
 from safe_estimators._facts.limits import instance_groups_limit
 from safe_estimators._facts.targets import ESTIMATOR
-from safe_estimators._problems import Problem, did_you_mean, join_path
+from safe_estimators._problems import (
+    REMOVE,
+    Fix,
+    Problem,
+    closest,
+    join_path,
+    removing,
+)
 
 if TYPE_CHECKING:
     from safe_estimators._context import Context
@@ -50,12 +57,14 @@ def instance_groups_rules(ctx: Context) -> Iterator[Problem]:
         yield from _group_shapes(groups or ())
         return
     named = named_groups(ctx.distribution)
+    path_named = "distribution.instance_groups"
     if not groups:
         if named is not None:
             yield Problem(
                 "distribution.instance_groups",
                 "names instance groups, but the job has no instance_groups.",
-                "define instance_groups=[...] or remove distribution['instance_groups'].",
+                "define instance_groups=[...].",
+                fixes=(removing("distribution.instance_groups"),),
             )
         return
     yield from _group_shapes(groups)
@@ -66,9 +75,17 @@ def instance_groups_rules(ctx: Context) -> Iterator[Problem]:
             join_path("distribution", key),
             f"{key} does not run on instance groups: the SageMaker SDK silently drops the group "
             "and the job loses its heterogeneous layout.",
-            "use MPI ({'mpi': {'enabled': True}}) or SMDDP "
-            "({'smdistributed': {'dataparallel': {'enabled': True}}}) on one group, or "
+            "use SMDDP ({'smdistributed': {'dataparallel': {'enabled': True}}}) on one group, or "
             "instance_type and instance_count without groups.",
+            fixes=(
+                Fix(
+                    ((join_path("distribution", key.partition(".")[0]), REMOVE),
+                     ("distribution.mpi", {"enabled": True}),
+                     ("distribution.instance_groups", [names[-1]])),
+                    f"replace {key} with MPI on group {names[-1]!r} ({{'mpi': {{'enabled': "
+                    f"True}}, 'instance_groups': [{names[-1]!r}]}})",
+                ),
+            ) if key != "smdistributed.modelparallel" else (),
         )
     if named is None:
         if ctx.distribution and len(groups) > 1:
@@ -77,7 +94,14 @@ def instance_groups_rules(ctx: Context) -> Iterator[Problem]:
                 "distribution.instance_groups",
                 f"is missing: with {len(groups)} instance groups ({', '.join(names)}) the "
                 "SageMaker SDK needs the distribution to name the one group it runs on.",
-                f"add 'instance_groups': [{names[-1]!r}] (exactly one group) to distribution.",
+                "",
+                fixes=tuple(
+                    Fix(
+                        ((path_named, [name]),),
+                        f"add 'instance_groups': [{name!r}] (exactly one group) to distribution",
+                    )
+                    for name in reversed(names)
+                ),
             )
         return
     path = "distribution.instance_groups"
@@ -86,20 +110,30 @@ def instance_groups_rules(ctx: Context) -> Iterator[Problem]:
             path,
             "names a group, but no launcher that runs on instance groups is enabled; the "
             "SageMaker SDK refuses this.",
-            "enable MPI or SMDDP, or remove distribution['instance_groups'].",
+            "enable MPI or SMDDP.",
+            fixes=(removing(path),),
         )
     if len(named) != 1:
         yield Problem(
             path,
             f"names {len(named)} groups; a distributed launcher runs on exactly one.",
-            f"name one of: {', '.join(names)}.",
+            "",
+            fixes=tuple(
+                Fix(((path, [name]),), f"name one group: 'instance_groups': [{name!r}]")
+                for name in names
+            ),
         )
     for index, name in enumerate(named):
         if name not in names:
             yield Problem(
                 join_path(path, index),
                 f"{name!r} is not one of the job's instance groups ({', '.join(names)}).",
-                did_you_mean(str(name), names) or f"name one of: {', '.join(names)}.",
+                f"name one of: {', '.join(names)}.",
+                fixes=tuple(
+                    Fix(((path, [close]),), f"did you mean {close!r}? ('instance_groups': "
+                        f"[{close!r}])")
+                    for close in [closest(name, names)] if close and len(named) == 1
+                ),
             )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 import instance_catalog
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import Problem, setting, warning
 
 
 class _OnGpus(Protocol):
@@ -96,6 +96,7 @@ def bf16_hardware_problems(
             f"{accelerator.name} GPUs ({accelerator.architecture}, compute capability "
             f"{accelerator.compute_capability}), which have none (NVIDIA has it from Ampere on).",
             f"use fp16 on {instance_type}, or an instance type with bf16: {with_models}.",
+            fixes=tuple(setting(("instance_type", name)) for name in having[:2]),
         )
     ]
 

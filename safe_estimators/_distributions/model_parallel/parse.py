@@ -24,7 +24,7 @@ from safe_estimators._distributions.model_parallel.options import (
     kind,
     value_problem,
 )
-from safe_estimators._problems import Problem, did_you_mean, join_path
+from safe_estimators._problems import Problem, did_you_mean, join_path, removing, setting
 
 _Entries = list[tuple[object, object, str]]  # (key as written, value, path where written)
 
@@ -138,7 +138,11 @@ def split_distribution(
                     join_path(mp_path, "enabled"),
                     f"enabled is {enabled!r}: the SageMaker SDK ignores model parallel "
                     "parameters unless enabled is the bool True.",
-                    "set enabled: True (or remove smdistributed.modelparallel).",
+                    "",
+                    fixes=(
+                        setting((join_path(mp_path, "enabled"), True)),
+                        removing(mp_path),
+                    ),
                 )
             )
         return None, rest, problems
@@ -197,7 +201,10 @@ def _torch_distributed(rest: dict, where: str) -> tuple[object, list[Problem]]:
                 f"enabled is {enabled!r}: with smdistributed.modelparallel the SageMaker SDK "
                 "picks the model parallel v2 image but launches torchrun only when enabled is "
                 "True, so nothing would start the library.",
-                "set torch_distributed: {enabled: True} (the library v2 needs it).",
+                "",
+                fixes=(
+                    setting((join_path(where, "enabled"), True), why="the library v2 needs it"),
+                ),
             )
         )
     return enabled, problems
@@ -297,7 +304,11 @@ def _mpi_entries(mpi: object, where: str) -> tuple[_Entries, list[Problem]]:
             Problem(
                 join_path(where, "enabled"),
                 f"enabled is {mpi['enabled']!r}, but MPI launches the model parallel library.",
-                "set mpi.enabled: True (or leave it out; it is added for you).",
+                "",
+                fixes=(
+                    setting((join_path(where, "enabled"), True)),
+                    removing(join_path(where, "enabled"), why="it is added for you"),
+                ),
             )
         )
     return [(k, mpi[k], join_path(where, k)) for k in MPI_OPTIONS if k in mpi], problems

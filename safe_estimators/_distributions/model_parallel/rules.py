@@ -41,7 +41,7 @@ from safe_estimators._distributions.model_parallel.hardware import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, found_by, join_path, warning
+from safe_estimators._problems import Problem, join_path, removing, run_rules, setting, warning
 
 # The ids of the rules below are smp-v1-<name> (see _problems.rule_id).
 RULE_PREFIX = "smp-v1"
@@ -103,7 +103,11 @@ def _rule_instance(job: JobV1) -> list[Problem]:
                 "instance_type",
                 f"the SageMaker SDK refuses smdistributed on {itype} unless torch_distributed is "
                 "enabled, which the model parallel library v1 does not use.",
-                "use ml.p4d.24xlarge or ml.p4de.24xlarge, or the library v2 (PyTorch >= 2.0.1).",
+                "move to the library v2 (PyTorch >= 2.0.1).",
+                fixes=tuple(
+                    setting(("instance_type", name)) for name in ("ml.p4d.24xlarge",
+                                                                  "ml.p4de.24xlarge")
+                ),
             )
         ]
     return unlisted_instance(itype, SUPPORTED_INSTANCES, "v1")
@@ -214,8 +218,8 @@ def _rule_processes_per_host(job: JobV1) -> list[Problem]:
             job.where("processes_per_host"),
             f"{per_host} processes per host, but {job.instance_type} has {job.gpus} GPUs; "
             "the library needs one GPU per process.",
-            f"set processes_per_host to {job.gpus} (or fewer), or use "
-            f"{_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
+            f"use {_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
+            fixes=(setting((job.where("processes_per_host"), job.gpus)),),
         )
     ]
 
@@ -273,6 +277,10 @@ def _rule_sharded_data_parallel(job: JobV1) -> list[Problem]:
                 f"degree ({dp} = world {layout.world_size} / (pipeline {layout.pipeline} x "
                 f"tensor {layout.tensor})).",
                 f"use a degree that divides {dp}.",
+                fixes=tuple(
+                    setting((here, degree))
+                    for degree in [max(d for d in range(1, sharded) if dp % d == 0)] if degree > 1
+                ),
             )
         )
     if layout.pipeline > 1:
@@ -281,7 +289,11 @@ def _rule_sharded_data_parallel(job: JobV1) -> list[Problem]:
                 here,
                 f"sharded data parallelism does not combine with pipeline parallelism "
                 f"(pipeline degree {layout.pipeline}).",
-                "set pipeline_parallel_degree to 1, or drop sharded data parallelism.",
+                "",
+                fixes=(
+                    setting((job.where("pipeline_parallel_degree"), 1)),
+                    removing(here, why="no sharded data parallelism"),
+                ),
             )
         )
     if job.mp.shard_optimizer_state:
@@ -290,7 +302,8 @@ def _rule_sharded_data_parallel(job: JobV1) -> list[Problem]:
                 job.where("shard_optimizer_state"),
                 "shard_optimizer_state does not combine with sharded data parallelism, which "
                 "already shards the optimizer state.",
-                "remove shard_optimizer_state.",
+                "",
+                fixes=(removing(job.where("shard_optimizer_state")),),
             )
         )
     if layout.tensor > 1 and job.library and job.library < parse_version(SDP_WITH_TENSOR_SINCE):
@@ -322,7 +335,11 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
             Problem(
                 job.where("ddp"),
                 f"ddp is False, but {' and '.join(reasons)} needs DDP.",
-                "set ddp to True (or leave it out; it is set for you).",
+                "",
+                fixes=(
+                    setting((job.where("ddp"), True)),
+                    removing(job.where("ddp"), why="it is set for you"),
+                ),
             )
         )
     for name in ("ddp_port", "ddp_dist_backend"):
@@ -332,7 +349,8 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
                     job.where(name),
                     f"{name} configures DDP, which is off "
                     f"({'horovod is True' if mp.horovod else 'ddp is False'}).",
-                    f"set ddp to True, or remove {name}.",
+                    "",
+                    fixes=(setting((job.where("ddp"), True)), removing(job.where(name))),
                 )
             )
     if mp.horovod and (mp.ddp or layout.tensor > 1):
@@ -341,7 +359,11 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
             Problem(
                 job.where("horovod"),
                 f"horovod cannot be combined with DDP ({why}).",
-                "remove horovod; with PyTorch, ddp: True is the documented data-parallel engine.",
+                "",
+                fixes=(
+                    removing(job.where("horovod"),
+                             why="with PyTorch, ddp: True is the documented data-parallel engine"),
+                ),
             )
         )
     return problems
@@ -384,6 +406,7 @@ def _rule_partitioning(job: JobV1) -> list[Problem]:
                 "auto_partition is False, so the library needs default_partition for modules "
                 "outside smp.partition contexts.",
                 f"add default_partition (0 to {pipeline - 1}).",
+                fixes=(setting((job.where("default_partition"), 0)),),
             )
         )
     if mp.default_partition is not None and mp.default_partition >= pipeline:
@@ -393,6 +416,7 @@ def _rule_partitioning(job: JobV1) -> list[Problem]:
                 f"default_partition ({mp.default_partition}) must be less than the pipeline "
                 f"degree ({pipeline}); partitions are numbered 0 to {pipeline - 1}.",
                 f"use a default_partition from 0 to {pipeline - 1}.",
+                fixes=(setting((job.where("default_partition"), pipeline - 1)),),
             )
         )
     return problems
@@ -415,7 +439,11 @@ def _rule_placement(job: JobV1) -> list[Problem]:
             f"placement_strategy {placement!r} is documented by the library, but the SageMaker "
             "SDK's validate_mp_config accepts only 'cluster' (= 'DPT') and 'spread' (= 'TPD'), "
             "so there is no way to launch it through the SDK.",
-            f"use the nearest accepted placement: {PLACEMENT_ROUTES[nearest]!r} (= {nearest!r}).",
+            "",
+            fixes=(
+                setting((job.where("placement_strategy"), PLACEMENT_ROUTES[nearest]),
+                        why=f"the nearest accepted placement, = {nearest!r}"),
+            ),
         )
     ]
 
@@ -432,6 +460,7 @@ def _rule_microbatches(job: JobV1) -> list[Problem]:
                 f"active_microbatches ({mp.active_microbatches}) exceeds microbatches "
                 f"({microbatches}).",
                 f"use active_microbatches <= {microbatches}.",
+                fixes=(setting((job.where("active_microbatches"), microbatches)),),
             )
         )
     if microbatches > 1 and (mp.pipeline_parallel_degree or 1) == 1:
@@ -500,7 +529,11 @@ def _rule_option_combinations(job: JobV1) -> list[Problem]:
                 job.where("prescaled_batch"),
                 "prescaled_batch requires optimize 'speed' (the library's schema), and optimize "
                 "is 'memory'.",
-                "set optimize to 'speed', or drop prescaled_batch.",
+                "",
+                fixes=(
+                    setting((job.where("optimize"), "speed")),
+                    removing(job.where("prescaled_batch")),
+                ),
             )
         )
     if not (mp.sharded_data_parallel_degree or 1) > 1:
@@ -509,7 +542,8 @@ def _rule_option_combinations(job: JobV1) -> list[Problem]:
                 job.where(name),
                 f"{name} has no effect without sharded data parallelism "
                 "(sharded_data_parallel_degree > 1).",
-                "set sharded_data_parallel_degree, or remove it.",
+                "set sharded_data_parallel_degree.",
+                fixes=(removing(job.where(name)),),
             )
             for name in SDP_OPTIONS
             if getattr(mp, name) is not None
@@ -527,7 +561,8 @@ def _rule_not_launch_options(job: JobV1) -> list[Problem]:
         warning(
             job.where(name),
             f"{name} only affects TensorFlow; this is a PyTorch job.",
-            "remove it.",
+            "",
+            fixes=(removing(job.where(name)),),
         )
         for name in TENSORFLOW_ONLY
         if getattr(mp, name) is not None
@@ -638,4 +673,4 @@ def check_v1(job: JobV1) -> list[Problem]:
 
     Does not check the Training Compiler or ``instance_groups``; the caller does.
     """
-    return [found_by(problem, rule) for rule in _RULES for problem in rule(job)]
+    return run_rules(_RULES, job)

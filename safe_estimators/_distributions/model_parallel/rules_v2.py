@@ -34,7 +34,7 @@ from safe_estimators._distributions.model_parallel.hardware import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_v2_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, found_by, join_path, warning
+from safe_estimators._problems import Fix, Problem, join_path, removing, run_rules, setting, warning
 
 # The ids of the rules below are smp-v2-<name> (see _problems.rule_id).
 RULE_PREFIX = "smp-v2"
@@ -130,7 +130,8 @@ def _rule_container(job: JobV2) -> list[Problem]:
                     "py_version",
                     f"the SageMaker SDK's model parallel v2 image for PyTorch {version} is built "
                     f"for {', '.join(py_versions)}, not {job.py_version!r}.",
-                    f"set py_version={py_versions[-1]!r}.",
+                    "",
+                    fixes=(setting(("py_version", py_versions[-1])),),
                 )
             )
         return problems
@@ -156,6 +157,7 @@ def _rule_container(job: JobV2) -> list[Problem]:
             f"{why}. PyTorch containers from 2.0.1 on run the model parallel library v2 from "
             f"its own image, which exists for PyTorch {', '.join(known)}.",
             f"{_pytorch_fix()} (nearest: {_nearest(version, known)}).",
+            fixes=_smp_version_fixes(job, [_nearest(version, known)]),
         )
     ]
 
@@ -204,7 +206,8 @@ def _rule_options_available(job: JobV2) -> list[Problem]:
                 job.where(name),
                 f"{name} arrived in model parallel library {since}, but the PyTorch "
                 f"{job.framework_version} image ships library {job.library}.",
-                f"use framework_version {', '.join(containers)}, or remove {name}.",
+                f"use framework_version {', '.join(containers)}.",
+                fixes=(removing(job.where(name)),),
             )
         )
     return problems
@@ -243,6 +246,19 @@ def _rule_v1_options(job: JobV2) -> list[Problem]:
     return problems
 
 
+def _smp_version_fixes(job: JobV2, versions: list[str]) -> tuple[Fix, ...]:
+    """framework_version set to each of ``versions`` (with a py_version its SMP v2 image is
+    built for)."""
+    fixes = []
+    for version in versions:
+        changes: list[tuple[str, str]] = [("framework_version", version)]
+        python = smp_py_versions(version)
+        if python and job.py_version not in python:
+            changes.append(("py_version", python[-1]))
+        fixes.append(setting(*changes))
+    return tuple(fixes)
+
+
 def _v1_option(job: JobV2, name: str, value: object) -> list[Problem]:
     here = job.where(name)
     on_v2 = (
@@ -257,7 +273,8 @@ def _v1_option(job: JobV2, name: str, value: object) -> list[Problem]:
                 here,
                 f"processes_per_host is {value}, but {on_v2}, whose launcher (torchrun) starts "
                 f"one process per GPU: {job.gpus} on {job.instance_type}.",
-                "remove processes_per_host; to use fewer GPUs pick a smaller instance type.",
+                "to use fewer GPUs pick a smaller instance type.",
+                fixes=(removing(here),),
             )
         ]
     lost = known is not None and (
@@ -283,7 +300,8 @@ def _v1_option(job: JobV2, name: str, value: object) -> list[Problem]:
             here,
             f"{name} is an option of the library v1 and has no effect on the library v2 ({on_v2}); "
             f"it is left out of mp_parameters.{counterpart}",
-            known.advice if known else f"remove {name}.",
+            known.advice if known else "",
+            fixes=() if known else (removing(here),),
         )
     ]
 
@@ -310,6 +328,10 @@ def _rule_degrees_divide_gpus(job: JobV2) -> list[Problem]:
                 f"{name} ({degree}) must divide the GPUs per instance: {job.instance_type} has "
                 f"{job.gpus}.",
                 f"use one of {', '.join(map(str, fitting)) or '1'}.",
+                fixes=tuple(
+                    setting((job.where(name), d))
+                    for d in [max((d for d in fitting if d < degree), default=1)]
+                ),
             )
         )
     return problems
@@ -329,7 +351,12 @@ def _rule_degrees_divide_world(job: JobV2) -> list[Problem]:
                 job.where("hybrid_shard_degree"),
                 f"hybrid_shard_degree ({mp.hybrid_shard_degree}) is more than the job's "
                 f"{layout.world_size} GPUs ({job.cluster()}); it ranges from 0 to the world size.",
-                f"use at most {layout.world_size} (0 shards over the whole cluster).",
+                "",
+                fixes=(
+                    setting((job.where("hybrid_shard_degree"), layout.world_size)),
+                    setting((job.where("hybrid_shard_degree"), 0),
+                            why="0 shards over the whole cluster"),
+                ),
             )
         )
     elif layout.world_size % group and all(
@@ -383,8 +410,11 @@ def _rule_context_within_shard(job: JobV2) -> list[Problem]:
                 here,
                 f"context_parallel_degree ({context}) must be at most hybrid_shard_degree "
                 f"({shard}): context parallelism splits the sequence inside the shard group.",
-                f"raise hybrid_shard_degree to {context} or more, or lower "
-                f"context_parallel_degree to {shard}.",
+                "",
+                fixes=(
+                    setting((job.where("hybrid_shard_degree"), context)),
+                    setting((here, shard)),
+                ),
             )
         ]
     return []
@@ -402,8 +432,12 @@ def _rule_expert_without_tensor(job: JobV2) -> list[Problem]:
             f"expert_parallel_degree ({expert}) with tensor_parallel_degree ({tensor}): AWS's "
             "expert parallelism guide says expert parallelism does not work with tensor "
             "parallelism.",
-            "set tensor_parallel_degree to 1 and combine expert parallelism with "
-            "hybrid_shard_degree instead, or drop expert parallelism.",
+            "",
+            fixes=(
+                setting((job.where("tensor_parallel_degree"), 1),
+                        why="combine expert parallelism with hybrid_shard_degree instead"),
+                removing(job.where("expert_parallel_degree")),
+            ),
         )
     ]
 
@@ -417,7 +451,9 @@ def _rule_activation_loading_horizon(job: JobV2) -> list[Problem]:
         Problem(
             job.where("activation_loading_horizon"),
             "activation_loading_horizon is 0; the library v2 takes a positive number of layers.",
-            "use 1 or more (the library's default is 2).",
+            "use 1 or more.",
+            fixes=(setting((job.where("activation_loading_horizon"), 2),
+                           why="the library's default"),),
         )
     ]
 
@@ -457,4 +493,4 @@ RULES: tuple[_Rule, ...] = (
 
 def check_v2(job: JobV2) -> list[Problem]:
     """Run every v2 rule; all problems (errors and warnings)."""
-    return [found_by(problem, rule) for rule in RULES for problem in rule(job)]
+    return run_rules(RULES, job)

@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator
 
 from safe_estimators._script_checks.findings import Finding, ScriptContext
+from safe_estimators._script_checks.libraries import MODEL_SAVING_FUNCTIONS, MODEL_SAVING_METHODS
 from safe_estimators._script_checks.program import _Program
 from safe_estimators._script_checks.summary import (
     _Call,
@@ -25,13 +26,6 @@ from safe_estimators._script_checks.values import _Values
 _MODEL_DIR = "/opt/ml/model"
 # Spellings that reach the model folder, mentioned anywhere: then something may write there.
 _MODEL_DIR_NAMES = ("SM_MODEL_DIR", _MODEL_DIR, "model_dir")
-# Save calls: tail -> (position, keyword) of the destination; the name test keeps others out.
-_SAVES = {
-    "save": (1, "f"),  # torch.save(obj, f), xm.save(data, path)
-    "save_pretrained": (0, "save_directory"),
-    "save_model": (0, "output_dir"),  # Trainer.save_model(output_dir)
-    "dump": (1, "filename"),  # joblib.dump(value, filename)
-}
 # The folders SageMaker's training toolkit names in the environment (sagemaker-training-toolkit,
 # environment.py: SM_MODEL_DIR, SM_OUTPUT_DIR, SM_OUTPUT_DATA_DIR).
 SAGEMAKER_ENVIRONMENT = {
@@ -47,17 +41,41 @@ _KEPT_PREFIXES = ("/opt/ml/", "s3://")
 # from_pretrained cannot fetch again).
 _NOT_MODELS = ("token", "processor", "config", "feature_extractor")
 _MODEL_WORDS = ("model", "state_dict", "net", "module")
+# The call names that may save the model (libraries.MODEL_SAVING_*): the calls looked at.
+_SAVE_TAILS = tuple(
+    sorted({name.rpartition(".")[2] for name in MODEL_SAVING_FUNCTIONS}
+           | {method for _, method in MODEL_SAVING_METHODS})
+)
 
 
-def _is_save(call: _Call) -> bool:
-    """A call that saves the model: for torch.save and friends, the object saved must read as
-    one (``model.state_dict()``, ``{"model": ...}``); other objects may be caches."""
-    if call.tail in ("save", "dump"):
-        if call.name not in ("torch.save", "torch_xla.core.xla_model.save", "joblib.dump"):
-            return False
-        saved = _keyword(call.node, "obj", 0)
-        return saved is not None and any(w in _src(saved).lower() for w in _MODEL_WORDS)
-    return call.tail in _SAVES and not any(w in call.receiver.lower() for w in _NOT_MODELS)
+def _saver(program: _Program, call: _Call) -> tuple[int, str] | None:
+    """Where a call that saves the model takes its destination (position, keyword), or None
+    when the call saves no model. A library function counts by its resolved name, and when it
+    may write any object (torch.save) the object must read as a model (``model.state_dict()``,
+    ``{"model": ...}``); a method counts when the program imports its library (the tables in
+    ``libraries``, each with its source), and not on a tokenizer or a config."""
+    function = MODEL_SAVING_FUNCTIONS.get(call.name)
+    if function is not None:
+        position, keyword, saved, _ = function
+        if saved is not None and not _reads_as_model(_keyword(call.node, saved, 0)):
+            return None
+        return position, keyword
+    receiver = call.receiver.lower()
+    if any(word in receiver for word in _NOT_MODELS):
+        return None
+    found = [
+        (bool(word), position, keyword)
+        for (library, method), (position, keyword, word, _) in MODEL_SAVING_METHODS.items()
+        if method == call.tail and library in program.libraries and word in receiver
+    ]
+    if not found or (call.tail == "save" and not _reads_as_model(_keyword(call.node, "obj", 0))):
+        return None  # accelerator.save(obj, f) writes any object, as torch.save does
+    _, position, keyword = max(found, key=lambda hit: hit[0])  # a receiver word is surer
+    return position, keyword
+
+
+def _reads_as_model(written: ast.expr | None) -> bool:
+    return written is not None and any(w in _src(written).lower() for w in _MODEL_WORDS)
 
 
 def _rule_model_outside_model_dir(program: _Program, context: ScriptContext) -> Iterator[Finding]:
@@ -68,12 +86,11 @@ def _rule_model_outside_model_dir(program: _Program, context: ScriptContext) -> 
     values = _Values(program, dict(context.hyperparameters), SAGEMAKER_ENVIRONMENT)
     outside: list[tuple[_Module, _Call, str]] = []
     unread = False
-    for module, call in program.find(*_SAVES):
-        if not _is_save(call):
+    for module, call in program.find(*_SAVE_TAILS):
+        saver = _saver(program, call)
+        if saver is None:
             continue
-        position, keyword = _SAVES[call.tail]
-        if call.tail == "save_model" and "accelerator" in call.receiver.lower():
-            position, keyword = 1, "save_directory"  # accelerator.save_model(model, directory)
+        position, keyword = saver
         node = _keyword(call.node, keyword, position)
         path = values.of(module, call, node)
         if not isinstance(path, str) or not path:
