@@ -128,9 +128,9 @@ def test_a_job_above_90_percent_is_a_warning_whose_fixes_leave_headroom():
         "ml.p4d.24xlarge, above 90%: the allocator's fragmentation may still run it out of "
         "memory. weights 5.0 GB + gradients 5.0 GB + optimizer states 30.0 GB + activations not "
         "estimated + overhead 0.7 GB = 40.7 GB (SMP v2 over 8 accelerators).",
-        "any one of: set hybrid_shard_degree: 2 in the SMP parameters (-> 20.7 GB per "
+        "use ml.p4de.24xlarge: 85.9 GB per A100, 8 per instance (-> 40.7 GB per accelerator); "
+        "or any one of: set hybrid_shard_degree: 2 in the SMP parameters (-> 20.7 GB per "
         "accelerator); set tensor_parallel_degree: 2 in the SMP parameters (-> 20.7 GB per "
-        "accelerator); use ml.p4de.24xlarge: 85.9 GB per A100, 8 per instance (-> 40.7 GB per "
         "accelerator).",
     )
 
