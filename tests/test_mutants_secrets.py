@@ -169,6 +169,9 @@ def test_a_git_config_token_written_in_a_spec_file_is_reported(tmp_path):
     git = {"repo": "https://github.com/org/repo.git", "token": HUB}
     found = [p for p in validate_file(_spec(tmp_path, git_config=git)) if is_secret_problem(p)]
     assert [(p.path, p.severity) for p in found] == [("git_config.token", "error")]
+    # The SDK clones the repository here: the token never reaches the job's description.
+    assert "DescribeTrainingJob" not in found[0].message
+    assert "only to clone the repository on this machine" in found[0].message
     assert "written in the spec file" in found[0].message
 
 
