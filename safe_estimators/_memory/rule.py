@@ -234,7 +234,10 @@ def _readings(job: Job) -> list[Reading]:
 
 def _sharded_everywhere(layout: MemoryLayout) -> MemoryLayout:
     """The layout sharded over every rank the tensor and pipeline degrees leave."""
-    return attrs.evolve(layout, shard=layout.world_size // (layout.tensor * layout.pipeline))
+    # Only a plain data-parallel layout leaves sharding to the script (memory_layout), so tensor
+    # and pipeline are 1 here and "/" for "//" or "*" changes nothing: no mutant can be told apart.
+    ranks = layout.world_size // (layout.tensor * layout.pipeline)  # pragma: no mutate
+    return attrs.evolve(layout, shard=ranks)
 
 
 def _fix_text(found: list[Any]) -> str:
@@ -254,7 +257,9 @@ def _option_fixes(found: list[Any]) -> tuple[Fix, ...]:
 
 def _tighter(job: Job) -> Job:
     # For the warning's fixes: the same job on a device with only WARNING_FRACTION of memory.
-    mib = job.instance.accelerator_memory_mib or 0
+    # A Job is only made for an accelerator whose memory is known (job_estimate): "or 0" is
+    # never taken, so its mutants cannot be told apart.
+    mib = job.instance.accelerator_memory_mib or 0  # pragma: no mutate
     return attrs.evolve(
         job, instance=attrs.evolve(job.instance, accelerator_memory_mib=int(mib * WARNING_FRACTION))
     )
