@@ -27,6 +27,13 @@ def _interrupted_while_loading(signum: int, frame: object) -> None:
 # print a KeyboardInterrupt traceback. (Imported as a module, Python's handling stays as it was.)
 if _os.path.basename(_sys.argv[0]).startswith("safe-estimators"):
     _signal.signal(_signal.SIGINT, _interrupted_while_loading)
+    # The imports and a one-file run allocate ~10^5 long-lived objects (classes, functions,
+    # tables) and almost no garbage: at the default threshold (700) the cyclic collector ran
+    # ~40 times, about 9 ms of a 0.2 s validate, and freed nearly nothing. A larger young
+    # generation collects the same garbage, less often (the command's process only).
+    import gc as _gc
+
+    _gc.set_threshold(20_000, *_gc.get_threshold()[1:])
 
 import argparse
 import contextlib

@@ -169,3 +169,15 @@ def test_type_checkers_see_the_public_api_and_nothing_more(tmp_path):
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert len(errors) == 1, out
     assert 'Module has no attribute "plann"' in errors[0]
+
+
+def test_importing_the_cli_as_a_module_leaves_the_garbage_collector_as_it_was():
+    """Only the ``safe-estimators`` command's own process collects less often; a program that
+    imports the package keeps its thresholds."""
+    code = (
+        "import gc\nbefore = gc.get_threshold()\nimport safe_estimators._cli\n"
+        "assert gc.get_threshold() == before, (before, gc.get_threshold())"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
