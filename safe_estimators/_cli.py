@@ -27,13 +27,16 @@ def _interrupted_while_loading(signum: int, frame: object) -> None:
 # print a KeyboardInterrupt traceback. (Imported as a module, Python's handling stays as it was.)
 if _os.path.basename(_sys.argv[0]).startswith("safe-estimators"):
     _signal.signal(_signal.SIGINT, _interrupted_while_loading)
-    # The imports and a one-file run allocate ~10^5 long-lived objects (classes, functions,
-    # tables) and almost no garbage: at the default threshold (700) the cyclic collector ran
-    # ~40 times, about 9 ms of a 0.2 s validate, and freed nearly nothing. A larger young
-    # generation collects the same garbage, less often (the command's process only).
+    # The imports and a one-file validate allocate ~10^5 long-lived objects (classes,
+    # functions, tables) and almost no garbage: the cyclic collector ran ~40 times, about a
+    # tenth of a one-file validate's CPU, and freed nearly nothing. Off until the first file is
+    # checked (or, for the other commands, until they start): see _resume_collection.
     import gc as _gc
 
-    _gc.set_threshold(20_000, *_gc.get_threshold()[1:])
+    _gc.disable()
+    _COLLECTION_PAUSED = True
+else:
+    _COLLECTION_PAUSED = False
 
 import argparse
 import contextlib
@@ -243,11 +246,12 @@ def _validate(args: argparse.Namespace) -> int:
         lookups = run()
 
     targets, skipped = _targets(args)
+    results: list[tuple[str, list[Entry]]] = []
     with lookups:
-        results: list[tuple[str, list[Entry]]] = [
-            (path, located(path, _empty_folder()) if empty else check(path, args.project_root))
-            for path, empty in targets
-        ]
+        for path, empty in targets:
+            found = located(path, _empty_folder()) if empty else check(path, args.project_root)
+            results.append((path, found))
+            _resume_collection()  # the modules are loaded: more files make garbage to collect
     invalid = any(p.severity == "error" for _, problems in results for p in problems)
     if args.json:
         per_file: list[dict[str, Any]] = [
@@ -1114,6 +1118,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def _resume_collection() -> None:
+    """Switch the cyclic collector back on if the command's start switched it off, first
+    moving what is alive (the modules, their tables) out of its reach: it would scan them at
+    every collection and never free them."""
+    global _COLLECTION_PAUSED
+    if _COLLECTION_PAUSED:
+        _COLLECTION_PAUSED = False
+        import gc
+
+        gc.freeze()
+        gc.enable()
+
+
 def _is_the_command() -> bool:
     script = getattr(sys.modules.get("__main__"), "__file__", None) or ""
     return os.path.basename(script).removesuffix(".exe") == "safe-estimators"
@@ -1157,6 +1174,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args.format = "json"
     args.json = args.format == "json"
     report = args.report = Reporter(args.format, sys.stdout)
+    if args.run is not _validate:
+        _resume_collection()  # validate resumes it after its first file
     try:
         with _quiet(args.verbose, sdk=args.run in _SDK_COMMANDS), _recipes_from(args.recipes):
             result: Any = args.run(args)
