@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -12,7 +12,7 @@ import attrs
 from safe_estimators._commands.quiet import sdk_quiet
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._facts.targets import ESTIMATOR, FINE_TUNING, MODEL_TRAINER
-from safe_estimators._problems import ConfigError, warning
+from safe_estimators._problems import ConfigError, Problem, warning
 from safe_estimators._resolve import ResolvedJob, resolve_arguments
 from safe_estimators._rules.capacity import job_created_in
 from safe_estimators._rules.request import pipeline_step
@@ -66,6 +66,26 @@ def _inputs_noted(job: ResolvedJob) -> ResolvedJob:
     )
     logging.getLogger("safe_estimators").warning("%s", problem)
     return attrs.evolve(job, warnings=(*job.warnings, problem))
+
+
+def _resolved(
+    arguments: Mapping[str, Any],
+    session: Any,
+    source: str | None = None,
+    prior: Sequence[Problem] = (),
+) -> ResolvedJob:
+    """The checked job, as a pipeline step when ``session`` is a PipelineSession, and in the
+    region it would be created in."""
+    with pipeline_step(session), job_created_in(_region_of(session)):
+        return resolve_arguments(arguments, source, prior)
+
+
+def _built(build: Callable[[ResolvedJob, Any], Any], job: ResolvedJob, session: Any,
+           preflight: bool) -> Any:  # fmt: skip
+    """The SDK object for ``job``, the SDK's banners and INFO lines kept out of the caller's
+    output, then (``preflight=True``) checked against the account."""
+    with sdk_quiet():
+        return _preflighted(build(job, session), preflight)
 
 
 def _preflighted(built: Any, preflight: bool) -> Any:
@@ -155,10 +175,9 @@ def huggingface(
         model=model,
         check_script=check_script,
     )
-    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
-        job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
-    with sdk_quiet():  # the SDK's banners and INFO lines are not the caller's output
-        return _preflighted(build_estimator(job, sagemaker_session), preflight)
+    arguments = _given(named, kwargs)
+    job = _inputs_noted(_resolved(arguments, sagemaker_session))
+    return _built(build_estimator, job, sagemaker_session, preflight)
 
 
 def pytorch(
@@ -216,10 +235,9 @@ def pytorch(
         training_recipe=training_recipe,
         recipe_overrides=recipe_overrides,
     )
-    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
-        job = _inputs_noted(resolve_arguments(_given(named, kwargs)))
-    with sdk_quiet():
-        return _preflighted(build_estimator(job, sagemaker_session), preflight)
+    arguments = _given(named, kwargs)
+    job = _inputs_noted(_resolved(arguments, sagemaker_session))
+    return _built(build_estimator, job, sagemaker_session, preflight)
 
 
 def model_trainer(
@@ -292,10 +310,8 @@ def model_trainer(
         inputs=inputs,
         check_script=check_script,
     )
-    with pipeline_step(sagemaker_session), job_created_in(_region_of(sagemaker_session)):
-        job = resolve_arguments(_given(named, kwargs))
-    with sdk_quiet():
-        return _preflighted(build_model_trainer(job, sagemaker_session), preflight)
+    job = _resolved(_given(named, kwargs), sagemaker_session)
+    return _built(build_model_trainer, job, sagemaker_session, preflight)
 
 
 def remote(
@@ -413,10 +429,8 @@ def build(spec: JobSpec | str | os.PathLike[str], **overrides: Any) -> Any:
         if prior:
             raise ConfigError(list(prior), source=source)
         return _fine_tuning_spec(arguments, source, session)
-    with pipeline_step(session), job_created_in(_region_of(session)):
-        job = resolve_arguments(arguments, source, prior)
-    with sdk_quiet():
-        return _preflighted(build_target(job, session), preflight)
+    job = _resolved(arguments, session, source, prior)
+    return _built(build_target, job, session, preflight)
 
 
 def _fine_tuning_spec(arguments: dict[str, Any], source: str | None, session: Any) -> Any:
