@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import mutation_scope
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -136,6 +137,11 @@ def _estimator_factories_skip_on_sdk3(request, monkeypatch):
     monkeypatch.setattr(_factories, "_estimator_available", skip)
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Under ./dev mutate, only the test files tests/mutation_scope.py names are collected."""
+    return True if mutation_scope.left_out(collection_path) else None
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark sdk2_only the tests of the estimator-only modules and those that ask for the
     estimator's session; skip on each lane the tests marked for the other generation
@@ -151,6 +157,13 @@ def pytest_collection_modifyitems(config, items):
                 else "its subject exists only in sagemaker 3"
             )
             item.add_marker(pytest.mark.skip(reason=reason))
+    # ./dev mutate: a mutant runs only its module's own tests (tests/mutation_scope.py)
+    mutant = mutation_scope.under_test()
+    if mutation_scope.mutated_module(mutant) is not None:
+        kept, dropped = mutation_scope.narrowed(items, mutant)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 _unexpected_skips: list[str] = []
