@@ -1,4 +1,1107 @@
 """Tests written against the surviving mutants of ./dev mutate (tests/mutation_scope.py names
-the modules these are tests of)."""
+the modules these are tests of): the request rules (each option that becomes a CreateTrainingJob
+member, the options' types, the VPC pair), the SageMaker Pipelines rules, the safety rules
+(spot training, secrets, source_dir's contents, the API's map limits) and the ModelTrainer
+target's rules.
+
+Each rule is called on the Context of a small spec, as the checks call it, and its problems are
+compared whole (path, message, hint and severity): the message is what the user reads.
+"""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sdk_generations import ParameterBoolean, ParameterInteger, ParameterString
+
+from safe_estimators._context import Context
+from safe_estimators._problems import REMOVE, Problem, warning
+from safe_estimators._distributions.instance_groups.spec import launch_group
+from safe_estimators._resolve import _lookup, _model_parallel
+from safe_estimators._rules import pipelines, request, safety, targets
+from safe_estimators._spec import instance_type_name, own_words, structure_spec
+
+try:  # sagemaker 2
+    from sagemaker.workflow.execution_variables import ExecutionVariables
+    from sagemaker.workflow.functions import Join
+except ImportError:  # sagemaker 3
+    from sagemaker.core.workflow.execution_variables import (  # type: ignore[no-redef]
+        ExecutionVariables,
+    )
+    from sagemaker.core.workflow.functions import Join  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.both_sdks
+
+ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
+BASE: dict[str, Any] = {
+    "estimator": "pytorch",
+    "entry_point": "train.py",
+    "instance_type": "ml.g5.xlarge",
+    "framework_version": "2.3.0",
+    "py_version": "py311",
+    "role": ROLE,
+    "target": "estimator",
+}
+LEFT_OUT: Any = object()  # an option of BASE the job does not give
+
+
+def context(**options: Any) -> Context:
+    """The Context the checks make for BASE with ``options`` (LEFT_OUT drops one of BASE's)."""
+    data = {k: v for k, v in {**BASE, **options}.items() if v is not LEFT_OUT}
+    data, problems = own_words(data)
+    spec, more = structure_spec(data)
+    assert spec is not None and problems == more == [], problems + more
+    # as _resolve._job_rules makes it: the model parallel options and the launch group apart
+    model_parallel, rest, _ = _model_parallel(spec)
+    group = launch_group(spec.instance_groups, rest)
+    name = group.instance_type if group else instance_type_name(spec.instance_type)
+    return Context(spec, _lookup(name), rest, model_parallel, group)
+
+
+def found(rule: Any, **options: Any) -> list[Problem]:
+    return list(rule(context(**options)))
+
+
+def by_path(rule: Any, **options: Any) -> list[Problem]:
+    """``found``, in the order of the problems' paths."""
+    return sorted(rule(context(**options)), key=lambda problem: problem.path)
+
+
+# --- request: each option that becomes one CreateTrainingJob member ---------------------------
+
+JOB_NAME_PATTERN = (
+    "does not match the pattern [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} (CreateTrainingJob's "
+    "TrainingJobName in botocore's SageMaker model)."
+)
+JOB_NAME_HINT = (
+    "use letters, digits and hyphens only, starting with a letter or digit (e.g. my-job-v1); "
+    "the SDK appends a timestamp."
+)
+IN_A_STEP = (
+    " A pipeline step sends no job name (SageMaker Pipelines names the job), so this one is not "
+    "used, unless the pipeline is defined with PipelineDefinitionConfig(use_custom_job_prefix="
+    "True), where it is refused."
+)
+ROLE_HINT = "give the role's ARN (arn:aws:iam::<account>:role/<name>) or its name."
+ROLE_PATTERN = (
+    "does not match the pattern arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+ "
+    "(CreateTrainingJob's RoleArn in botocore's SageMaker model)."
+)
+S3_HINT = "write an S3 URI such as s3://my-bucket/prefix/ (with the s3:// scheme)."
+S3_PATTERN = (
+    "does not match the pattern (https|s3)://([^/]+)/?(.*) (CreateTrainingJob's S3Uri in "
+    "botocore's SageMaker model)."
+)
+TAGS_HINT = "give at most 50 tags as [{'Key': ..., 'Value': ...}] or {key: value}."
+
+
+def test_a_valid_job_sends_nothing_the_api_refuses() -> None:
+    assert found(
+        request.request_members,
+        base_job_name="my-job-v1",
+        tags={"team": "nlp", "cost-center": 42},
+        max_run=2_419_200,
+        max_retry_attempts=30,
+        volume_size=0,
+        checkpoint_s3_uri="s3://bucket/checkpoints",
+        output_path="s3://bucket/output",
+        subnets=["subnet-1"],
+        security_group_ids=["sg-1"] * 5,
+        input_mode="FastFile",
+    ) == []
+
+
+def test_each_option_is_checked_against_its_member_in_the_tables_order() -> None:
+    assert found(
+        request.request_members,
+        max_retry_attempts=31,
+        input_mode="file",
+        security_group_ids=["sg-1"] * 6,
+        volume_size=-1,
+    ) == [
+        Problem(
+            "volume_size",
+            "is -1; the minimum is 0 (CreateTrainingJob's OptionalVolumeSizeInGB in botocore's "
+            "SageMaker model).",
+            "give the size in GB, e.g. 100.",
+        ),
+        Problem(
+            "security_group_ids",
+            "has 6 entries; the maximum is 5 (CreateTrainingJob's VpcSecurityGroupIds in "
+            "botocore's SageMaker model).",
+            "give 1 to 5 security group ids (sg-...).",
+        ),
+        Problem(
+            "input_mode",
+            "is 'file'; it must be one of Pipe, File, FastFile (CreateTrainingJob's "
+            "TrainingInputMode in botocore's SageMaker model).",
+            "use File, FastFile or Pipe.",
+        ),
+        Problem(
+            "max_retry_attempts",
+            "is 31; the maximum is 30 (CreateTrainingJob's MaximumRetryAttempts in botocore's "
+            "SageMaker model).",
+            "use 1 to 30 attempts.",
+        ),
+    ]
+
+
+def test_a_problem_inside_an_option_is_at_its_path_within() -> None:
+    assert found(request.request_members, container_arguments=["--epochs", 3]) == [
+        Problem(
+            "container_arguments.1",
+            "must be a string, got int 3 (CreateTrainingJob's TrainingContainerArgument in "
+            "botocore's SageMaker model).",
+            "give a list of strings.",
+        )
+    ]
+
+
+def test_tags_as_a_mapping_are_sent_as_key_value_pairs_of_strings() -> None:
+    # sagemaker.utils.format_tags: {"cost-center": 42} is sent as {"Key": ..., "Value": "42"}.
+    assert found(request.request_members, tags={"cost-center": 42, "k" * 129: "v"}) == [
+        Problem(
+            "tags.1.Key",
+            "has 129 characters; the maximum is 128 (CreateTrainingJob's TagKey in botocore's "
+            "SageMaker model).",
+            TAGS_HINT,
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [{"db_password": "hunter2!secret"}, [{"Key": "db_password", "Value": "hunter2!secret"}]],
+)
+def test_a_tag_under_a_secrets_name_is_not_shown_in_its_problem(tags: Any) -> None:
+    assert found(request.request_members, tags=tags) == [
+        Problem(
+            "tags.0.Value",
+            "'hu'… (14 characters) does not match the pattern ([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*) "
+            "(CreateTrainingJob's TagValue in botocore's SageMaker model).",
+            TAGS_HINT,
+        )
+    ]
+
+
+def test_a_role_name_is_looked_up_by_the_sdk_and_not_checked() -> None:
+    assert found(request.request_members, role="SageMakerRole") == []
+
+
+@pytest.mark.parametrize(
+    ("role", "length"),
+    [("service-role/MyRole", 19), ("arn:aws:iam::1:MyRole", None), ("arn:x", 5)],
+)
+def test_a_role_that_is_no_name_is_checked_as_the_arn_it_is_sent_as(
+    role: str, length: int | None
+) -> None:
+    expected = [Problem("role", f"{role!r} {ROLE_PATTERN}", ROLE_HINT)]
+    if length is not None:
+        short = (
+            f"has {length} characters; the minimum is 20 (CreateTrainingJob's RoleArn in "
+            "botocore's SageMaker model)."
+        )
+        expected.insert(0, Problem("role", short, ROLE_HINT))
+    assert found(request.request_members, role=role) == expected
+
+
+def test_a_job_name_is_checked_with_the_sdks_timestamp_and_quoted_as_given() -> None:
+    assert found(request.request_members, base_job_name="my_job") == [
+        Problem("base_job_name", f"'my_job' (with the SDK's timestamp) {JOB_NAME_PATTERN}",
+                JOB_NAME_HINT)
+    ]  # fmt: skip
+
+
+def test_the_sdk_keeps_39_characters_of_a_job_name_before_its_timestamp() -> None:
+    # sagemaker.utils.name_from_base: base[: 63 - len("2000-01-01-00-00-00-000") - 1]
+    kept = "a" * 38 + "_" + "b" * 10  # the underscore is the 39th character: sent
+    dropped = "a" * 39 + "_" + "b" * 10  # the 40th: trimmed away
+    assert found(request.request_members, base_job_name=kept) == [
+        Problem("base_job_name", f"{kept!r} (with the SDK's timestamp) {JOB_NAME_PATTERN}",
+                JOB_NAME_HINT)
+    ]  # fmt: skip
+    assert found(request.request_members, base_job_name=dropped) == []
+    assert found(request.request_members, base_job_name="a" * 100) == []
+
+
+def test_a_job_name_in_a_pipeline_is_a_warning_the_step_drops_it() -> None:
+    expected = [
+        warning(
+            "base_job_name",
+            f"'my_job' (with the SDK's timestamp) {JOB_NAME_PATTERN}{IN_A_STEP}",
+            JOB_NAME_HINT,
+        )
+    ]
+    with_variable = {"output_path": ParameterString("OutputPath")}
+    assert found(request.request_members, base_job_name="my_job", **with_variable) == expected
+
+    class PipelineSession:  # known by its class name: sagemaker is not imported to check it
+        pass
+
+    class LocalPipelineSession(PipelineSession):
+        pass
+
+    assert request.in_pipeline_step() is False
+    with request.pipeline_step(LocalPipelineSession()):
+        assert request.in_pipeline_step() is True
+        assert found(request.request_members, base_job_name="my_job") == expected
+    assert request.in_pipeline_step() is False
+    with request.pipeline_step(object()):
+        assert request.in_pipeline_step() is False
+        assert found(request.request_members, base_job_name="my_job")[0].severity == "error"
+
+
+def test_the_step_is_forgotten_when_the_build_fails() -> None:
+    class PipelineSession:
+        pass
+
+    with pytest.raises(RuntimeError), request.pipeline_step(PipelineSession()):
+        raise RuntimeError("the build failed")
+    assert request.in_pipeline_step() is False
+
+
+@pytest.mark.parametrize("option", ["checkpoint_s3_uri", "output_path"])
+def test_local_mode_writes_file_uris_the_api_never_sees(option: str) -> None:
+    assert found(request.request_members, instance_type="local", **{option: "file:///tmp/x"}) == []
+    assert found(request.request_members, **{option: "file:///tmp/x"}) == [
+        Problem(option, f"'file:///tmp/x' {S3_PATTERN}", S3_HINT)
+    ]
+    assert found(request.request_members, instance_type="local", **{option: "bucket/x"}) == [
+        Problem(option, f"'bucket/x' {S3_PATTERN}", S3_HINT)
+    ]
+
+
+def test_a_pipeline_parameter_is_checked_through_its_default() -> None:
+    assert found(
+        request.request_members, max_retry_attempts=ParameterInteger("Retries", default_value=31)
+    ) == [
+        Problem(
+            "max_retry_attempts",
+            "is 31; the maximum is 30 (CreateTrainingJob's MaximumRetryAttempts in botocore's "
+            "SageMaker model).",
+            "use 1 to 30 attempts.",
+        )
+    ]
+    without_default = {
+        "max_retry_attempts": ParameterInteger("Retries"),
+        "max_run": ParameterInteger("MaxRun"),
+        "base_job_name": Join(on="-", values=["job", ExecutionVariables.PIPELINE_EXECUTION_ID]),
+    }
+    assert found(request.request_members, **without_default) == []
+
+
+TWENTY_EIGHT_DAYS = 28 * 24 * 3600
+
+
+def test_max_run_past_the_documented_28_days_is_refused_with_the_maximum_as_the_fix() -> None:
+    assert found(request.request_members, max_run=TWENTY_EIGHT_DAYS) == []
+    [problem] = found(request.request_members, max_run=TWENTY_EIGHT_DAYS + 1)
+    assert problem == Problem(
+        "max_run",
+        "is 2,419,201 s (28.0 days); the maximum is 2,419,200 s (28 days), as botocore's "
+        "SageMaker model documents StoppingCondition.MaxRuntimeInSeconds: CreateTrainingJob "
+        "refuses the job.",
+        "give max_run=2419200 or less; or save checkpoints (checkpoint_s3_uri) and continue in "
+        "a new job.",
+    )
+    assert [fix.changes for fix in problem.fixes] == [(("max_run", 2_419_200),)]
+    [longer] = found(request.request_members, max_run=30 * 86400 + 43200)
+    assert longer.message.startswith("is 2,635,200 s (30.5 days); the maximum is 2,419,200 s")
+    parameter = ParameterInteger("MaxRun", default_value=TWENTY_EIGHT_DAYS + 1)
+    assert found(request.request_members, max_run=parameter) == [problem]
+
+
+# --- request: options the SDK passes on with no check but their type --------------------------
+
+
+def test_options_passed_on_unchecked_have_the_type_the_sdk_expects() -> None:
+    assert found(
+        request.option_types,
+        container_log_level="20",
+        disable_output_compression=1,
+        enable_remote_debug="x",
+        enable_infra_check=0,
+        enable_session_tag_chaining=None,
+        code_location=5,
+        dependencies="lib",
+        git_config=["x"],
+    ) == [
+        Problem("container_log_level", "must be int, got str '20'.",
+                "e.g. container_log_level=logging.INFO (20)"),
+        Problem("disable_output_compression", "must be bool, got int 1.", "give a bool."),
+        Problem("enable_remote_debug", "must be bool, got str 'x'.", "give a bool."),
+        Problem("enable_infra_check", "must be bool, got int 0.", "give a bool."),
+        Problem("code_location", "must be str, got int 5.", "give a str."),
+        Problem("dependencies", "must be list or tuple, got str 'lib'.", "give a list or tuple."),
+        Problem("git_config", "must be dict, got list ['x'].", "give a dict."),
+    ]  # fmt: skip
+
+
+def test_a_bool_is_no_log_level_and_the_right_types_pass() -> None:
+    assert found(request.option_types, container_log_level=True) == [
+        Problem("container_log_level", "must be int, got bool True.",
+                "e.g. container_log_level=logging.INFO (20)")
+    ]  # fmt: skip
+    assert found(
+        request.option_types,
+        container_log_level=20,
+        disable_output_compression=True,
+        enable_remote_debug=False,
+        code_location="s3://bucket/code",
+        dependencies=("lib",),
+        git_config={"repo": "https://github.com/aws/sagemaker-python-sdk.git"},
+        container_entry_point=ParameterString("Entry"),
+    ) == []
+    assert found(request.option_types, code_location=ParameterString("CodeLocation")) == []
+
+
+def test_the_debugger_options_from_a_spec_file_are_refused_for_the_estimator() -> None:
+    assert found(
+        request.option_types,
+        profiler_config={"a": 1},
+        debugger_hook_config={"b": 1},
+        tensorboard_output_config="x",
+        rules=["r"],
+    ) == [
+        Problem(
+            "profiler_config",
+            "must be a ProfilerConfig object, got dict {'a': 1}; the SDK reads its attributes "
+            "at fit().",
+            "pass sagemaker.debugger.ProfilerConfig(...) in Python; spec files cannot hold it "
+            "(leave profiler_config out).",
+        ),
+        Problem(
+            "debugger_hook_config",
+            "must be a DebuggerHookConfig object, got dict {'b': 1}; the SDK reads its "
+            "attributes at fit().",
+            "pass sagemaker.debugger.DebuggerHookConfig(...) in Python; spec files cannot hold "
+            "it (leave debugger_hook_config out).",
+        ),
+        Problem(
+            "tensorboard_output_config",
+            "must be a TensorBoardOutputConfig object, got str 'x'; the SDK reads its "
+            "attributes at fit().",
+            "pass sagemaker.debugger.TensorBoardOutputConfig(...) in Python; spec files cannot "
+            "hold it (leave tensorboard_output_config out).",
+        ),
+        Problem(
+            "rules",
+            "must be a list of sagemaker.debugger Rule or ProfilerRule objects, got ['r'].",
+            "pass e.g. [Rule.sagemaker(rule_configs.loss_not_decreasing())] in Python.",
+        ),
+    ]
+    assert found(request.option_types, debugger_hook_config=False, rules="x") == [
+        Problem(
+            "rules",
+            "must be a list of sagemaker.debugger Rule or ProfilerRule objects, got 'x'.",
+            "pass e.g. [Rule.sagemaker(rule_configs.loss_not_decreasing())] in Python.",
+        )
+    ]
+
+
+def test_the_debugger_options_are_the_model_trainer_counterparts_rules_there() -> None:
+    assert found(
+        request.option_types,
+        target="model_trainer",
+        profiler_config={"a": 1},
+        rules=["r"],
+    ) == []
+
+
+@pytest.mark.sdk2_only
+def test_the_sdks_own_debugger_objects_pass() -> None:
+    from sagemaker.debugger import (
+        DebuggerHookConfig,
+        ProfilerConfig,
+        Rule,
+        TensorBoardOutputConfig,
+        rule_configs,
+    )
+
+    rule = Rule.sagemaker(rule_configs.loss_not_decreasing())
+    assert found(
+        request.option_types,
+        profiler_config=ProfilerConfig(),
+        debugger_hook_config=DebuggerHookConfig(),
+        tensorboard_output_config=TensorBoardOutputConfig(s3_output_path="s3://b/t"),
+        rules=[rule],
+    ) == []
+    assert found(request.option_types, rules=(rule,)) == []
+    [problem] = found(request.option_types, rules=[rule, "r"])
+    assert problem.path == "rules"
+
+
+def test_code_location_must_be_an_s3_uri_unless_local() -> None:
+    assert found(request.option_types, code_location="bucket/code") == [
+        Problem(
+            "code_location",
+            "'bucket/code' is not an S3 URI; the SDK uploads the source code there and accepts "
+            "only s3://.",
+            S3_HINT,
+        )
+    ]
+    assert found(request.option_types, code_location="file:///x", instance_type="local") == []
+
+
+@pytest.mark.parametrize(
+    ("given", "missing"), [("subnets", "security_group_ids"), ("security_group_ids", "subnets")]
+)
+def test_subnets_and_security_groups_come_together(given: str, missing: str) -> None:
+    assert found(request.vpc_pair, **{given: ["x-1"]}) == [
+        Problem(
+            given,
+            f"is given without {missing}: the SageMaker SDK refuses that when it builds the "
+            "estimator (RuntimeError: both subnets and security_group_ids must be set), even "
+            "when the SageMaker SDK config supplies the other.",
+            f"give {missing} too.",
+        )
+    ]
+    assert found(request.vpc_pair, subnets=["subnet-1"], security_group_ids=["sg-1"]) == []
+    assert found(request.vpc_pair) == []
+
+
+# --- pipelines: values known only when the pipeline runs ---------------------------------------
+
+NEEDS_DEFAULT = "give the parameter a default_value to have it checked now."
+ONLY_SAGEMAKER = "nothing to change if its run-time value is valid: only SageMaker can check it."
+
+
+def _unknown(path: str, what: str, skipped: str, hint: str = NEEDS_DEFAULT) -> Problem:
+    return warning(
+        path,
+        f"is {what}, known only when the pipeline runs (no default_value); skipped for it: "
+        f"{skipped}.",
+        hint,
+    )
+
+
+def test_a_value_known_only_at_run_time_is_a_warning_naming_the_check_skipped() -> None:
+    assert by_path(
+        pipelines.unknown_pipeline_values,
+        max_run=ParameterInteger("MaxRun"),
+        instance_count=ParameterInteger("Count"),
+        entry_point=ParameterString("Entry"),
+        source_dir=ParameterString("Source"),
+        environment={"TOKEN_FILE": ParameterString("TokenFile")},
+        hyperparameters={"run": ExecutionVariables.PIPELINE_EXECUTION_ID},
+        instance_type=ParameterString("InstanceType"),  # its own rule says so
+        image_uri=ParameterString("Image"),  # no check is skipped for it
+        volume_size=ParameterInteger("Volume", default_value=100),  # checked through its default
+    ) == [  # by path
+        _unknown(
+            "entry_point",
+            "the pipeline parameter 'Entry'",
+            "the entry point's checks (torchrun's .py entry point, the training-script checks)",
+        ),
+        _unknown(
+            "environment.TOKEN_FILE",
+            "the pipeline parameter 'TokenFile'",
+            "its secrets check and the API's length limits",
+        ),
+        _unknown(
+            "hyperparameters.run",
+            "the ExecutionVariable 'PipelineExecutionId'",
+            "its secrets check and the API's length limits",
+            ONLY_SAGEMAKER,
+        ),
+        _unknown(
+            "instance_count",
+            "the pipeline parameter 'Count'",
+            "the checks that count instances (they assume 1)",
+        ),
+        _unknown(
+            "max_run",
+            "the pipeline parameter 'MaxRun'",
+            "its check against CreateTrainingJob's StoppingCondition.MaxRuntimeInSeconds "
+            "constraints",
+        ),
+        _unknown("source_dir", "the pipeline parameter 'Source'", "the source code checks"),
+    ]
+
+
+def test_a_variable_without_a_name_is_described_by_its_kind() -> None:
+    join = Join(on="/", values=["s3://bucket", ExecutionVariables.PIPELINE_EXECUTION_ID])
+    assert found(pipelines.unknown_pipeline_values, output_path=join) == [
+        _unknown(
+            "output_path",
+            "a Join",
+            "its check against CreateTrainingJob's OutputDataConfig.S3OutputPath constraints",
+            ONLY_SAGEMAKER,
+        )
+    ]
+    assert pipelines.described(ParameterBoolean("Spot")) == "the pipeline parameter 'Spot'"
+
+
+def _holds(name: str, member: str) -> Problem:
+    return warning(
+        name,
+        "holds a pipeline variable known only when the pipeline runs; skipped for it: its check "
+        f"against CreateTrainingJob's {member} constraints.",
+        NEEDS_DEFAULT,
+    )
+
+
+def test_a_list_or_mapping_holding_an_unknown_value_is_a_warning() -> None:
+    assert found(
+        pipelines.unknown_pipeline_values,
+        subnets=[ParameterString("Subnet")],
+        security_group_ids=(ParameterString("Group", default_value="sg-1"),),
+        tags={"team": ParameterString("Team")},
+        metric_definitions=[{"Name": "loss", "Regex": ParameterString("Regex")}],
+    ) == [
+        _holds("subnets", "VpcConfig.Subnets"),
+        _holds("tags", "Tags"),
+        _holds("metric_definitions", "AlgorithmSpecification.MetricDefinitions"),
+    ]
+    assert found(
+        pipelines.unknown_pipeline_values,
+        security_group_ids=[ParameterString("Group")],
+        tags=[{"Key": "team", "Value": ParameterString("Team", default_value="nlp")}],
+        metric_definitions=[{"Name": "loss", "Regex": "loss=(.*)"}],
+        subnets="subnet-1",
+    ) == [_holds("security_group_ids", "VpcConfig.SecurityGroupIds")]
+
+
+def test_an_option_that_is_itself_a_variable_is_named_once() -> None:
+    assert found(
+        pipelines.unknown_pipeline_values,
+        subnets=ParameterString("Subnets"),
+        tags=ParameterString("Tags", default_value="[]"),
+    ) == [
+        _unknown(
+            "subnets",
+            "the pipeline parameter 'Subnets'",
+            "its check against CreateTrainingJob's VpcConfig.Subnets constraints",
+        )
+    ]
+
+
+ISOLATION = (
+    "is a pipeline variable while enable_network_isolation is True or a pipeline variable; the "
+    "SageMaker SDK refuses that (TypeError)."
+)
+ISOLATION_HINT = "give entry_point and source_dir as strings, or enable_network_isolation=False."
+UPLOADED = "s3://bucket/code/sourcedir.tar.gz"
+
+
+def test_a_variable_entry_point_or_source_dir_with_network_isolation_is_refused() -> None:
+    assert found(
+        pipelines.pipeline_source_code,
+        entry_point=ParameterString("Entry"),
+        source_dir=UPLOADED,
+        enable_network_isolation=True,
+        base_job_name="train",
+    ) == [Problem("entry_point", ISOLATION, ISOLATION_HINT)]
+    assert found(
+        pipelines.pipeline_source_code,
+        source_dir=ParameterString("Source", default_value=UPLOADED),
+        enable_network_isolation=ParameterBoolean("Isolation"),
+        base_job_name="train",
+    ) == [Problem("source_dir", ISOLATION, ISOLATION_HINT)]
+    assert found(
+        pipelines.pipeline_source_code,
+        entry_point=ParameterString("Entry"),
+        source_dir=UPLOADED,
+        enable_network_isolation=False,
+        base_job_name="train",
+    ) == []
+    # strings: the SDK checks nothing of this
+    assert found(
+        pipelines.pipeline_source_code,
+        source_dir="code",
+        enable_network_isolation=True,
+        git_config={"repo": "https://github.com/aws/sagemaker-python-sdk.git"},
+    ) == []
+
+
+@pytest.mark.parametrize(
+    ("variables", "path"),
+    [
+        ({"entry_point": ParameterString("Entry"), "source_dir": UPLOADED}, "entry_point"),
+        ({"source_dir": ParameterString("Source", default_value=UPLOADED)}, "source_dir"),
+    ],
+)
+def test_a_variable_entry_point_or_source_dir_beside_git_config_is_refused(
+    variables: dict[str, Any], path: str
+) -> None:
+    assert found(
+        pipelines.pipeline_source_code,
+        git_config={"repo": "https://github.com/aws/sagemaker-python-sdk.git"},
+        base_job_name="train",
+        **variables,
+    ) == [
+        Problem(
+            path,
+            "is a pipeline variable beside git_config; the SageMaker SDK refuses that "
+            "(TypeError).",
+            "give entry_point and source_dir as strings with git_config.",
+        )
+    ]
+
+
+def test_a_variable_entry_point_needs_an_uploaded_source_dir() -> None:
+    entry = ParameterString("Entry")
+    assert found(pipelines.pipeline_source_code, entry_point=entry) == [
+        Problem(
+            "entry_point",
+            "is the pipeline parameter 'Entry' without a source_dir; the SageMaker SDK refuses "
+            "that (TypeError): the script must come from an uploaded source.",
+            "upload the code as sourcedir.tar.gz and give source_dir='s3://.../sourcedir.tar.gz' "
+            "(or a ParameterString), or give entry_point as a string.",
+        )
+    ]
+    assert found(pipelines.pipeline_source_code, entry_point=entry, source_dir="code") == [
+        Problem(
+            "entry_point",
+            "is the pipeline parameter 'Entry' with the local source_dir 'code'; the SageMaker "
+            "SDK refuses that (TypeError): a local folder is packed at definition, before the "
+            "entry point's value is known.",
+            "give entry_point as a string, or upload the code and give source_dir as its S3 URI.",
+        )
+    ]
+    # fw_utils compares source_dir.lower() with "s3://"
+    for uploaded in (UPLOADED, "S3://BUCKET/code/sourcedir.tar.gz"):
+        assert found(pipelines.pipeline_source_code, entry_point=entry, source_dir=uploaded) == []
+
+
+def test_a_source_dir_variable_whose_default_is_a_local_path_fails_when_run_with_it() -> None:
+    assert found(
+        pipelines.pipeline_source_code,
+        source_dir=ParameterString("Source", default_value="code"),
+        base_job_name="train",
+    ) == [
+        warning(
+            "source_dir",
+            "is the pipeline parameter 'Source' whose default_value 'code' is a local path; the "
+            "SDK uploads nothing for a pipeline variable, and at run time its value must be the "
+            "S3 URI of a sourcedir.tar.gz, so an execution with the default fails.",
+            "upload the code (sagemaker.s3.S3Uploader) and make the default its S3 URI, or give "
+            "source_dir as a string (the SDK then packs and uploads the folder).",
+        )
+    ]
+    for default in (UPLOADED, "S3://BUCKET/sourcedir.tar.gz", None):
+        source = ParameterString("Source", default_value=default)
+        assert found(pipelines.pipeline_source_code, source_dir=source, base_job_name="j") == []
+
+
+def _names_the_job(verb: str) -> str:
+    return (
+        "is the pipeline parameter 'Source' and base_job_name is not given: the SageMaker SDK "
+        "names the job from source_dir (jumpstart.utils.is_jumpstart_model_uri passes it to "
+        "urllib.parse.urlparse), which fails on a pipeline variable, so the pipeline's "
+        f"definition() {verb} \"AttributeError: 'ParameterString' object has no attribute "
+        "'decode'\"."
+    )
+
+
+NAMES_THE_JOB_HINT = (
+    "give base_job_name (letters, digits and hyphens, e.g. base_job_name='train'), as the SDK's "
+    "own pipeline tests do; Pipelines names the job at run time anyway."
+)
+
+
+def test_a_source_dir_variable_without_base_job_name_fails_the_definition() -> None:
+    source = ParameterString("Source", default_value=UPLOADED)
+    assert found(pipelines.pipeline_source_code, source_dir=source) == [
+        Problem("source_dir", _names_the_job("raises"), NAMES_THE_JOB_HINT)
+    ]
+    assert found(pipelines.pipeline_source_code, source_dir=source, target="model_trainer") == [
+        warning("source_dir", _names_the_job("may raise"), NAMES_THE_JOB_HINT)
+    ]
+
+
+def test_a_variable_entry_point_with_torchrun_fails_the_sdks_check() -> None:
+    assert found(
+        pipelines.pipeline_source_code,
+        entry_point=ParameterString("Entry"),
+        source_dir=UPLOADED,
+        base_job_name="train",
+        instance_type="ml.g5.12xlarge",
+        distribution={"torch_distributed": {"enabled": True}},
+    ) == [
+        Problem(
+            "entry_point",
+            "is the pipeline parameter 'Entry' with torch_distributed; the SageMaker SDK's "
+            "torchrun check reads the entry point as a string (entry_point.endswith('.py')) and "
+            "fails on a pipeline variable.",
+            "give entry_point as a string (a .py script).",
+        )
+    ]
+
+
+KEY = ParameterString("OutputKey")
+KEY_IN_UPLOAD = Problem(
+    "output_kms_key",
+    "is the pipeline parameter 'OutputKey' while the SDK packs the local source code and "
+    "uploads it to output_path's bucket encrypted with this key; it needs the key as a string "
+    "there, so the pipeline definition fails (TypeError).",
+    "give output_kms_key as a string, upload the code first and give source_dir as its S3 URI, "
+    "or set code_location to another bucket than output_path's.",
+)
+KEY_MAY_BE_IN_UPLOAD = warning(
+    "output_kms_key",
+    "is a pipeline variable and code_location is given; if code_location is in the session's "
+    "default bucket the SDK encrypts the code upload with this key and fails (TypeError).",
+    "give output_kms_key as a string, or code_location in another bucket.",
+)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({}, [KEY_IN_UPLOAD]),
+        ({"output_path": "s3://bucket/out"}, [KEY_IN_UPLOAD]),
+        ({"output_path": "s3://bucket/out", "code_location": "s3://bucket/code"}, [KEY_IN_UPLOAD]),
+        ({"output_path": "s3://bucket", "code_location": "s3://bucket"}, [KEY_IN_UPLOAD]),
+        ({"output_path": "s3://bucket/out", "code_location": "s3://other/code"}, []),
+        ({"output_path": "s3://bucket/out", "code_location": "s3://bucket-2/code"}, []),
+        ({"output_path": "https://bucket/out", "code_location": "s3://bucket/code"}, []),
+        ({"code_location": "s3://other/code"}, [KEY_MAY_BE_IN_UPLOAD]),
+        ({"output_path": ParameterString("Out")}, []),
+        (
+            {"output_path": ParameterString("Out"), "code_location": "s3://other/code"},
+            [KEY_MAY_BE_IN_UPLOAD],
+        ),
+        ({"source_dir": UPLOADED}, []),
+        ({"source_dir": "S3://BUCKET/sourcedir.tar.gz"}, []),
+        ({"source_dir": ParameterString("Source"), "base_job_name": "train"}, []),
+        ({"entry_point": ParameterString("Entry"), "source_dir": UPLOADED}, []),
+        ({"instance_type": "local", "output_path": "file:///tmp/out"}, []),
+    ],
+)
+def test_a_variable_output_kms_key_fails_the_code_upload_into_its_bucket(
+    options: dict[str, Any], expected: list[Problem]
+) -> None:
+    assert found(pipelines.pipeline_output_kms_key, output_kms_key=KEY, **options) == expected
+
+
+def test_a_string_output_kms_key_encrypts_the_upload() -> None:
+    assert found(pipelines.pipeline_output_kms_key, output_kms_key="alias/training") == []
+
+
+HF_COMPILER: dict[str, Any] = {
+    "estimator": "huggingface",
+    "transformers_version": "4.21.1",
+    "pytorch_version": "1.11.0",
+    "py_version": "py38",
+    "framework_version": LEFT_OUT,
+    "training_compiler": True,
+    "instance_type": "ml.p3.2xlarge",
+}
+FOLLOWS_DEFAULT_HINT = (
+    "give instance_count as a number (one pipeline per count), or keep the parameter at its "
+    "default."
+)
+
+
+def _follows_default(derived: str) -> Problem:
+    return warning(
+        "instance_count",
+        f"is the pipeline parameter 'Count'; {derived} follow its default (2), fixed in the "
+        "pipeline definition, and would be wrong for an execution with another count.",
+        FOLLOWS_DEFAULT_HINT,
+    )
+
+
+XLA = "whether the PyTorch/XLA distribution is injected (more than one GPU)"
+SMP = "the model parallel layout (its data-parallel degree and DDP)"
+
+
+def test_a_compiler_job_without_distribution_cannot_take_a_count_variable() -> None:
+    expected = Problem(
+        "instance_count",
+        "is the pipeline parameter 'Count' in a Training Compiler job without a distribution; "
+        "the SageMaker SDK's compiler check then compares instance_count > 1 and fails on a "
+        "pipeline variable (TypeError).",
+        "give instance_count as a number.",
+    )
+    unknown, two = ParameterInteger("Count"), ParameterInteger("Count", default_value=2)
+    # One GPU: the count decides whether the XLA distribution is injected (more than one GPU)
+    on_one_gpu = {"instance_type": "ml.p3.2xlarge", **HF_COMPILER}
+    assert found(pipelines.pipeline_instance_count, instance_count=unknown, **on_one_gpu) == [
+        expected
+    ]
+    assert found(pipelines.pipeline_instance_count, instance_count=two, **on_one_gpu) == [
+        _follows_default(XLA)
+    ]
+    # Four: it is injected whatever the count
+    on_four = {**HF_COMPILER, "instance_type": "ml.p3.8xlarge"}
+    for count in (unknown, two):
+        assert found(pipelines.pipeline_instance_count, instance_count=count, **on_four) == []
+
+
+def test_values_derived_from_the_count_follow_its_default() -> None:
+    count = ParameterInteger("Count", default_value=2)
+    xla = {"distribution": {"pytorchxla": {"enabled": True}}}
+    assert found(
+        pipelines.pipeline_instance_count, instance_count=count, **HF_COMPILER, **xla
+    ) == [_follows_default(XLA)]
+    smp_v1 = {
+        "framework_version": "1.13.1",
+        "py_version": "py39",
+        "instance_type": "ml.p4d.24xlarge",
+        "distribution": {
+            "smdistributed": {"modelparallel": {"enabled": True, "parameters": {"partitions": 2}}},
+            "mpi": {"enabled": True},
+        },
+    }
+    assert found(pipelines.pipeline_instance_count, instance_count=count, **smp_v1) == [
+        _follows_default(SMP)
+    ]
+    assert found(pipelines.pipeline_instance_count, instance_count=count) == []
+    assert found(pipelines.pipeline_instance_count, instance_count=2, **HF_COMPILER) == []
+
+
+# --- safety: spot training ---------------------------------------------------------------------
+
+CHECKPOINTS = Problem(
+    "checkpoint_s3_uri",
+    "is required with use_spot_instances=True: without checkpoints a spot interruption restarts "
+    "training from scratch.",
+    "set checkpoint_s3_uri='s3://<bucket>/<prefix>/checkpoints' and save checkpoints to "
+    "/opt/ml/checkpoints in the script.",
+)
+
+
+def _max_wait_required(max_run: int) -> Problem:
+    return Problem(
+        "max_wait",
+        "is required with use_spot_instances=True (time to wait for spot capacity plus training "
+        "time).",
+        f"set max_wait={max_run} (at least max_run, {max_run} s).",
+    )
+
+
+def _max_wait_short(max_wait: int, max_run: str, fix_run: int) -> Problem:
+    return Problem(
+        "max_wait",
+        f"is {max_wait} s, less than max_run ({max_run}); SageMaker rejects the job.",
+        f"set max_wait={fix_run}; or set max_run={max_wait}.",
+    )
+
+
+def test_spot_training_needs_max_wait_and_checkpoints() -> None:
+    [wait, checkpoints] = found(safety.spot_training, use_spot_instances=True)
+    assert (wait, checkpoints) == (_max_wait_required(86400), CHECKPOINTS)
+    assert [fix.changes for fix in wait.fixes] == [(("max_wait", 86400),)]
+    [wait, _] = found(safety.spot_training, use_spot_instances=True, max_run=7200)
+    assert wait == _max_wait_required(7200)
+    assert [fix.changes for fix in wait.fixes] == [(("max_wait", 7200),)]
+    for off in (False, ParameterBoolean("Spot"), ParameterBoolean("Spot", default_value=False)):
+        assert found(safety.spot_training, use_spot_instances=off) == []
+
+
+SPOT = {"use_spot_instances": True, "checkpoint_s3_uri": "s3://bucket/checkpoints"}
+
+
+def test_max_wait_under_max_run_is_refused_at_the_boundary() -> None:
+    [short] = found(safety.spot_training, max_run=7200, max_wait=7199, **SPOT)
+    assert short == _max_wait_short(7199, "7200 s", 7200)
+    assert [fix.changes for fix in short.fixes] == [(("max_wait", 7200),), (("max_run", 7199),)]
+    assert found(safety.spot_training, max_run=7200, max_wait=7200, **SPOT) == []
+    # the SDK's default max_run, 24 hours
+    assert found(safety.spot_training, max_wait=86399, **SPOT) == [
+        _max_wait_short(86399, "86400 s, the SDK default", 86400)
+    ]
+    assert found(safety.spot_training, max_wait=86400, **SPOT) == []
+
+
+def test_spot_options_that_are_parameters_are_checked_through_their_defaults() -> None:
+    spot = ParameterBoolean("Spot", default_value=True)
+    options = {"use_spot_instances": spot, "checkpoint_s3_uri": "s3://bucket/checkpoints"}
+    assert found(
+        safety.spot_training,
+        max_wait=ParameterInteger("MaxWait", default_value=10),
+        max_run=ParameterInteger("MaxRun", default_value=20),
+        **options,
+    ) == [_max_wait_short(10, "20 s", 20)]
+    # without a default, the value comes with each execution: nothing to compare
+    assert found(
+        safety.spot_training,
+        max_wait=ParameterInteger("MaxWait"),
+        max_run=ParameterInteger("MaxRun", default_value=20),
+        **options,
+    ) == []
+    assert found(
+        safety.spot_training, max_wait=20, max_run=ParameterInteger("MaxRun"), **options
+    ) == []
+
+
+# --- safety: secrets --------------------------------------------------------------------------
+
+HF_TOKEN = "hf_" + "a" * 34
+
+
+def _exposed(path: str, where: str) -> Problem:
+    return warning(
+        path,
+        f"looks like a Hugging Face token: 'hf_a'… (37 characters); DescribeTrainingJob, the "
+        f"console and CloudTrail show {where} in plain text to anyone who may read the job.",
+        "store it in AWS Secrets Manager and pass the secret's name or ARN instead (read it in "
+        f"the script with boto3); accept_exposure=['{path}'] accepts the exposure.",
+    )
+
+
+def test_a_credential_in_any_value_sent_is_a_warning_unless_accepted() -> None:
+    assert by_path(
+        safety.no_secrets,
+        environment={"HF_TOKEN": HF_TOKEN},
+        container_arguments=["--token", HF_TOKEN],
+        image_uri=HF_TOKEN,
+    ) == [
+        _exposed("container_arguments.1", "container arguments"),
+        _exposed("environment.HF_TOKEN", "environment variables"),
+        _exposed("image_uri", "image_uri (in the request)"),
+    ]
+    assert found(
+        safety.no_secrets,
+        environment={"HF_TOKEN": HF_TOKEN},
+        container_arguments=["--token", HF_TOKEN],
+        accept_exposure=["environment.HF_TOKEN", "container_arguments.1"],
+    ) == []
+
+
+# --- safety: the API's limits on hyperparameters and environment ------------------------------
+
+ADDED = (
+    "sagemaker_container_log_level, sagemaker_job_name, sagemaker_program, sagemaker_region, "
+    "sagemaker_submit_directory"
+)
+
+
+def _too_many(name: str, given: int, added: str, count: int, keep: int, shape: str) -> Problem:
+    more = (
+        f" and the SageMaker SDK adds {count} more for this job ({added}), {given + count} in all"
+        if added
+        else ""
+    )
+    return Problem(
+        name,
+        f"has {given} entries{more}; CreateTrainingJob accepts 100 ({shape} in botocore's "
+        "SageMaker model).",
+        f"keep at most {keep}; move the rest into a configuration file in source_dir.",
+    )
+
+
+def test_hyperparameters_count_with_those_the_sdk_adds_at_the_boundary() -> None:
+    hyper = {f"h{i}": i for i in range(96)}
+    assert found(safety.api_limits, hyperparameters=hyper) == [
+        _too_many("hyperparameters", 96, ADDED, 5, 95, "HyperParameters")
+    ]
+    del hyper["h95"]
+    assert found(safety.api_limits, hyperparameters=hyper) == []
+    # one of the SDK's own given by the user: counted once
+    own = {**hyper, "sagemaker_program": "train.py"}
+    assert found(safety.api_limits, hyperparameters=own) == []
+    assert found(safety.api_limits, hyperparameters={**own, "h95": 95}) == [
+        _too_many(
+            "hyperparameters",
+            97,
+            ADDED.replace("sagemaker_program, ", ""),
+            4,
+            96,
+            "HyperParameters",
+        )
+    ]
+    torchrun = {
+        "instance_type": "ml.g5.12xlarge",
+        "distribution": {"torch_distributed": {"enabled": True}},
+    }
+    with_parameter = {**{f"h{i}": i for i in range(93)}, "p": ParameterString("P")}
+    assert found(safety.api_limits, hyperparameters=with_parameter, **torchrun) == [
+        _too_many(
+            "hyperparameters",
+            94,
+            "sagemaker_container_log_level, sagemaker_instance_type, sagemaker_job_name, "
+            "sagemaker_program, sagemaker_region, sagemaker_submit_directory, "
+            "sagemaker_torch_distributed_enabled",
+            7,
+            93,
+            "HyperParameters",
+        )
+    ]
+
+
+def test_environment_counts_the_gpu_count_a_compiler_job_adds() -> None:
+    env = {f"E{i}": "1" for i in range(100)}
+    assert found(safety.api_limits, environment=env) == []
+    assert found(safety.api_limits, environment={**env, "E100": "1"}) == [
+        _too_many("environment", 101, "", 0, 100, "TrainingEnvironmentMap")
+    ]
+    compiler = {**HF_COMPILER, "instance_type": "ml.p3.2xlarge"}
+    assert found(safety.api_limits, environment=env, **compiler) == [
+        _too_many("environment", 100, "GPU_NUM_DEVICES", 1, 99, "TrainingEnvironmentMap")
+    ]
+    on_cpu = {**HF_COMPILER, "instance_type": "ml.c5.xlarge"}
+    assert found(safety.api_limits, environment=env, **on_cpu) == []
+    del env["E99"]
+    assert found(safety.api_limits, environment={**env, "GPU_NUM_DEVICES": "1"}, **compiler) == []
+    # a pipeline variable is not counted as a string
+    assert found(safety.api_limits, environment={**env, "V": ParameterString("V")}) == []
+
+
+def _too_long(path: str, length: int, limit: int) -> Problem:
+    return Problem(
+        path,
+        f"value is {length} characters as sent; the limit is {limit}.",
+        "put large values in a file in source_dir or S3 and pass its path.",
+    )
+
+
+def test_a_hyperparameter_is_measured_as_the_sdk_sends_it() -> None:
+    # the estimator JSON-encodes every value (a string gains its quotes, "é" is sent as \\u00e9)
+    assert found(safety.api_limits, hyperparameters={"v": "x" * 2498}) == []
+    assert found(safety.api_limits, hyperparameters={"v": "x" * 2499}) == [
+        _too_long("hyperparameters.v", 2501, 2500)
+    ]
+    assert found(safety.api_limits, hyperparameters={"v": "é" * 416}) == []
+    assert found(safety.api_limits, hyperparameters={"v": "é" * 417}) == [
+        _too_long("hyperparameters.v", 2504, 2500)
+    ]
+    assert found(safety.api_limits, hyperparameters={"v": [1] * 833}) == []  # "[1, 1, ...]"
+    assert found(safety.api_limits, hyperparameters={"v": [1] * 834}) == [
+        _too_long("hyperparameters.v", 2502, 2500)
+    ]
+    assert found(safety.api_limits, hyperparameters={"v": 10**2499}) == []
+    assert found(safety.api_limits, hyperparameters={"v": 0.1 + 0.2}) == []
+    # ModelTrainer sends a string as it is
+    trainer = {"target": "model_trainer"}
+    assert found(safety.api_limits, hyperparameters={"v": "é" * 2500}, **trainer) == []
+    assert found(safety.api_limits, hyperparameters={"v": "x" * 2501}, **trainer) == [
+        _too_long("hyperparameters.v", 2501, 2500)
+    ]
+
+
+@pytest.mark.parametrize("value", [object(), {1, 2}])
+def test_a_value_json_cannot_encode_is_refused(value: object) -> None:
+    assert found(safety.api_limits, hyperparameters={"v": value}) == [
+        Problem(
+            "hyperparameters.v",
+            f"{type(value).__name__} values cannot be sent: the SDK JSON-encodes every "
+            "hyperparameter.",
+            "use a string, number, boolean, list or dict.",
+        )
+    ]
+
+
+def test_names_are_checked_against_the_maps_limits() -> None:
+    assert found(safety.api_limits, hyperparameters={"k" * 257: 1, "k" * 256: 2, "a b": 3}) == [
+        Problem("hyperparameters." + "k" * 257, "name is 257 characters; the limit is 256.")
+    ]
+    assert found(
+        safety.api_limits, environment={"1BAD": "x", "OK": "y" * 513, "K" * 513: "v"}
+    ) == [
+        Problem(
+            "environment.1BAD",
+            "'1BAD' is not a valid name: CreateTrainingJob takes letters, digits and "
+            "underscores, not starting with a digit (TrainingEnvironmentMap in botocore's "
+            "SageMaker model).",
+            "use letters, digits and underscores, not starting with a digit.",
+        ),
+        _too_long("environment.OK", 513, 512),
+        Problem("environment." + "K" * 513, "name is 513 characters; the limit is 512."),
+    ]
+    assert found(safety.api_limits, environment={"_OK_1": "y" * 512, "K" * 512: "v"}) == []

@@ -45,7 +45,7 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
             "",
             fixes=(setting(("max_wait", max_run), why=f"at least max_run, {max_run} s"),),
         )
-    elif type(max_wait) is int and max_wait < max_run:
+    elif type(max_wait) is int and max_wait < max_run and not _unknown(spec.max_run):
         yield Problem(
             "max_wait",
             f"is {max_wait} s, less than max_run ({max_run} s"
@@ -61,6 +61,12 @@ def spot_training(ctx: Context) -> Iterator[Problem]:
             "set checkpoint_s3_uri='s3://<bucket>/<prefix>/checkpoints' and save checkpoints "
             "to /opt/ml/checkpoints in the script.",
         )
+
+
+def _unknown(max_run: object) -> bool:
+    # A pipeline parameter without a default: its value is given to each execution, so max_wait
+    # cannot be compared with it here (unknown_pipeline_values names the check skipped).
+    return max_run is not None and type(value_of(max_run)) is not int
 
 
 # Spec options that hold no value of the job's.
