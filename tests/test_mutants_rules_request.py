@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from sdk_generations import ParameterBoolean, ParameterInteger, ParameterString
 
+from safe_estimators._bounds import MAX_PROBLEMS, Tree, quote
 from safe_estimators._context import Context
-from safe_estimators._problems import REMOVE, Problem, warning
 from safe_estimators._distributions.instance_groups.spec import launch_group
+from safe_estimators._problems import Problem, warning
 from safe_estimators._resolve import _lookup, _model_parallel
-from safe_estimators._rules import pipelines, request, safety, targets
+from safe_estimators._rules import pipelines, request, safety
 from safe_estimators._spec import instance_type_name, own_words, structure_spec
 
 try:  # sagemaker 2
@@ -1105,3 +1106,191 @@ def test_names_are_checked_against_the_maps_limits() -> None:
         Problem("environment." + "K" * 513, "name is 513 characters; the limit is 512."),
     ]
     assert found(safety.api_limits, environment={"_OK_1": "y" * 512, "K" * 512: "v"}) == []
+
+
+# --- safety: what the SDK packages from source_dir and the dependencies -----------------------
+
+
+def _project(tmp_path: Path) -> Path:
+    """A project (a git checkout) whose code folder links out of itself in every way."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    code = project / "code"
+    code.mkdir()
+    (code / "train.py").write_text("print('training')\n")
+    (project / "data.txt").write_text("inside the project\n")
+    (tmp_path / "credentials").write_text("outside the project\n")
+    os.symlink(tmp_path / "credentials", code / "out_of_project")
+    os.symlink(project / "data.txt", code / "out_of_code")
+    os.symlink(code / "missing", code / "broken")
+    os.symlink(code, code / "loop")
+    return code
+
+
+def _links(path: str, code: Path, name: str) -> list[Problem]:
+    out_of_code, out_of_project, broken, loop = (
+        quote(str(code / link)) for link in ("out_of_code", "out_of_project", "broken", "loop")
+    )
+    return [
+        warning(
+            path,
+            f"{out_of_code} links to a file outside {name}; the SDK follows links when it "
+            f"packages {name}, so it would upload that file.",
+            f"copy what the job needs into {name} and remove the link.",
+        ),
+        Problem(
+            path,
+            f"{out_of_project} links to a file outside the project; the SDK follows links when "
+            f"it packages {name}, so it would upload that file.",
+            f"copy what the job needs into {name} and remove the link.",
+        ),
+        Problem(
+            path,
+            f"{broken} is a link to nothing (a missing file, or a loop of links); the SDK "
+            f"packages {name} following links, and fails on it.",
+            "remove the link, or point it at a file inside the folder.",
+        ),
+        Problem(
+            path,
+            f"{loop} is a link to a folder that holds it; the SDK packages {name} following "
+            "links, so it would descend into it again and again until the system refuses the "
+            'path ("Too many levels of symbolic links").',
+            "remove the link.",
+        ),
+    ]
+
+
+def test_links_out_of_source_dir_are_named_by_where_they_lead(tmp_path: Path) -> None:
+    code = _project(tmp_path)
+    expected = _links("source_dir", code, "source_dir")
+    assert found(safety.source_dir_contents, source_dir=str(code)) == expected
+    # ModelTrainer without source_dir uploads the entry point's folder
+    assert found(
+        safety.source_dir_contents,
+        target="model_trainer",
+        entry_point=str(code / "train.py"),
+    ) == expected
+    assert found(safety.source_dir_contents, source_dir="s3://bucket/sourcedir.tar.gz") == []
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "train.py").write_text("print('training')\n")
+    os.symlink(clean / "train.py", clean / "main.py")
+    assert found(safety.source_dir_contents, source_dir=str(clean)) == []
+
+
+def test_a_link_out_of_a_folder_outside_any_project_leaves_the_project(tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (tmp_path / "data.txt").write_text("beside the code\n")
+    os.symlink(tmp_path / "data.txt", code / "data.txt")
+    assert found(safety.source_dir_contents, source_dir=str(code)) == [
+        Problem(
+            "source_dir",
+            f"{quote(str(code / 'data.txt'))} links to a file outside the project; the SDK "
+            "follows links when it packages source_dir, so it would upload that file.",
+            "copy what the job needs into source_dir and remove the link.",
+        )
+    ]
+
+
+def test_the_disk_root_is_not_packaged() -> None:
+    assert found(safety.source_dir_contents, source_dir="/") == [
+        Problem(
+            "source_dir",
+            "'/' is the root of the file system; the SDK would package and upload all of it.",
+            "point source_dir at the folder that holds the training code.",
+        )
+    ]
+
+
+def _nested(root: Path, depth: int) -> Path:
+    folder = root
+    for _ in range(depth):
+        folder = folder / "d"
+    folder.mkdir(parents=True)
+    return root
+
+
+def test_a_tree_deeper_than_tarfile_recurses_is_refused_at_the_boundary(tmp_path: Path) -> None:
+    deep = _nested(tmp_path / "deep", 100)
+    assert found(safety.source_dir_contents, source_dir=str(deep)) == [
+        Problem(
+            "source_dir",
+            f"'{deep}' has folders nested over 100 deep; the SDK packages it with Python's "
+            "tarfile, which recurses once per level and fails on trees this deep.",
+            "point it at the folder with the training code only.",
+        )
+    ]
+    assert found(safety.source_dir_contents, source_dir=str(_nested(tmp_path / "ok", 99))) == []
+
+
+def test_a_tree_with_too_many_entries_to_check_is_refused() -> None:
+    tree = Tree((), (), "more than 20,000 entries")
+    assert list(safety._tree_problems("dependencies.0", "/data", tree)) == [
+        Problem(
+            "dependencies.0",
+            "'/data' has more than 20,000 entries, too many to check for links that leave the "
+            "project (20,000 at most); the SDK would package and upload all of it.",
+            "point it at the folder with the training code only (keep data in S3).",
+        )
+    ]
+
+
+def test_at_most_the_bound_of_problems_of_each_kind_is_reported(tmp_path: Path) -> None:
+    links = tuple(f"{tmp_path}/link{i}" for i in range(MAX_PROBLEMS + 1))
+    tree = Tree(
+        (),
+        tuple((link, "/etc/passwd") for link in links),
+        None,
+        broken_links=links,
+        looping_links=links,
+    )
+    problems = list(safety._tree_problems("source_dir", str(tmp_path), tree))
+    assert len(problems) == 3 * MAX_PROBLEMS
+    assert {problem.message.split("'")[1] for problem in problems} == set(links[:-1])
+
+
+def test_each_dependency_folder_is_checked_as_source_dir_is(tmp_path: Path) -> None:
+    code = _project(tmp_path)
+    file = tmp_path / "project" / "data.txt"
+    assert found(
+        safety.dependency_contents,
+        dependencies=[str(code), 5, "/", str(file), "a\0b", str(tmp_path / "missing"), code],
+    ) == [
+        *_links("dependencies.0", code, "the dependency folder"),
+        Problem(
+            "dependencies.1",
+            "is 5; the SDK packages each dependency from a local path and fails on anything "
+            "else.",
+            "give the path of a folder or file to copy into /opt/ml/code, as a string.",
+        ),
+        Problem(
+            "dependencies.2",
+            "'/' is the root of the file system; the SDK would package all of it.",
+            "name the folder of the library the job needs.",
+        ),
+        *_links("dependencies.6", code, "the dependency folder"),
+    ]
+
+
+def test_dependencies_the_sdk_does_not_package_are_not_walked(tmp_path: Path) -> None:
+    code = _project(tmp_path)
+    assert found(
+        safety.dependency_contents,
+        dependencies=[str(code)],
+        source_dir="s3://bucket/sourcedir.tar.gz",
+    ) == []
+    assert found(
+        safety.dependency_contents,
+        dependencies=[str(code)],
+        git_config={"repo": "https://github.com/aws/sagemaker-python-sdk.git"},
+    ) == []
+    assert found(safety.dependency_contents, dependencies=str(code)) == []
+
+
+def test_only_the_first_dependencies_up_to_the_bound_are_checked() -> None:
+    dependencies = [*([5] * MAX_PROBLEMS), "/"]
+    problems = found(safety.dependency_contents, dependencies=dependencies)
+    assert [problem.path for problem in problems] == [
+        f"dependencies.{i}" for i in range(MAX_PROBLEMS)
+    ]
