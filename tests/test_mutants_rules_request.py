@@ -20,9 +20,10 @@ from sdk_generations import ParameterBoolean, ParameterInteger, ParameterString
 from safe_estimators._bounds import MAX_PROBLEMS, Tree, quote
 from safe_estimators._context import Context
 from safe_estimators._distributions.instance_groups.spec import launch_group
-from safe_estimators._problems import Problem, warning
+from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
+from safe_estimators._problems import REMOVE, Problem, warning
 from safe_estimators._resolve import _lookup, _model_parallel
-from safe_estimators._rules import pipelines, request, safety
+from safe_estimators._rules import pipelines, request, safety, targets
 from safe_estimators._spec import instance_type_name, own_words, structure_spec
 
 try:  # sagemaker 2
@@ -1294,3 +1295,357 @@ def test_only_the_first_dependencies_up_to_the_bound_are_checked() -> None:
     assert [problem.path for problem in problems] == [
         f"dependencies.{i}" for i in range(MAX_PROBLEMS)
     ]
+
+
+# --- targets: what the ModelTrainer target cannot build -----------------------------------------
+
+ESTIMATOR_INSTEAD = "or build the job as the estimator (target: estimator, with sagemaker 2.x)."
+TRAINER: dict[str, Any] = {"target": "model_trainer"}
+GENERATION = sdk_generation()
+VERSION = sdk_version()
+
+
+def _no_counterpart(path: str, what: str, fix: str) -> Problem:
+    return Problem(
+        path, f"{what}; ModelTrainer has no counterpart for it.", f"{fix}, {ESTIMATOR_INSTEAD}"
+    )
+
+
+COMPILER_REMOVED = (
+    "SageMaker Training Compiler runs through the estimator's compiler containers and "
+    "hyperparameters (sagemaker 3's migration guide lists it as removed)"
+)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("training_compiler", True), ("compiler_config", {"enabled": True})]
+)
+def test_training_compiler_has_no_counterpart_where_it_is_written(option: str, value: Any) -> None:
+    compiler = {k: v for k, v in HF_COMPILER.items() if k != "training_compiler"}
+    assert found(
+        targets.model_trainer_counterparts, **TRAINER, **compiler, **{option: value}
+    ) == [_no_counterpart(option, COMPILER_REMOVED, "remove it to train without the compiler")]
+
+
+SMP_V1 = {
+    "framework_version": "1.13.1",
+    "py_version": "py39",
+    "instance_type": "ml.p4d.24xlarge",
+    "distribution": {
+        "smdistributed": {"modelparallel": {"enabled": True, "parameters": {"partitions": 2}}},
+        "mpi": {"enabled": True},
+    },
+}
+
+
+def test_the_model_parallel_library_v1_has_no_counterpart() -> None:
+    assert found(targets.model_trainer_counterparts, **TRAINER, **SMP_V1) == [
+        _no_counterpart(
+            "model_parallel",
+            "these options run the model parallel library v1 (smdistributed over MPI, PyTorch "
+            "<= 2.0.0); ModelTrainer configures the library v2 only (Torchrun(smp=SMP(...)))",
+            "use a PyTorch version with the library v2 (2.0.1 or later) and its v2 options",
+        )
+    ]
+
+
+P4D = {"instance_type": "ml.p4d.24xlarge"}
+
+
+@pytest.mark.parametrize(
+    ("launcher", "what", "fix"),
+    [
+        (
+            "pytorchddp",
+            "pytorchddp is the estimators' DDP-over-mpirun launcher",
+            "use torch_distributed or mpi",
+        ),
+        (
+            "pytorchxla",
+            "the PyTorch/XLA launcher is the estimator's Training Compiler launcher",
+            "use torch_distributed or mpi",
+        ),
+        (
+            "parameter_server",
+            "the parameter server is the estimator's TensorFlow launcher",
+            "use torch_distributed or mpi",
+        ),
+        *(
+            (misspelt, f"{misspelt!r} is a spelling of pytorchxla", "use torch_distributed or mpi")
+            for misspelt in ("torchxla", "pytorch_xla", "torch_xla", "xla")
+        ),
+    ],
+)
+def test_the_estimators_own_launchers_have_no_counterpart(launcher: str, what: str, fix: str) -> None:
+    distribution = {"distribution": {launcher: {"enabled": True}}}
+    assert found(targets.model_trainer_counterparts, **TRAINER, **P4D, **distribution) == [
+        _no_counterpart(f"distribution.{launcher}", what, fix)
+    ]
+
+
+def test_smddp_has_no_counterpart() -> None:
+    smddp = {"distribution": {"smdistributed": {"dataparallel": {"enabled": True}}}}
+    assert found(targets.model_trainer_counterparts, **TRAINER, **P4D, **smddp) == [
+        _no_counterpart(
+            "distribution.smdistributed.dataparallel",
+            "SMDDP is started by the estimator's containers from its hyperparameters",
+            "use torch_distributed (torchrun, NCCL) instead",
+        )
+    ]
+    off = {"distribution": {"smdistributed": {"dataparallel": {"enabled": False}}}}
+    assert found(targets.model_trainer_counterparts, **TRAINER, **P4D, **off) == []
+
+
+def test_the_compilers_launcher_is_refused_once_with_the_compiler() -> None:
+    xla = {**HF_COMPILER, "distribution": {"pytorchxla": {"enabled": True}}}
+    assert found(targets.model_trainer_counterparts, **TRAINER, **xla) == [
+        _no_counterpart("training_compiler", COMPILER_REMOVED, "remove it to train without the "
+                        "compiler")
+    ]  # fmt: skip
+
+
+def test_torchrun_and_mpi_together_are_one_launcher_too_many() -> None:
+    both = {"distribution": {"torch_distributed": {"enabled": True}, "mpi": {"enabled": True}}}
+    [problem] = found(targets.model_trainer_counterparts, **TRAINER, **P4D, **both)
+    assert problem == Problem(
+        "distribution.mpi",
+        "and torch_distributed are both enabled; ModelTrainer takes one launcher "
+        "(distributed=Torchrun(...) or MPI(...)), and the estimator would ignore mpi here.",
+        "remove distribution.mpi (torchrun starts one process per GPU); or remove "
+        "distribution.torch_distributed.",
+    )
+    assert [fix.changes for fix in problem.fixes] == [
+        (("distribution.mpi", REMOVE),),
+        (("distribution.torch_distributed", REMOVE),),
+    ]
+    for one in ({"mpi": {"enabled": True}}, {"torch_distributed": {"enabled": True}}):
+        assert found(
+            targets.model_trainer_counterparts, **TRAINER, **P4D, distribution=one
+        ) == []
+    mpi_off = {"torch_distributed": {"enabled": True}, "mpi": {"enabled": False}}
+    assert found(targets.model_trainer_counterparts, **TRAINER, **P4D, distribution=mpi_off) == []
+
+
+def test_local_mode_and_a_parameter_instance_type_have_no_counterpart() -> None:
+    assert found(targets.model_trainer_counterparts, **TRAINER, instance_type="local_gpu") == [
+        _no_counterpart(
+            "instance_type",
+            "'local_gpu' is the estimator's local mode (ModelTrainer runs locally with "
+            "training_mode=Mode.LOCAL_CONTAINER, which safe_estimators does not build)",
+            "use a SageMaker instance type",
+        )
+    ]
+    parameter = ParameterString("InstanceType", default_value="ml.g5.xlarge")
+    assert found(targets.model_trainer_counterparts, **TRAINER, instance_type=parameter) == [
+        _no_counterpart(
+            "instance_type",
+            "is a SageMaker Pipelines parameter; ModelTrainer's Compute takes a plain instance "
+            "type (its pydantic model refuses a ParameterString)",
+            "pass the instance type itself",
+        )
+    ]
+
+
+def test_a_role_name_is_sent_as_it_is_by_sagemaker_2s_model_trainer() -> None:
+    expected = [
+        Problem(
+            "role",
+            f"is 'MyRole', a role name; sagemaker {VERSION}'s ModelTrainer sends it as it is, "
+            "and CreateTrainingJob takes an ARN (the estimator and sagemaker 3's ModelTrainer "
+            "look the name up in IAM).",
+            "give the role's ARN: arn:aws:iam::<account>:role/MyRole.",
+        )
+    ]
+    assert found(targets.model_trainer_counterparts, **TRAINER, role="MyRole") == (
+        expected if GENERATION < 3 else []
+    )
+    assert found(targets.model_trainer_counterparts, **TRAINER) == []  # an ARN
+
+
+def test_code_the_model_trainer_target_cannot_build_source_code_from() -> None:
+    variables = {"entry_point": ParameterString("Entry"), "source_dir": ParameterString("Src")}
+    assert found(targets.model_trainer_counterparts, **TRAINER, **variables) == [
+        _no_counterpart(
+            name,
+            "is a SageMaker Pipelines variable; the ModelTrainer target builds SourceCode from a "
+            "path known now",
+            f"pass the {name} itself",
+        )
+        for name in ("entry_point", "source_dir")
+    ]
+    assert found(targets.model_trainer_counterparts, **TRAINER, source_dir="git://host/repo") == [
+        _no_counterpart(
+            "source_dir",
+            "'git://host/repo' is not a local folder or S3 location",
+            "use a local folder or an s3:// location",
+        )
+    ]
+    for source_dir in ("s3://bucket/code", "code"):
+        assert found(targets.model_trainer_counterparts, **TRAINER, source_dir=source_dir) == []
+
+
+@pytest.mark.parametrize("entry_point", ["run.bash", "train.PY", "train"])
+def test_model_trainer_runs_py_and_sh_entry_scripts_only(entry_point: str) -> None:
+    assert found(targets.model_trainer_counterparts, **TRAINER, entry_point=entry_point) == [
+        Problem(
+            "entry_point",
+            f"is {entry_point!r}; ModelTrainer runs .py and .sh entry scripts only (its "
+            "sm_train.sh refuses anything else).",
+            "point entry_point at the Python or shell script that starts training.",
+        )
+    ]
+
+
+def test_a_command_needs_no_entry_script() -> None:
+    for entry_point in ("train.py", "train.sh"):
+        assert found(targets.model_trainer_counterparts, **TRAINER, entry_point=entry_point) == []
+    command = {"source_code": {"command": "python train.py", "source_dir": "code"}}
+    assert found(
+        targets.model_trainer_counterparts, **TRAINER, **command, entry_point=LEFT_OUT
+    ) == []
+
+
+def test_estimator_keywords_are_refused_unless_carried_or_as_model_trainer_does() -> None:
+    assert found(
+        targets.model_trainer_counterparts,
+        **TRAINER,
+        disable_profiler=True,
+        debugger_hook_config=False,
+        base_job_name="train",
+        tags={"team": "nlp"},
+    ) == []
+    assert found(
+        targets.model_trainer_counterparts,
+        **TRAINER,
+        container_log_level=20,
+        disable_profiler=False,
+        debugger_hook_config={"a": 1},
+    ) == [
+        _no_counterpart(
+            "container_log_level",
+            "is an estimator option that the ModelTrainer target does not carry over",
+            "remove container_log_level",
+        ),
+        _no_counterpart(
+            "disable_profiler",
+            "ModelTrainer sends no profiler configuration",
+            "remove disable_profiler",
+        ),
+        _no_counterpart(
+            "debugger_hook_config",
+            "ModelTrainer sends no Debugger configuration",
+            "remove debugger_hook_config",
+        ),
+    ]
+
+
+GROUPS = {
+    "instance_type": LEFT_OUT,
+    "instance_groups": [
+        {"instance_group_name": "gpu", "instance_type": "ml.g5.xlarge", "instance_count": 1},
+        {"instance_group_name": "cpu", "instance_type": "ml.c5.xlarge", "instance_count": 1},
+    ],
+}
+SCOPED = _no_counterpart(
+    "distribution.instance_groups",
+    "a launcher scoped to one instance group",
+    "remove it",
+)
+
+
+@pytest.mark.sdk2_only
+def test_sagemaker_2s_model_trainer_runs_no_heterogeneous_cluster() -> None:
+    heterogeneous = _no_counterpart(
+        "instance_groups",
+        f"a heterogeneous cluster: sagemaker {VERSION}'s ModelTrainer sends ml.m5.xlarge x 1 "
+        "beside the groups (Compute's default instance type, set whenever instance_type is "
+        "missing), which CreateTrainingJob refuses",
+        "use instance_type and instance_count, or sagemaker 3.x's ModelTrainer",
+    )
+    assert found(targets.model_trainer_counterparts, **TRAINER, **GROUPS) == [heterogeneous]
+    scoped = {"torch_distributed": {"enabled": True}, "instance_groups": ["gpu"]}
+    assert found(
+        targets.model_trainer_counterparts, **TRAINER, **GROUPS, distribution=scoped
+    ) == [heterogeneous, SCOPED]
+
+
+@pytest.mark.sdk3_only
+def test_sagemaker_3s_model_trainer_runs_no_launcher_on_a_heterogeneous_cluster() -> None:
+    assert found(targets.model_trainer_counterparts, **TRAINER, **GROUPS) == []
+    scoped = {"torch_distributed": {"enabled": True}, "instance_groups": ["gpu"]}
+    assert found(
+        targets.model_trainer_counterparts, **TRAINER, **GROUPS, distribution=scoped
+    ) == [
+        _no_counterpart(
+            "instance_groups",
+            "a launcher on a heterogeneous cluster: ModelTrainer's Torchrun and MPI start on "
+            "every instance of every group, where the estimator's "
+            "distribution['instance_groups'] runs them on one group",
+            "use instance_type and instance_count, or no launcher",
+        ),
+        SCOPED,
+    ]
+
+
+OWN_WORD_HINT = (
+    "build the job as a ModelTrainer (target: model_trainer, or "
+    "safe_estimators.model_trainer(...)), or write it in the estimator's words."
+)
+
+
+def _own_word(name: str) -> Problem:
+    return Problem(
+        name,
+        "is ModelTrainer's own word; the estimator takes its own keywords (its **kwargs would "
+        "drop this one).",
+        OWN_WORD_HINT,
+    )
+
+
+def test_model_trainers_words_are_refused_for_the_estimator(tmp_path: Path) -> None:
+    compute = {"compute": {"instance_type": "ml.g5.xlarge"}, "instance_type": LEFT_OUT}
+    assert found(targets.model_trainer_words, **compute) == [_own_word("compute")]
+    hyperparameters = tmp_path / "hyperparameters.json"
+    hyperparameters.write_text('{"epochs": 3}')
+    assert found(
+        targets.model_trainer_words, **compute, hyperparameters=str(hyperparameters)
+    ) == [_own_word("compute"), _own_word("hyperparameters")]
+    assert found(targets.model_trainer_words, hyperparameters={"epochs": 3}) == []
+
+
+def test_the_estimator_target_on_sagemaker_3_says_how_to_build_the_same_job() -> None:
+    assert targets.estimator_needs_sdk2() == Problem(
+        "target",
+        f"the estimator target needs the SageMaker SDK 2.x, and sagemaker {VERSION} is "
+        "installed: sagemaker 3 removed Estimator and all its subclasses (HuggingFace, PyTorch).",
+        "build the same job as a ModelTrainer: safe_estimators.model_trainer(...) with the same "
+        "arguments, or target: model_trainer in a spec file (the default under sagemaker 3); or "
+        "install sagemaker>=2.250,<3 for the estimator.",
+    )
+
+
+def test_a_fine_tuning_trainer_on_sagemaker_2_says_how_to_get_one() -> None:
+    assert targets.fine_tuning_needs_sdk3("SFTTrainer") == Problem(
+        "target",
+        f"the SFTTrainer fine-tuning trainer needs the SageMaker SDK 3.x, and sagemaker {VERSION} "
+        "is installed: sagemaker 2.x has no fine-tuning trainers (sagemaker.train.SFTTrainer and "
+        "its siblings came with sagemaker 3).",
+        "install sagemaker>=3 (pip install 'sagemaker>=3.27'), or on sagemaker 2.x fine-tune "
+        "with a HyperPod recipe: safe_estimators.pytorch(training_recipe=...).",
+    )
+
+
+def test_a_recipe_the_model_trainer_target_does_not_build_names_the_generation() -> None:
+    what = (
+        f"with sagemaker {VERSION} the ModelTrainer target does not build recipe jobs; the "
+        "estimator does"
+        if GENERATION < 3
+        else "is a Nova, evaluation or LLM fine-tuning recipe; the ModelTrainer target builds "
+        "GPU and Trainium pre-training and fine-tuning recipes (ModelTrainer.from_recipe) only"
+    )
+    assert targets.recipe_needs_estimator() == Problem(
+        "training_recipe",
+        f"{what}.",
+        "build it as the estimator (target: estimator, with sagemaker 2.x), or call "
+        "ModelTrainer.from_recipe yourself.",
+    )
