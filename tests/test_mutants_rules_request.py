@@ -1376,7 +1376,9 @@ P4D = {"instance_type": "ml.p4d.24xlarge"}
         ),
     ],
 )
-def test_the_estimators_own_launchers_have_no_counterpart(launcher: str, what: str, fix: str) -> None:
+def test_the_estimators_own_launchers_have_no_counterpart(
+    launcher: str, what: str, fix: str
+) -> None:
     distribution = {"distribution": {launcher: {"enabled": True}}}
     assert found(targets.model_trainer_counterparts, **TRAINER, **P4D, **distribution) == [
         _no_counterpart(f"distribution.{launcher}", what, fix)
