@@ -1555,38 +1555,65 @@ SCOPED = _no_counterpart(
 )
 
 
-@pytest.mark.sdk2_only
-def test_sagemaker_2s_model_trainer_runs_no_heterogeneous_cluster() -> None:
+@pytest.fixture(params=[("2.257.7", 2), ("3.27.0", 3)], ids=["sagemaker-2", "sagemaker-3"])
+def generation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The rules of the target module as they read an installed SDK of each generation (each
+    lane runs the real one's tests too: the role and the recipe tests above)."""
+    version, major = request.param
+    monkeypatch.setattr(targets, "sdk_version", lambda: version)
+    monkeypatch.setattr(targets, "sdk_generation", lambda: major)
+    return int(major)
+
+
+def test_only_sagemaker_3s_model_trainer_runs_a_heterogeneous_cluster(generation: int) -> None:
     heterogeneous = _no_counterpart(
         "instance_groups",
-        f"a heterogeneous cluster: sagemaker {VERSION}'s ModelTrainer sends ml.m5.xlarge x 1 "
+        "a heterogeneous cluster: sagemaker 2.257.7's ModelTrainer sends ml.m5.xlarge x 1 "
         "beside the groups (Compute's default instance type, set whenever instance_type is "
         "missing), which CreateTrainingJob refuses",
         "use instance_type and instance_count, or sagemaker 3.x's ModelTrainer",
     )
-    assert found(targets.model_trainer_counterparts, **TRAINER, **GROUPS) == [heterogeneous]
-    scoped = {"torch_distributed": {"enabled": True}, "instance_groups": ["gpu"]}
-    assert found(
-        targets.model_trainer_counterparts, **TRAINER, **GROUPS, distribution=scoped
-    ) == [heterogeneous, SCOPED]
+    assert found(targets.model_trainer_counterparts, **TRAINER, **GROUPS) == (
+        [heterogeneous] if generation == 2 else []
+    )
 
 
-@pytest.mark.sdk3_only
-def test_sagemaker_3s_model_trainer_runs_no_launcher_on_a_heterogeneous_cluster() -> None:
-    assert found(targets.model_trainer_counterparts, **TRAINER, **GROUPS) == []
-    scoped = {"torch_distributed": {"enabled": True}, "instance_groups": ["gpu"]}
-    assert found(
-        targets.model_trainer_counterparts, **TRAINER, **GROUPS, distribution=scoped
-    ) == [
-        _no_counterpart(
-            "instance_groups",
-            "a launcher on a heterogeneous cluster: ModelTrainer's Torchrun and MPI start on "
-            "every instance of every group, where the estimator's "
-            "distribution['instance_groups'] runs them on one group",
-            "use instance_type and instance_count, or no launcher",
-        ),
-        SCOPED,
-    ]
+def test_no_launcher_runs_on_one_group_of_a_model_trainers_cluster(generation: int) -> None:
+    on_every_group = _no_counterpart(
+        "instance_groups",
+        "a launcher on a heterogeneous cluster: ModelTrainer's Torchrun and MPI start on every "
+        "instance of every group, where the estimator's distribution['instance_groups'] runs "
+        "them on one group",
+        "use instance_type and instance_count, or no launcher",
+    )
+    for launcher in ("torch_distributed", "mpi"):
+        scoped = {launcher: {"enabled": True}, "instance_groups": ["gpu"]}
+        [first, second] = found(
+            targets.model_trainer_counterparts, **TRAINER, **GROUPS, distribution=scoped
+        )
+        assert second == SCOPED
+        if generation == 3:
+            assert first == on_every_group
+        else:
+            assert first.path == "instance_groups" and "sagemaker 2.257.7" in first.message
+
+
+def test_a_role_name_on_each_generations_model_trainer(generation: int) -> None:
+    problems = found(targets.model_trainer_counterparts, **TRAINER, role="MyRole")
+    assert [p.message.split(";")[0] for p in problems] == (
+        ["is 'MyRole', a role name"] if generation == 2 else []
+    )
+    assert found(targets.model_trainer_counterparts, **TRAINER, role="arn:MyRole") == []
+
+
+def test_a_recipe_job_on_each_generation(generation: int) -> None:
+    assert targets.recipe_needs_estimator().message == (
+        "with sagemaker 2.257.7 the ModelTrainer target does not build recipe jobs; the "
+        "estimator does."
+        if generation == 2
+        else "is a Nova, evaluation or LLM fine-tuning recipe; the ModelTrainer target builds "
+        "GPU and Trainium pre-training and fine-tuning recipes (ModelTrainer.from_recipe) only."
+    )
 
 
 OWN_WORD_HINT = (
