@@ -488,7 +488,7 @@ def test_a_value_known_only_at_run_time_is_a_warning_naming_the_check_skipped() 
         entry_point=ParameterString("Entry"),
         source_dir=ParameterString("Source"),
         environment={"TOKEN_FILE": ParameterString("TokenFile")},
-        hyperparameters={"run": ExecutionVariables.PIPELINE_EXECUTION_ID},
+        hyperparameters={"run.id": ExecutionVariables.PIPELINE_EXECUTION_ID},
         instance_type=ParameterString("InstanceType"),  # its own rule says so
         image_uri=ParameterString("Image"),  # no check is skipped for it
         volume_size=ParameterInteger("Volume", default_value=100),  # checked through its default
@@ -504,7 +504,7 @@ def test_a_value_known_only_at_run_time_is_a_warning_naming_the_check_skipped() 
             "its secrets check and the API's length limits",
         ),
         _unknown(
-            "hyperparameters.run",
+            "hyperparameters.run.id",
             "the ExecutionVariable 'PipelineExecutionId'",
             "its secrets check and the API's length limits",
             ONLY_SAGEMAKER,
@@ -1426,6 +1426,15 @@ def test_torchrun_and_mpi_together_are_one_launcher_too_many() -> None:
         ) == []
     mpi_off = {"torch_distributed": {"enabled": True}, "mpi": {"enabled": False}}
     assert found(targets.model_trainer_counterparts, **TRAINER, **P4D, distribution=mpi_off) == []
+    # the model parallel library v2 runs on torchrun
+    smp_v2 = {"framework_version": "2.2.0", "py_version": "py310", **P4D}
+    assert found(
+        targets.model_trainer_counterparts,
+        **TRAINER,
+        **smp_v2,
+        model_parallel={"hybrid_shard_degree": 2},
+        distribution={"mpi": {"enabled": True}},
+    ) == [problem]
 
 
 def test_local_mode_and_a_parameter_instance_type_have_no_counterpart() -> None:
@@ -1519,6 +1528,7 @@ def test_estimator_keywords_are_refused_unless_carried_or_as_model_trainer_does(
     assert found(
         targets.model_trainer_counterparts,
         **TRAINER,
+        base_job_name="train",  # carried, before one that is not
         container_log_level=20,
         disable_profiler=False,
         debugger_hook_config={"a": 1},
