@@ -1596,6 +1596,15 @@ def test_no_launcher_runs_on_one_group_of_a_model_trainers_cluster(generation: i
         "them on one group",
         "use instance_type and instance_count, or no launcher",
     )
+    # the group alone is no launcher
+    alone = {"instance_groups": ["gpu"]}
+    assert found(
+        targets.model_trainer_counterparts, **TRAINER, **GROUPS, distribution=alone
+    )[-1:] == [SCOPED]
+    if generation == 3:
+        assert found(
+            targets.model_trainer_counterparts, **TRAINER, **GROUPS, distribution=alone
+        ) == [SCOPED]
     for launcher in ("torch_distributed", "mpi"):
         scoped = {launcher: {"enabled": True}, "instance_groups": ["gpu"]}
         [first, second] = found(
