@@ -395,6 +395,11 @@ def test_the_debugger_options_from_a_spec_file_are_refused_for_the_estimator() -
             "pass e.g. [Rule.sagemaker(rule_configs.loss_not_decreasing())] in Python.",
         ),
     ]
+    # debugger_hook_config=False turns the hook off: the options after it are still checked
+    [tensorboard] = found(
+        request.option_types, debugger_hook_config=False, tensorboard_output_config="x"
+    )
+    assert tensorboard.path == "tensorboard_output_config"
     assert found(request.option_types, debugger_hook_config=False, rules="x") == [
         Problem(
             "rules",
