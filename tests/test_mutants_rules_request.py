@@ -191,6 +191,9 @@ def test_a_tag_under_a_secrets_name_is_not_shown_in_its_problem(tags: Any) -> No
 
 def test_a_role_name_is_looked_up_by_the_sdk_and_not_checked() -> None:
     assert found(request.request_members, role="SageMakerRole") == []
+    # the options after it are checked
+    [retries] = found(request.request_members, role="SageMakerRole", max_retry_attempts=31)
+    assert retries.path == "max_retry_attempts"
 
 
 @pytest.mark.parametrize(
