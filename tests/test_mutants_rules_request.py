@@ -771,6 +771,11 @@ KEY_MAY_BE_IN_UPLOAD = warning(
         ({"output_path": "s3://bucket/out", "code_location": "s3://other/code"}, []),
         ({"output_path": "s3://bucket/out", "code_location": "s3://bucket-2/code"}, []),
         ({"output_path": "https://bucket/out", "code_location": "s3://bucket/code"}, []),
+        ({"output_path": "gs://bucket/out", "code_location": "s3://bucket/code"}, []),
+        (
+            {"output_path": "s3://bucket/a/out", "code_location": "s3://bucket/code"},
+            [KEY_IN_UPLOAD],
+        ),
         ({"code_location": "s3://other/code"}, [KEY_MAY_BE_IN_UPLOAD]),
         ({"output_path": ParameterString("Out")}, []),
         (
@@ -781,6 +786,7 @@ KEY_MAY_BE_IN_UPLOAD = warning(
         ({"source_dir": "S3://BUCKET/sourcedir.tar.gz"}, []),
         ({"source_dir": ParameterString("Source"), "base_job_name": "train"}, []),
         ({"entry_point": ParameterString("Entry"), "source_dir": UPLOADED}, []),
+        ({"entry_point": ParameterString("Entry"), "source_dir": "code"}, []),
         ({"instance_type": "local", "output_path": "file:///tmp/out"}, []),
     ],
 )

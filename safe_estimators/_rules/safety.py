@@ -140,7 +140,7 @@ def dependency_contents(ctx: Context) -> Iterator[Problem]:
 def _tree_problems(path: str, folder: str, tree: Tree) -> Iterator[Problem]:
     """What a walk of a folder the SDK packages found: links out of it, a tree too large."""
     # The project is looked up only for a link that leaves the folder: it costs a stat per level.
-    project = project_folder(folder) if tree.outside_links else None
+    project = project_folder(folder) if tree.outside_links else None  # pragma: no mutate
     name = "source_dir" if path == "source_dir" else "the dependency folder"
     for link, target in tree.outside_links[:MAX_PROBLEMS]:
         outside_project = project is None or not is_inside(target, project)
@@ -234,9 +234,9 @@ def _map_limits(
 
 def _encoded(value: object) -> str | None:
     # The SDK JSON-encodes every hyperparameter value (a string "x" is sent as "\"x\"").
-    kind = type(value)
     # Not mutated: a shortcut, json.dumps below writes the same text for an int and a finite
     # float, so dropping either test of it changes nothing a user can see.
+    kind = type(value)  # pragma: no mutate
     if kind is int or (kind is float and math.isfinite(value)):  # type: ignore[arg-type]  # pragma: no mutate
         return repr(value)  # what json.dumps writes for them, without its machinery
     try:
