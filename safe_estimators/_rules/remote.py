@@ -91,7 +91,9 @@ def remote_processes(ctx: RemoteContext) -> Iterator[Problem]:
     if ctx.launcher is None or spec.nproc_per_node is None or devices is None:
         return
     count, kind = devices
-    name = ctx.instance.name if ctx.instance is not None else spec.instance_type
+    # devices is None without a catalog entry, and the entry is looked up by the exact name: both
+    # branches name the same type, so no mutant of the condition can be told apart.
+    name = ctx.instance.name if ctx.instance else spec.instance_type  # pragma: no mutate
     if spec.nproc_per_node > count:
         yield Problem(
             "nproc_per_node",
@@ -280,7 +282,8 @@ def remote_injections(ctx: RemoteContext) -> tuple[dict[str, Any], list[Injectio
     if ctx.launcher is None or ctx.spec.nproc_per_node is not None or devices is None:
         return {}, []
     count, kind = devices
-    name = ctx.instance.name if ctx.instance is not None else ctx.spec.instance_type
+    # As in remote_processes: both branches name the same type.
+    name = ctx.instance.name if ctx.instance else ctx.spec.instance_type  # pragma: no mutate
     return {"nproc_per_node": count}, [
         Injection(
             "nproc_per_node",
