@@ -75,7 +75,7 @@ def test_one_process_more_than_the_gpus_is_an_error_and_as_many_is_none():
     assert _remote(instance_type="ml.g5.12xlarge", use_torchrun=True, nproc_per_node=5) == [
         (
             "remote-processes", "error", "nproc_per_node",
-            "is 5 with use_torchrun, but ml.g5.12xlarge has 4 GPUs: 1 processes per instance "
+            "is 5 with use_torchrun, but ml.g5.12xlarge has 4 GPUs: 1 process per instance "
             "would share or lack an accelerator, which NCCL refuses and cuda:<local rank> cannot "
             "name.",
             "set nproc_per_node=4; or remove nproc_per_node (the job counts the GPUs); or use an "
@@ -86,16 +86,23 @@ def test_one_process_more_than_the_gpus_is_an_error_and_as_many_is_none():
     assert _remote(instance_type="ml.g5.12xlarge", use_mpirun=True, nproc_per_node=4) == []
 
 
-def test_one_process_fewer_than_the_gpus_warns_of_the_idle_one():
+def test_fewer_processes_than_the_gpus_warn_of_the_idle_ones():
     assert _remote(instance_type="ml.g5.12xlarge", use_mpirun=True, nproc_per_node=3) == [
         (
             "remote-processes", "warning", "nproc_per_node",
-            "is 3 with use_mpirun, and ml.g5.12xlarge has 4 GPUs: 1 sit idle while the job is "
+            "is 3 with use_mpirun, and ml.g5.12xlarge has 4 GPUs: 1 sits idle while the job is "
             "billed for all.",
             "set nproc_per_node=4; or remove nproc_per_node; or use a smaller instance type.",
             [(("nproc_per_node", 4),), (("nproc_per_node", REMOVE),)],
         )
     ]  # fmt: skip
+    [(*_, message, _, _)] = _remote(
+        instance_type="ml.p4d.24xlarge", use_torchrun=True, nproc_per_node=2
+    )
+    assert message == (
+        "is 2 with use_torchrun, and ml.p4d.24xlarge has 8 GPUs: 6 sit idle while the job is "
+        "billed for all."
+    )
 
 
 def test_neuroncores_are_counted_on_trainium():

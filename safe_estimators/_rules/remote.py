@@ -95,11 +95,12 @@ def remote_processes(ctx: RemoteContext) -> Iterator[Problem]:
     # branches name the same type, so no mutant of the condition can be told apart.
     name = ctx.instance.name if ctx.instance else spec.instance_type  # pragma: no mutate
     if spec.nproc_per_node > count:
+        extra = spec.nproc_per_node - count
         yield Problem(
             "nproc_per_node",
             f"is {spec.nproc_per_node} with {ctx.launcher}, but {name} has {count} {kind}: "
-            f"{spec.nproc_per_node - count} processes per instance would share or lack an "
-            "accelerator, which NCCL refuses and cuda:<local rank> cannot name.",
+            f"{extra} {'process' if extra == 1 else 'processes'} per instance would share or "
+            "lack an accelerator, which NCCL refuses and cuda:<local rank> cannot name.",
             f"use an instance type with {spec.nproc_per_node} {kind}.",
             fixes=(
                 setting(("nproc_per_node", count)),
@@ -107,10 +108,11 @@ def remote_processes(ctx: RemoteContext) -> Iterator[Problem]:
             ),
         )
     elif spec.nproc_per_node < count:
+        idle = count - spec.nproc_per_node
         yield warning(
             "nproc_per_node",
             f"is {spec.nproc_per_node} with {ctx.launcher}, and {name} has {count} {kind}: "
-            f"{count - spec.nproc_per_node} sit idle while the job is billed for all.",
+            f"{idle} {'sits' if idle == 1 else 'sit'} idle while the job is billed for all.",
             "use a smaller instance type.",
             fixes=(setting(("nproc_per_node", count)), removing("nproc_per_node")),
         )
