@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sagemaker.workflow.execution_variables import ExecutionVariables
+from sagemaker.workflow.functions import Join
 from sagemaker.workflow.parameters import ParameterString
 
 from safe_estimators._context import Context
@@ -37,12 +39,20 @@ def _context(**options: Any) -> Context:
     return Context(spec, _lookup(name), rest, model_parallel, group)
 
 
-def _seen(problems: Any) -> Seen:
-    """What a user reads of each problem: verdict, path, message, hint, and the fixes' changes."""
-    return [
+def _check(problems: Any, expected: Seen) -> None:
+    """The problems found are the expected ones: what a user reads of each (verdict, path,
+    message, hint) and the fixes' changes. A difference names the first problem that differs,
+    whole (pytest's diff of such lists costs seconds under load, per mutant of ./dev mutate)."""
+    seen = [
         (p.severity, p.path, p.message, p.hint, tuple(fix.changes for fix in p.fixes))
         for p in problems
     ]
+    if seen == expected:
+        return
+    for index, (one, other) in enumerate(zip(seen, expected, strict=False)):
+        if one != other:
+            raise AssertionError(f"problem {index}: found\n{one!r}\nexpected\n{other!r}")
+    raise AssertionError(f"found {len(seen)} problems, expected {len(expected)}:\n{seen!r}")
 
 
 # ---- known_type
@@ -380,6 +390,63 @@ PIPELINE_TYPE = [
         ),
         [],
         id="not a parameter",
+    ),
+    pytest.param(
+        dict(
+            instance_type=Join(on="", values=["ml.", "p3.2xlarge"]),
+            training_compiler=True,
+            framework_version="2.3.0",
+            py_version="py311",
+        ),
+        [
+            (
+                "error",
+                "instance_type",
+                "is a Join without a default_value; the values derived from its GPU count, fixed "
+                "in the pipeline definition now, cannot be computed.",
+                "pass a pipeline parameter with a default instead: "
+                "ParameterString('TrainingInstanceType', default_value='ml.p3.8xlarge').",
+                (),
+            ),
+        ],
+        id="a Join: GPU-derived values",
+    ),
+    pytest.param(
+        dict(
+            instance_type=Join(on="", values=["ml.", "p3.2xlarge"]),
+            framework_version="2.3.0",
+            py_version="py311",
+        ),
+        [
+            (
+                "error",
+                "instance_type",
+                "is a Join without a default_value; the SageMaker SDK picks the container image "
+                "(CPU or GPU) from the instance type when the pipeline is defined, and refuses "
+                "an empty one (ValueError: Empty SageMaker instance type).",
+                "pass a pipeline parameter with a default instead: "
+                "ParameterString('TrainingInstanceType', default_value='ml.p3.8xlarge'), or give "
+                "image_uri.",
+                (),
+            ),
+        ],
+        id="a Join: the SDK picks the image",
+    ),
+    pytest.param(
+        dict(instance_type=ExecutionVariables.PIPELINE_EXECUTION_ID, image_uri="1.dkr.ecr/x:1"),
+        [
+            (
+                "warning",
+                "instance_type",
+                "is the ExecutionVariable 'PipelineExecutionId' without a default_value, known "
+                "only when the pipeline runs: the instance type check and the checks that read "
+                "its GPUs are skipped.",
+                "pass a pipeline parameter with a default instead: "
+                "ParameterString('TrainingInstanceType', default_value='ml.p3.8xlarge').",
+                (),
+            ),
+        ],
+        id="an execution variable, image_uri given",
     ),
 ]
 
@@ -898,6 +965,25 @@ VERSIONS = [
             ),
         ],
         id="hf: no py_version, unknown transformers",
+    ),
+    pytest.param(
+        dict(
+            estimator="huggingface",
+            instance_type="ml.g5.xlarge",
+            transformers_version="4.49.0",
+            tensorflow_version="2.5",
+        ),
+        [
+            (
+                "error",
+                "py_version",
+                "is required to pick a huggingface training container (no image_uri given).",
+                "set py_version: it depends on the framework versions, pick those first (the SDK "
+                "has no TensorFlow container for transformers 4.49.0).",
+                (),
+            ),
+        ],
+        id="hf: no py_version, no tensorflow container",
     ),
     pytest.param(
         dict(
@@ -1617,29 +1703,128 @@ GPU = [
 
 @pytest.mark.parametrize(("options", "expected"), KNOWN_TYPE)
 def test_the_instance_type_is_one_sagemaker_trains_on(options, expected):
-    assert _seen(instance.instance_type_known(_context(**options))) == expected
+    _check(instance.instance_type_known(_context(**options)), expected)
 
 
 @pytest.mark.parametrize(("options", "expected"), PIPELINE_TYPE)
 def test_a_pipeline_parameter_instance_type(options, expected):
-    assert _seen(instance.pipeline_parameter_instance_type(_context(**options))) == expected
+    _check(instance.pipeline_parameter_instance_type(_context(**options)), expected)
 
 
 @pytest.mark.parametrize(("options", "expected"), VERSIONS)
 def test_the_versions_name_a_container_the_sdk_resolves(options, expected):
-    assert _seen(instance.framework_versions(_context(**options))) == expected
+    _check(instance.framework_versions(_context(**options)), expected)
 
 
 @pytest.mark.parametrize(("options", "expected"), DEPRECATION)
 def test_the_sdk_refuses_p2_for_pytorch_1_13_and_later(options, expected):
-    assert _seen(platform.sdk_instance_deprecation(_context(**options))) == expected
+    _check(platform.sdk_instance_deprecation(_context(**options)), expected)
 
 
 @pytest.mark.parametrize(("options", "expected"), HOST)
 def test_the_image_is_built_for_the_host_cpu(options, expected):
-    assert _seen(platform.host_architecture(_context(**options))) == expected
+    _check(platform.host_architecture(_context(**options)), expected)
 
 
 @pytest.mark.parametrize(("options", "expected"), GPU)
 def test_the_image_has_a_kernel_for_the_gpu(options, expected):
-    assert _seen(platform.container_runs_on_gpu(_context(**options))) == expected
+    _check(platform.container_runs_on_gpu(_context(**options)), expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("ml.p3.2xlarg", "did you mean ml.p3.2xlarge, ml.t3.2xlarge, ml.p3.8xlarge?"),
+        ("zzzz", "see `safe-estimators catalog` for the types."),
+    ],
+)
+def test_an_unknown_type_elsewhere_than_instance_type_names_the_closest_in_its_hint(name, hint):
+    # an instance group's type: the names are said, not offered as a change to instance_type
+    path = "instance_groups.0.instance_type"
+    _check(
+        [instance.unknown_type_problem(path, name)],
+        [("error", path, f"{name!r} is not a SageMaker training instance type.", hint, ())],
+    )
+
+
+def test_a_known_type_anywhere_is_no_problem():
+    assert instance.unknown_type_problem("instance_groups.0.instance_type", "ml.p3.2xlarge") is None
+
+
+RECIPE_FIX = (
+    "pass image_uri= with an image{newer} for this GPU, or use an instance type whose GPU the "
+    "recipe image supports (ml.p5.48xlarge, H100)."
+)
+
+
+@pytest.mark.parametrize(
+    ("cuda_version", "instance_type", "image_uri", "expected"),
+    [
+        pytest.param(
+            "12.1",
+            "ml.p2.xlarge",
+            None,
+            [
+                (
+                    "error",
+                    "image_uri",
+                    "the recipe image (CUDA 12.1) has no kernel that runs on ml.p2.xlarge's K80 "
+                    "(compute capability 3.7): CUDA 12.1 runs nothing below compute capability "
+                    "5.0, so the job fails at its first CUDA call ('no kernel image is available "
+                    "for execution on the device').",
+                    RECIPE_FIX.format(newer=""),  # no CUDA release runs a K80 again
+                    (),
+                ),
+            ],
+            id="a K80: no kernel",
+        ),
+        pytest.param(
+            "12.1",
+            "ml.p6-b200.48xlarge",
+            None,
+            [
+                (
+                    "warning",
+                    "image_uri",
+                    "the recipe image (CUDA 12.1) may have no kernel for ml.p6-b200.48xlarge's "
+                    "B200 (compute capability 10.0): its PyTorch wheel is AWS's own, whose "
+                    "compiled architectures no source lists, and its CUDA predates the GPU, so "
+                    "only PTX JIT-compiled at start could run it.",
+                    RECIPE_FIX.format(newer=" built with CUDA 12.8 or later"),
+                    (),
+                ),
+            ],
+            id="a B200: only PTX",
+        ),
+        pytest.param(
+            "11.0",
+            "ml.p5.48xlarge",
+            None,
+            [
+                (
+                    "warning",
+                    "image_uri",
+                    "the recipe image (CUDA 11.0) may have no kernel for ml.p5.48xlarge's H100 "
+                    "(compute capability 9.0): its PyTorch wheel is AWS's own, whose compiled "
+                    "architectures no source lists, and its CUDA predates the GPU, so only PTX "
+                    "JIT-compiled at start could run it.",
+                    RECIPE_FIX.format(newer=" built with CUDA 11.8 or later"),
+                    (),
+                ),
+            ],
+            id="an H100 on CUDA 11.0: only PTX",
+        ),
+        pytest.param("12.1", "ml.p5.48xlarge", None, [], id="an H100 on CUDA 12.1"),
+        pytest.param("12.1", "ml.p6-b200.48xlarge", "1.dkr.ecr/img:1", [], id="an image_uri"),
+        pytest.param("12.1", "ml.m5.xlarge", None, [], id="a CPU type"),
+        pytest.param("12.1", "ml.p6-b200.48xlarg", None, [], id="an unknown type"),
+    ],
+)
+def test_the_recipe_image_has_a_kernel_for_the_gpu(
+    cuda_version, instance_type, image_uri, expected
+):
+    options = {"instance_type": instance_type, "framework_version": "2.3.0", "py_version": "py311"}
+    if image_uri is not None:
+        options["image_uri"] = image_uri
+    found = platform.recipe_image_runs_on_gpu(_context(**options), "recipe", cuda_version, "2.2.0")
+    _check(found, expected)
