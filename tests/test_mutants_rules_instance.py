@@ -362,6 +362,36 @@ PIPELINE_TYPE = [
         dict(
             instance_type=ParameterString(
                 "TrainingType",
+                default_value="ml.p3.2xlarge",
+                enum_values=["ml.p3.2xlarge", "ml.p3.2xlarg", "ml.p3.8xlarge"],
+            ),
+            training_compiler=True,
+            framework_version="2.3.0",
+            py_version="py311",
+        ),
+        [
+            (
+                "error",
+                "instance_type.enum_values.ml.p3.2xlarg",
+                "'ml.p3.2xlarg' is not a SageMaker training instance type.",
+                "did you mean 'ml.p3.2xlarge'?",
+                (),
+            ),
+            (
+                "error",
+                "instance_type.enum_values.ml.p3.8xlarge",
+                "has 4 GPUs but the default ml.p3.2xlarge has 1; the GPU-derived values fixed in "
+                "the pipeline definition would be wrong for it.",
+                "allow only instance types with 1 GPU, or build one step per GPU count.",
+                (),
+            ),
+        ],
+        id="compiler: a misspelt enum value before one of another GPU count",
+    ),
+    pytest.param(
+        dict(
+            instance_type=ParameterString(
+                "TrainingType",
                 default_value="ml.p3.8xlarge",
                 enum_values=["ml.p3.8xlarge", "ml.p3.2xlarge"],
             ),
@@ -1108,6 +1138,40 @@ VERSIONS = [
         dict(
             estimator="huggingface",
             instance_type="ml.g5.xlarge",
+            transformers_version="4.6.1",
+            pytorch_version="1.5.0",
+            py_version="py36",
+        ),
+        [
+            (
+                "error",
+                "pytorch_version",
+                "the Hugging Face container for transformers 4.6.1 is built with PyTorch 1.6.0, "
+                "1.7.1, 1.8.1, not 1.5.0.",
+                "set pytorch_version='1.6.0'; or set pytorch_version to one of: 1.6.0, 1.7.1, "
+                "1.8.1.",
+                ((("pytorch_version", "1.6.0"),),),
+            ),
+        ],
+        id="hf: a pytorch below the container's three",
+    ),
+    pytest.param(
+        dict(instance_type="ml.g5.xlarge", framework_version="1.4.0", py_version="py37"),
+        [
+            (
+                "error",
+                "py_version",
+                "PyTorch 1.4.0 containers are built for py2, py3, py36, not 'py37'.",
+                "set py_version='py36'; or pass image_uri= with a container built for py37.",
+                ((("py_version", "py36"),),),
+            ),
+        ],
+        id="pytorch: a python none of its three builds has",
+    ),
+    pytest.param(
+        dict(
+            estimator="huggingface",
+            instance_type="ml.g5.xlarge",
             transformers_version="4.49.0",
             pytorch_version="2.5.1",
             py_version="py39",
@@ -1828,3 +1892,19 @@ def test_the_recipe_image_has_a_kernel_for_the_gpu(
         options["image_uri"] = image_uri
     found = platform.recipe_image_runs_on_gpu(_context(**options), "recipe", cuda_version, "2.2.0")
     _check(found, expected)
+
+
+@pytest.mark.parametrize(
+    ("versions", "listed"),
+    [
+        (12, "the SDK knows PyTorch 1.11, 1.10, 1.9, 1.8, 1.7, 1.6, 1.5, 1.4, 1.3, 1.2, 1.1, 1.0"),
+        (
+            13,
+            "the SDK knows PyTorch 1.12, 1.11, 1.10, 1.9, 1.8, 1.7, 1.6, 1.5, 1.4, 1.3, 1.2, 1.1 "
+            "and 1 older",
+        ),
+    ],
+)
+def test_a_hint_lists_the_12_newest_versions_and_counts_the_rest(versions, listed):
+    # at the boundary: 12 versions are all shown, the 13th is counted
+    assert instance._listed(tuple(f"1.{i}" for i in range(versions)), "PyTorch") == listed

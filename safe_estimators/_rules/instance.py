@@ -65,7 +65,9 @@ def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
     if not ctx.parameterised:
         return
     parameter = ctx.spec.instance_type
-    name = getattr(parameter, "name", "the parameter")
+    # Read only for a pipeline parameter (one with a default_value, or _is_parameter), which
+    # always has a name: no message shows the fallback.
+    name = getattr(parameter, "name", "the parameter")  # pragma: no mutate
     if not ctx.instance_name:
         if _is_parameter(parameter):
             fix = f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge')."
