@@ -6,7 +6,7 @@ verdict, the path, the whole message and hint, and the fixes offered (before the
 them), so a changed word, number, boundary or branch changes a case's outcome.
 
 The versions and builds are the installed sagemaker 2 SDK's image tables (the sagemaker 3
-lane's tables differ: these cases are of the sagemaker 2 lane).
+lane's tables differ: these cases are of the sagemaker 2 lane, marked sdk2_only).
 """
 
 from __future__ import annotations
@@ -14,14 +14,25 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sagemaker.workflow.execution_variables import ExecutionVariables
-from sagemaker.workflow.functions import Join
-from sagemaker.workflow.parameters import ParameterString
+from sdk_generations import ParameterString
 
 from safe_estimators._context import Context
 from safe_estimators._resolve import _lookup, _model_parallel, launch_group
 from safe_estimators._rules import instance, platform
 from safe_estimators._spec import instance_type_name, structure_spec
+
+try:
+    from sagemaker.workflow.execution_variables import ExecutionVariables  # sagemaker 2
+    from sagemaker.workflow.functions import Join
+except ImportError:  # sagemaker 3
+    from sagemaker.core.workflow.execution_variables import (  # type: ignore[no-redef]
+        ExecutionVariables,
+    )
+    from sagemaker.core.workflow.functions import Join  # type: ignore[no-redef]
+
+# The versions, builds and fixes pinned here are the sagemaker 2 SDK's image tables; sagemaker 3
+# ships other tables.
+pytestmark = pytest.mark.sdk2_only
 
 Seen = list[tuple[str, str, str, str, tuple[tuple[tuple[str, Any], ...], ...]]]
 
@@ -1908,3 +1919,11 @@ def test_the_recipe_image_has_a_kernel_for_the_gpu(
 def test_a_hint_lists_the_12_newest_versions_and_counts_the_rest(versions, listed):
     # at the boundary: 12 versions are all shown, the 13th is counted
     assert instance._listed(tuple(f"1.{i}" for i in range(versions)), "PyTorch") == listed
+
+
+def test_the_recipe_image_is_judged_as_aws_builds_it_not_as_pytorchs_wheel():
+    # PyTorch's own 2.7.1 cu128 wheel has no Volta kernel (test_the_image_has_a_kernel_for_the_gpu);
+    # the recipe image's PyTorch is AWS's build, whose architectures no source lists: a V100
+    # with CUDA 12.8 is no verdict, not an error
+    ctx = _context(instance_type="ml.p3.2xlarge", framework_version="2.3.0", py_version="py311")
+    _check(platform.recipe_image_runs_on_gpu(ctx, "recipe", "12.8", "2.7.1"), [])
