@@ -1528,6 +1528,22 @@ GPU = [
         id="PyTorch 2.5.1 on a B200",
     ),
     pytest.param(
+        dict(instance_type="ml.p6-b200.48xlarge", framework_version="2.0.1", py_version="py310"),
+        [
+            (
+                "warning",
+                "framework_version",
+                "the PyTorch 2.0.1 image (CUDA 11.8 or CUDA 12.1) may have no kernel for "
+                "ml.p6-b200.48xlarge's B200 (compute capability 10.0): its PyTorch wheel is "
+                "AWS's own, whose compiled architectures no source lists, and its CUDA predates "
+                "the GPU, so only PTX JIT-compiled at start could run it.",
+                "use an image built for the B200: framework_version='2.7.1', py_version='py312'.",
+                (),
+            ),
+        ],
+        id="PyTorch 2.0.1 on a B200: either of two CUDA builds",
+    ),
+    pytest.param(
         dict(instance_type="ml.p5.48xlarge", framework_version="2.5.1", py_version="py311"),
         [],
         id="PyTorch 2.5.1 on an H100",
@@ -1671,6 +1687,29 @@ GPU = [
             ),
         ],
         id="hf: tensorflow on a B200",
+    ),
+    pytest.param(
+        dict(
+            estimator="huggingface",
+            instance_type="ml.p5.48xlarge",
+            transformers_version="4.11.0",
+            tensorflow_version="2.5.1",
+            py_version="py37",
+        ),
+        [
+            (
+                "warning",
+                "tensorflow_version",
+                "the Hugging Face transformers 4.11.0 with TensorFlow 2.5.1 image (CUDA 11.2) "
+                "may have no kernel for ml.p5.48xlarge's H100 (compute capability 9.0): its "
+                "PyTorch wheel is AWS's own, whose compiled architectures no source lists, and "
+                "its CUDA predates the GPU, so only PTX JIT-compiled at start could run it.",
+                "use an image built for the H100: transformers_version='4.56.2', "
+                "pytorch_version='2.8.0', py_version='py312'.",
+                (),
+            ),
+        ],
+        id="hf: tensorflow on an H100: the newest PyTorch image offered",
     ),
     pytest.param(
         dict(
