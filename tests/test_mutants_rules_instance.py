@@ -1966,3 +1966,17 @@ def test_the_recipe_image_is_judged_as_aws_builds_it_not_as_pytorchs_wheel():
     # with CUDA 12.8 is no verdict, not an error
     ctx = _context(instance_type="ml.p3.2xlarge", framework_version="2.3.0", py_version="py311")
     _check(platform.recipe_image_runs_on_gpu(ctx, "recipe", "12.8", "2.7.1"), [])
+
+
+@pytest.mark.parametrize(
+    ("current", "expected"),
+    [
+        ("2.0", ["3.0", "1.0"]),  # the job's own version is neither above nor below it
+        ("3.0", ["4.0", "2.0"]),  # a key that is no version is passed over, not the end
+        ("latest", ["4.0"]),  # no version to compare with: the newest
+    ],
+)
+def test_the_fixes_offered_are_the_nearest_versions_strictly_above_and_below(current, expected):
+    options = ["1.0", "2.0", "3.0", "not-a-version", "4.0"]
+    assert platform._around(options, current, key=str) == expected
+
