@@ -1979,4 +1979,3 @@ def test_the_recipe_image_is_judged_as_aws_builds_it_not_as_pytorchs_wheel():
 def test_the_fixes_offered_are_the_nearest_versions_strictly_above_and_below(current, expected):
     options = ["1.0", "2.0", "3.0", "not-a-version", "4.0"]
     assert platform._around(options, current, key=str) == expected
-
