@@ -9,14 +9,16 @@ others). All credentials are fabricated.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 import pytest
 from secrets_corpus import CREDENTIALS
 
+from safe_estimators import _secret_formats
 from safe_estimators._commands.validate import validate_file
 from safe_estimators._resolve import check_arguments
 from safe_estimators._secret_formats import (
@@ -877,3 +879,50 @@ def test_an_aws_context_makes_a_secret_keys_shape_one():
     assert secret_kind("x", "y" * 300 + " " + AWS_SECRET, aws_context=True) == (
         "an AWS secret access key"
     )
+
+
+# --- a fresh import: what each command's process builds when it loads the module -------------
+
+
+def _fresh_import() -> ModuleType:
+    """``_secret_formats`` loaded anew from its file, as a new process loads it: its patterns,
+    their guards and the literals that gate them are built at import."""
+    name, file = _secret_formats.__name__, _secret_formats.__file__
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Tokens written in lower case only: their literals are gated by a character they hold.
+LOWER_CASE = [
+    ("dapi" + "0123456789abcdef" * 2, "a Databricks token"),
+    ("hf_" + "abcdefghijklmnopqrstuvwxyz0123", "a Hugging Face token"),
+    ("xoxb-1-abcdefgh", "a Slack token"),
+    ("glpat-" + "abcdefghij" * 2, "a GitLab token"),
+]
+
+
+def test_a_fresh_import_finds_and_masks_what_the_loaded_module_does():
+    fresh = _fresh_import()
+    for text, tokens, shown in TEXTS:
+        assert fresh.find_tokens(text) == tokens, text
+        assert fresh.mask_text(text) == shown, text
+    for text, kind in LOWER_CASE:
+        assert fresh.find_tokens(f"x {text} y") == [(kind, 2, 2 + len(text))]
+    for credential in CREDENTIALS:
+        if credential.by_value:
+            assert fresh.find_tokens(f"x {credential.value} y"), credential.format
+    assert fresh.find_tokens(AWS_SECRET, aws_context=True) == [
+        ("an AWS secret access key", 0, 40)
+    ]
+    for path, value, found in WALKS:
+        assert list(fresh.find_secrets(path, value)) == found
+    assert fresh.secret_kind("token", "${HF_TOKEN}") is None
+    assert fresh.secret_kind("x", "HTTPS://u:pw@h") == "a password in a URL"
+
+
+@pytest.mark.parametrize(("text", "kind"), LOWER_CASE)
+def test_a_token_in_lower_case_is_found(text, kind):
+    assert find_tokens(f"x {text} y") == [(kind, 2, 2 + len(text))]
