@@ -562,7 +562,8 @@ def _names_a_secret(text: str) -> bool:
 _NOT_SECRETS = frozenset(("", "true", "false", "none", "null", "yes", "no", "0", "1"))
 # A value that points at a secret (a file, an S3 object) rather than holding it.
 _POINTER = ("/", "./", "~/", "s3://", "file://")
-_WORDS = _lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# An encoding's name is one word (B64, base64: TRAILING_WORDS), not a word and a number.
+_WORDS = _lazy(r"(?i:base64|b64)(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # NAME=value in a list of arguments or a command line (-x HF_TOKEN=..., Password=...;).
 _ASSIGNMENT = _lazy(r"([A-Za-z_][A-Za-z0-9_.-]{0,127})=(.*)", re.S)
 # -x, --flag, --flag=value (not "-----BEGIN ...", not "-1").
@@ -572,7 +573,8 @@ _SEPARATORS = _lazy(r"[\s;&?]+")
 
 
 def name_words(key: str) -> list[str]:
-    """``"dbPassword"``, ``"DB_PASSWORD"``, ``"db-password"`` all give ``["db", "password"]``."""
+    """``"dbPassword"``, ``"DB_PASSWORD"``, ``"db-password"`` all give ``["db", "password"]``;
+    ``"TOKEN_B64"`` gives ``["token", "b64"]``."""
     return [w.lower() for w in _WORDS().findall(key)]
 
 

@@ -441,6 +441,12 @@ NAMES = [
     ("creds", True, False),
     ("creds_dir", False, False),
     ("access_token", True, False),
+    # an encoding's name after a secret's: one word, as TRAILING_WORDS lists it
+    ("SECRET_KEY_B64", True, False),
+    ("TOKEN_BASE64", True, False),
+    ("password_b64", True, True),
+    ("image_base64", False, False),
+    ("token_b", False, False),
 ]
 
 
@@ -448,6 +454,19 @@ NAMES = [
 def test_which_names_say_their_value_is_a_credential(name, secret, numeric):
     assert secret_name(name) is secret
     assert secret_name(name, numeric=True) is numeric
+
+
+def test_a_secret_encoded_in_base64_under_its_name_is_reported():
+    # The bug this found: "B64" and "base64" were split into a word and a number, so the names
+    # TRAILING_WORDS was written for were never reported.
+    assert _found(environment={"SECRET_KEY_B64": "c2VjcmV0dmFsdWUxMjM="}) == [
+        _python_warning(
+            "environment.SECRET_KEY_B64",
+            "a secret (by its name)",
+            "'c2Vj'… (20 characters)",
+            "environment variables",
+        )
+    ]
 
 
 def test_a_name_that_is_not_text_names_nothing():
