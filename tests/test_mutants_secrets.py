@@ -292,6 +292,7 @@ TEXTS: list[tuple[str, list[tuple[str, int, int]], str]] = [
     ("key=value token=abc", [], "key=value token=…"),
     ("'password': 'hunter22', 'user': 'bob'", [], "'password': 'h…', 'user': 'bob'"),
     ('"password": "hunter22"', [], '"password": "h…"'),
+    ("""{'password': "hunter22", 'token': 'true'}""", [], """{'password': "h…", 'token': 'true'}"""),
     ("password=hunter22 user=bob", [], "password=h… user=bob"),
     ("password=hunter22… user=bob", [], "password=hunter22… user=bob"),
     ("api_key=ghp_" + R, [("a GitHub token", 8, 48)], "api_key=ghp_…"),
@@ -940,6 +941,12 @@ def test_a_fresh_import_finds_and_masks_what_the_loaded_module_does():
         assert list(fresh.find_secrets(path, value)) == found
     assert fresh.secret_kind("token", "${HF_TOKEN}") is None
     assert fresh.secret_kind("x", "HTTPS://u:pw@h") == "a password in a URL"
+    # placeholders in any case; an assignment's value over several lines
+    assert fresh.secret_kind("x", "https://u:PASSWORD@h") is None
+    assert fresh.secret_kind("x", "https://u:XXX@h") is None
+    assert list(fresh.find_secrets("a", ["TOKEN=abc\ndef"])) == [
+        ("a.0", "a secret (by its name)", _shown(7, "a"))
+    ]
 
 
 @pytest.mark.parametrize(("text", "kind"), LOWER_CASE)
