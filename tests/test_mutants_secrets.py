@@ -494,6 +494,10 @@ class _Parameter:
 GH = "ghp_" + R
 
 
+class _Arguments(list):  # type: ignore[type-arg]
+    """A list of another type (the walk reads any list or tuple as arguments)."""
+
+
 def _shown(length: int, first: str = "") -> str:
     return f"{first!r}… ({length} characters)" if first else f"({length} characters)"
 
@@ -658,6 +662,58 @@ WALKS: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
     ("hp", {"x" * 300 + "_password": 5}, [("hp." + "x" * 300 + "_password",
                                           "a password (by its name)", _shown(1))]),
     ("hp", {("t",): GH}, [("hp.('t',)", "a GitHub token", _shown(40, "ghp_"))]),
+    ("hp", {"token": 12345678, "n": 5}, []),  # a token is never a bare number
+    # a tag whose value is a container; a tag in an AWS context
+    ("tags", {"Key": "token", "Value": ["abcdefgh"]},
+     [("tags.Value.0", "a secret (by its name)", _shown(8, "a"))]),
+    ("tags", {"Key": "token", "Value": None}, []),
+    ("env", {"tag": {"Key": "k", "Value": AWS_SECRET}, "ID": AWS_ID},
+     [("env.tag.Value", "an AWS secret access key", _shown(40, "wJal")),
+      ("env.ID", "an AWS access key id", _shown(20, "AKIA"))]),
+    ("env", [{"Key": "k", "Value": AWS_SECRET}, AWS_ID],
+     [("env.0.Value", "an AWS secret access key", _shown(40, "wJal")),
+      ("env.1", "an AWS access key id", _shown(20, "AKIA"))]),
+    ("env", {"ID": AWS_ID, "x": [{"Key": "k", "Value": AWS_SECRET}]},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.x.0.Value", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", {"ID": AWS_ID, "x": {"Name": "v", "Value": AWS_SECRET}},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.x.Value", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", {"ID": AWS_ID, "x": {"Key": "v", "Value": "plain"}},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA"))]),
+    ("env", {"ID": AWS_ID, "t": {"Key": "k", "Value": [AWS_SECRET]}},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.t.Value.0", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", {"t": {"Key": "k", "Value": [AWS_SECRET, AWS_ID]}},
+     [("env.t.Value.0", "an AWS secret access key", _shown(40, "wJal")),
+      ("env.t.Value.1", "an AWS access key id", _shown(20, "AKIA"))]),
+    ("env", {"tag": {"Key": "AWS_SECRET_ACCESS_KEY_OF_THE_PRODUCTION_ACCOUNT", "Value": "x"}},
+     []),
+    # an AWS context reaches every container under it
+    ("env", {"ID": AWS_ID, "x": {"y": {"VALUE": AWS_SECRET}}},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.x.y.VALUE", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", {"ID": AWS_ID, "x": [[AWS_SECRET]]},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.x.0.0", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", {"ID": AWS_ID, "x": MappingProxyType({"V": AWS_SECRET})},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.x.V", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", (AWS_ID, AWS_SECRET),
+     [("env.0", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.1", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", _Arguments([AWS_ID, AWS_SECRET]),
+     [("env.0", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.1", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", {"x": _Arguments(["--token", "abcdefgh"])},
+     [("env.x.1", "a secret (by its name)", _shown(8, "a"))]),
+    ("env", {"ID": AWS_ID, 5: AWS_SECRET},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.5", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", {"ID": AWS_ID, "p": None, "b": True, "v": AWS_SECRET},
+     [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
+      ("env.v", "an AWS secret access key", _shown(40, "wJal"))]),
+    ("env", {"x": ["--password", None, "--token", True]}, []),
 ]
 
 
