@@ -714,6 +714,13 @@ WALKS: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
      [("env.ID", "an AWS access key id", _shown(20, "AKIA")),
       ("env.v", "an AWS secret access key", _shown(40, "wJal"))]),
     ("env", {"x": ["--password", None, "--token", True]}, []),
+    # names that are tokens, at the shortest of each way to be one
+    ("k", {"xoxb-1-abcdefgh": 1}, [("k.xox…", "a Slack token", _shown(15, "xox"))]),
+    ("k", {"pwd=Xk9mP2v": 1}, [("k.pwd=X…", "a secret (by its name)", _shown(11, "pw"))]),
+    ("k", {"https://u:pw@h": 1}, [("k.https://u:…@h", "a password in a URL", _shown(14, "ht"))]),
+    ("k", {AWS_SECRET: 1}, []),  # a name is never read in an AWS context
+    ("k", {"x": "xoxb-1-abcdefgh"}, [("k.x", "a Slack token", _shown(15, "xox"))]),
+    ("k", {"x": "xoxb-1-abcdefg"}, []),
 ]
 
 
@@ -893,6 +900,7 @@ def test_redacted_shows_a_fifth_of_the_value_and_at_most_4_characters():
     assert redacted("") == "(0 characters)"
     assert redacted_if_secret(GH) == "'ghp_'… (40 characters)"
     assert redacted_if_secret("hello world, a plain text") is None
+    assert redacted_if_secret(AWS_SECRET) is None  # no AWS context
     assert redacted_if_secret("https://u:pw@h") == "'ht'… (14 characters)"
 
 
