@@ -585,7 +585,8 @@ def secret_name(key: object, *, numeric: bool = False) -> bool:
     """
     if not isinstance(key, str):
         return False
-    if len(key) > _MEMO_MAX:
+    # Equivalent when mutated: the memo and the function give the same answer (only memory).
+    if len(key) > _MEMO_MAX:  # pragma: no mutate
         return _secret_name(key, numeric)
     return _memo_secret_name(key, numeric)
 
@@ -633,7 +634,8 @@ _memo_secret_name = functools.lru_cache(maxsize=4096)(_secret_name)
 
 
 def _value_kind(text: str, aws_context: bool) -> str | None:
-    if len(text) > _MEMO_MAX or (len(text) < _SHORTEST and "@" not in text):
+    # Equivalent when mutated: either way gives the same kind (the memo saves time only).
+    if len(text) > _MEMO_MAX or (len(text) < _SHORTEST and "@" not in text):  # pragma: no mutate
         return _find_value_kind(text, aws_context)  # too long to keep, or too short to need it
     return _memo_value_kind(text, aws_context)
 
@@ -761,10 +763,12 @@ def _text_entry(key: str, text: str) -> Any:
     token = _name_token(key) if _may_hold_token(key) else None
     kind = _secret_kind(key, text, False)
     entry = (token, kind) if token or kind else _CLEAN
-    if len(key) <= _MEMO_MAX and len(text) <= _MEMO_MAX:
-        if len(_TEXT_ENTRIES) >= _MEMO_ENTRIES:
+    # Equivalent when mutated: what is remembered, when it is forgotten, or a None remembered
+    # (a miss: the caller computes it again) changes the time taken, not the entry.
+    if len(key) <= _MEMO_MAX and len(text) <= _MEMO_MAX:  # pragma: no mutate
+        if len(_TEXT_ENTRIES) >= _MEMO_ENTRIES:  # pragma: no mutate
             _TEXT_ENTRIES.clear()
-        _TEXT_ENTRIES[key, text] = entry
+        _TEXT_ENTRIES[key, text] = entry  # pragma: no mutate
     return entry
 
 
@@ -773,10 +777,11 @@ def _number_entry(key: str) -> Any:
     token = _name_token(key) if _may_hold_token(key) else None
     named = _secret_name(key, True)
     entry = (token, named) if token or named else _CLEAN
-    if len(key) <= _MEMO_MAX:
-        if len(_NUMBER_ENTRIES) >= _MEMO_ENTRIES:
+    # Equivalent when mutated, as in _text_entry.
+    if len(key) <= _MEMO_MAX:  # pragma: no mutate
+        if len(_NUMBER_ENTRIES) >= _MEMO_ENTRIES:  # pragma: no mutate
             _NUMBER_ENTRIES.clear()
-        _NUMBER_ENTRIES[key] = entry
+        _NUMBER_ENTRIES[key] = entry  # pragma: no mutate
     return entry
 
 
@@ -795,8 +800,9 @@ def _name_token(key: str) -> str | None:
     if token is None and ("=" in key or " " in key):
         # A name that is a command line's words or an assignment: password=Xk9#mP2vL8qR4wT6.
         token = _argument_kind(_SEPARATORS().split(key))
-    if len(key) <= _MEMO_MAX:
-        if len(_NAME_TOKENS) >= _MEMO_ENTRIES:
+    # Equivalent when mutated: what is remembered and when it is forgotten (not what).
+    if len(key) <= _MEMO_MAX:  # pragma: no mutate
+        if len(_NAME_TOKENS) >= _MEMO_ENTRIES:  # pragma: no mutate
             _NAME_TOKENS.clear()
         _NAME_TOKENS[key] = token
     return token
@@ -807,7 +813,8 @@ def _judged(key: str, item: Any, aws: bool) -> str | None:
     kind_of = type(item)
     if kind_of is str:
         if aws and _aws_tells(item):
-            if len(key) <= _MEMO_MAX and len(item) <= _MEMO_MAX:
+            # Equivalent when mutated: the memo and _secret_kind give the same kind.
+            if len(key) <= _MEMO_MAX and len(item) <= _MEMO_MAX:  # pragma: no mutate
                 return _memo_secret_kind(key, item, True)
             return _secret_kind(key, item, True)
         entry = _TEXT_ENTRIES.get((key, item)) or _text_entry(key, item)
