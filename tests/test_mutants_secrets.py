@@ -263,10 +263,16 @@ TEXTS: list[tuple[str, list[tuple[str, int, int]], str]] = [
     ("-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY----- tail",
      [("a private key", 0, 65)], "----… tail"),
     ("-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA", [("a private key", 0, 48)], "----…"),
+    ("-----BEGIN A PRIVATE KEY-----\nx\n-----END A PRIVATE KEY----- mid "
+     "-----BEGIN B PRIVATE KEY-----\ny\n-----END B PRIVATE KEY-----",
+     [("a private key", 0, 59), ("a private key", 64, 123)], "----… mid ----…"),
+    # a bot id of 9 digits at the start of the text
+    ("123456789:AA" + R[:33], [("a Telegram bot token", 0, 45)], "1234…"),
     # a run name that shares the sk- prefix is not a key; a key later in the text still is
     ("sk-learn-random-forest-baseline then sk-" + R, [("an API key (sk-...)", 37, 76)],
      "sk-learn-random-forest-baseline then sk-A…"),
     ("Bearer abcdefghijklmnopqrstuvwxyz", [], "Bearer abcdefghijklmnopqrstuvwxyz"),
+    ("sk-learn-random-forest-baseline-v2", [], "sk-learn-random-forest-baseline-v2"),
     ("Bearer AbC123dEf456GhI789jKl0mNo", [("an Authorization header", 0, 32)], "Bear…"),
     # several findings, left to right, whatever finds them
     ("https://u:pw12345678@h.example.com/x ghp_" + R,
