@@ -639,6 +639,17 @@ WALKS: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
      [("args", "a secret (by its name)", _shown(29, "--lr"))]),
     ("args", "lr=0.1;password=abcdefgh", [("args", "a secret (by its name)", _shown(24, "lr=0"))]),
     ("args", "--password a=b", [("args", "a secret (by its name)", _shown(14, "--"))]),
+    # after a flag with its value, and after a plain value, a value is named by the list's name
+    ("hp", {"password": ["--lr=0.1", "abcdefgh"]},
+     [("hp.password.1", "a secret (by its name)", _shown(8, "a"))]),
+    ("hp", {"password": ["abcd", "efghijkl"]},
+     [("hp.password.0", "a secret (by its name)", _shown(4)),
+      ("hp.password.1", "a secret (by its name)", _shown(8, "e"))]),
+    # mpirun -x NAME=value; a flag's value that holds "="
+    ("args", ["-x", "HF_TOKEN=abcdefgh"], [("args.1", "a secret (by its name)", _shown(8, "a"))]),
+    ("args", ["--password=ab=cdefg"], [("args.0", "a secret (by its name)", _shown(8, "a"))]),
+    ("args", ["--password", "HF_X=abcdefgh"],
+     [("args.1", "a secret (by its name)", _shown(13, "HF"))]),
     # a pipeline parameter is judged by its default
     ("p", _Parameter(GH), [("p", "a GitHub token", _shown(40, "ghp_"))]),
     ("p", {"token": _Parameter("abcdefgh")},
@@ -936,6 +947,7 @@ KINDS_OF: list[tuple[Any, Any, str | None]] = [
     ("x", GH, "a GitHub token"),
     ("x", "arn:aws:secretsmanager:us-east-1:1:secret:" + GH, None),
     ("x", "a=b token=abcdefgh", "a secret (by its name)"),
+    ("x", "token=abcdefgh", "a secret (by its name)"),
     ("x", "--token abcdefgh", "a secret (by its name)"),
     ("x", "--lr 0.1", None),
     ("x", "a=b", None),
