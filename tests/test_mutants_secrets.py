@@ -781,6 +781,7 @@ def test_the_options_of_a_job_are_scanned_each_under_its_name():
         ("", [((), "a GitHub token", GH)]),
         ("", [(("token",), "a secret (by its name)", "abcdefgh")]),
     ]
+    assert find_suspects_in([("x", AWS_SECRET), ("y", [AWS_SECRET])]) == []  # no AWS context
     assert find_suspects("", GH) == [((), "a GitHub token", GH)]
     assert find_suspects("x", [GH]) == [(("x", 0), "a GitHub token", GH)]
 
@@ -842,21 +843,25 @@ def test_a_value_with_no_secret_is_returned_itself():
     assert masked({"token": "abcdefgh", "other": untouched})["other"] is untouched
 
 
+def _nested(depth: int) -> Any:
+    value: Any = GH
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _innermost(value: Any, depth: int) -> Any:
+    for _ in range(depth):
+        value = value[0]
+    return value
+
+
 def test_nothing_deeper_than_the_mask_depth_is_rewritten():
-    deep: Any = GH
-    for _ in range(70):
-        deep = [deep]
-    shown = masked_plain(deep)
-    for _ in range(64):
-        shown = shown[0]
-    assert shown == [[[[[[GH]]]]]]
-    shallow: Any = GH
-    for _ in range(63):
-        shallow = [shallow]
-    shown = masked_plain(shallow)
-    for _ in range(63):
-        shown = shown[0]
-    assert shown == "ghp_…"
+    # the walk goes 64 levels down: a secret one level below the last list it copies (65
+    # levels) is rewritten, one more level is not
+    assert _innermost(masked_plain(_nested(65)), 65) == "ghp_…"
+    assert _innermost(masked_plain(_nested(66)), 66) == GH
+    assert _innermost(masked_plain(_nested(63)), 63) == "ghp_…"
 
 
 def test_a_message_quoting_a_secret_shows_it_redacted():
