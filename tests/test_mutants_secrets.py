@@ -310,12 +310,14 @@ TEXTS: list[tuple[str, list[tuple[str, int, int]], str]] = [
 ]
 
 
+@pytest.mark.both_sdks
 @pytest.mark.parametrize(("text", "tokens", "shown"), TEXTS)
 def test_each_token_is_found_whole_and_shown_cut(text, tokens, shown):
     assert find_tokens(text) == tokens
     assert mask_text(text) == shown
 
 
+@pytest.mark.both_sdks
 def test_every_format_of_the_corpus_is_found_whole_and_named():
     for credential in CREDENTIALS:
         if not credential.by_value or "URI" in credential.format:
@@ -391,6 +393,7 @@ KINDS = {
 }
 
 
+@pytest.mark.both_sdks
 def test_an_aws_secret_key_counts_only_where_the_context_says_aws():
     assert find_tokens(AWS_SECRET) == []
     assert find_tokens(AWS_SECRET, aws_context=True) == [("an AWS secret access key", 0, 40)]
@@ -458,12 +461,14 @@ NAMES = [
 ]
 
 
+@pytest.mark.both_sdks
 @pytest.mark.parametrize(("name", "secret", "numeric"), NAMES)
 def test_which_names_say_their_value_is_a_credential(name, secret, numeric):
     assert secret_name(name) is secret
     assert secret_name(name, numeric=True) is numeric
 
 
+@pytest.mark.both_sdks
 def test_a_secret_encoded_in_base64_under_its_name_is_reported():
     # The bug this found: "B64" and "base64" were split into a word and a number, so the names
     # TRAILING_WORDS was written for were never reported.
@@ -477,6 +482,7 @@ def test_a_secret_encoded_in_base64_under_its_name_is_reported():
     ]
 
 
+@pytest.mark.both_sdks
 def test_a_name_that_is_not_text_names_nothing():
     assert secret_name(5) is False
     assert secret_name(None, numeric=True) is False
@@ -741,11 +747,13 @@ WALKS: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
 ]
 
 
+@pytest.mark.both_sdks
 @pytest.mark.parametrize(("path", "value", "found"), WALKS)
 def test_each_secret_is_found_at_its_path_with_its_kind(path, value, found):
     assert list(find_secrets(path, value)) == found
 
 
+@pytest.mark.both_sdks
 def test_a_value_that_holds_itself_is_walked_once():
     mapping: dict[str, Any] = {"token": "abcdefgh"}
     mapping["self"] = mapping
@@ -761,6 +769,7 @@ def test_a_value_that_holds_itself_is_walked_once():
     assert [f[0] for f in find_secrets("c", twice)] == ["c.a.token"]
 
 
+@pytest.mark.both_sdks
 def test_the_options_of_a_job_are_scanned_each_under_its_name():
     assert find_suspects_in(
         [
@@ -800,6 +809,7 @@ NESTED = {
 }
 
 
+@pytest.mark.both_sdks
 def test_masked_shows_each_secret_by_its_first_characters_and_length():
     shown = masked(NESTED)
     assert repr(shown) == (
@@ -814,6 +824,7 @@ def test_masked_shows_each_secret_by_its_first_characters_and_length():
     assert repr(masked([GH, "x"])) == "['ghp_'… (40 characters), 'x']"
 
 
+@pytest.mark.both_sdks
 def test_masked_plain_writes_plain_text_to_print_as_data():
     shown = masked_plain(NESTED)
     assert shown == {
@@ -834,6 +845,7 @@ def test_masked_plain_writes_plain_text_to_print_as_data():
     assert masked_plain({"x": "abcd", "token": "abcd"}) == {"x": "abcd", "token": "…"}
 
 
+@pytest.mark.both_sdks
 def test_a_value_with_no_secret_is_returned_itself():
     for value in ({"a": 1, "b": [1, "x"]}, ["x"], "plain", 5):
         assert masked(value) is value
@@ -856,6 +868,7 @@ def _innermost(value: Any, depth: int) -> Any:
     return value
 
 
+@pytest.mark.both_sdks
 def test_nothing_deeper_than_the_mask_depth_is_rewritten():
     # the walk goes 64 levels down: a secret one level below the last list it copies (65
     # levels) is rewritten, one more level is not
@@ -864,6 +877,7 @@ def test_nothing_deeper_than_the_mask_depth_is_rewritten():
     assert _innermost(masked_plain(_nested(63)), 63) == "ghp_…"
 
 
+@pytest.mark.both_sdks
 def test_a_message_quoting_a_secret_shows_it_redacted():
     values = {"token": "abcdefgh", "x": GH, "n": 12345678, "e": ""}
     text = f"got {GH!r} and {GH} and 'abcdefgh' and 12345678"
@@ -874,6 +888,7 @@ def test_a_message_quoting_a_secret_shows_it_redacted():
     assert mask_values_in("nothing here", values) == "nothing here"
 
 
+@pytest.mark.both_sdks
 def test_a_spec_files_secrets_are_marked_and_accepted_ones_left_as_they_are():
     data = {
         "hyperparameters": {"token": "abcdefgh", "password": 12345678, "pwd": 2.5, "ok": "x",
@@ -901,6 +916,7 @@ def test_a_spec_files_secrets_are_marked_and_accepted_ones_left_as_they_are():
     assert (SpecFileInt.__name__, SpecFileFloat.__name__) == ("int", "float")
 
 
+@pytest.mark.both_sdks
 def test_accept_exposure_names_a_path_or_what_lies_under_it():
     assert is_accepted("a.b", ("a.b",)) and is_accepted("a.b.c", ("x", "a.b"))
     assert not is_accepted("a.bc", ("a.b",)) and not is_accepted("a", ("a.b",))
@@ -911,6 +927,7 @@ def test_accept_exposure_names_a_path_or_what_lies_under_it():
     assert accepted_paths(5) == () and accepted_paths(None) == ()
 
 
+@pytest.mark.both_sdks
 def test_redacted_shows_a_fifth_of_the_value_and_at_most_4_characters():
     assert redacted("abcd") == "(4 characters)"
     assert redacted("abcde") == "'a'… (5 characters)"
@@ -926,6 +943,7 @@ def test_redacted_shows_a_fifth_of_the_value_and_at_most_4_characters():
     assert redacted_if_secret("https://u:pw@h") == "'ht'… (14 characters)"
 
 
+@pytest.mark.both_sdks
 def test_a_path_shows_a_token_in_it_cut_short():
     assert dotted(("a", 1, (_KEY, GH), GH, ("t", "u"))) == "a.1.ghp_….ghp_….('t', 'u')"
     assert dotted(()) == ""
@@ -977,11 +995,13 @@ KINDS_OF: list[tuple[Any, Any, str | None]] = [
 ]
 
 
+@pytest.mark.both_sdks
 @pytest.mark.parametrize(("name", "value", "kind"), KINDS_OF)
 def test_what_a_name_and_its_value_look_like(name, value, kind):
     assert secret_kind(name, value) == kind
 
 
+@pytest.mark.both_sdks
 def test_an_aws_context_makes_a_secret_keys_shape_one():
     assert secret_kind("x", AWS_SECRET, aws_context=True) == "an AWS secret access key"
     assert secret_kind("x", "y" * 300 + " " + AWS_SECRET, aws_context=True) == (
@@ -1012,6 +1032,7 @@ LOWER_CASE = [
 ]
 
 
+@pytest.mark.both_sdks
 def test_a_fresh_import_finds_and_masks_what_the_loaded_module_does():
     fresh = _fresh_import()
     for text, tokens, shown in TEXTS:
@@ -1037,6 +1058,7 @@ def test_a_fresh_import_finds_and_masks_what_the_loaded_module_does():
     ]
 
 
+@pytest.mark.both_sdks
 @pytest.mark.parametrize(("text", "kind"), LOWER_CASE)
 def test_a_token_in_lower_case_is_found(text, kind):
     assert find_tokens(f"x {text} y") == [(kind, 2, 2 + len(text))]
