@@ -318,7 +318,8 @@ def _extent(text: str, match: re.Match[str]) -> int:
     the text), any other token over the characters tokens are made of."""
     if match.group().startswith("-----BEGIN"):
         end = text.find(_PEM_END, match.end())
-        if end < 0:
+        # Equivalent when mutated to <= 0 or < 1: it is searched for after the BEGIN line.
+        if end < 0:  # pragma: no mutate
             return len(text)
         close = text.find("-----", end + len(_PEM_END))
         return len(text) if close < 0 else close + 5
