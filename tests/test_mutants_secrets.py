@@ -953,6 +953,7 @@ def test_a_path_shows_a_token_in_it_cut_short():
 KINDS_OF: list[tuple[Any, Any, str | None]] = [
     ("token", "abcdefgh", "a secret (by its name)"),
     ("token", "true", None),
+    ("password", "Xno", "a secret (by its name)"),
     ("token", ' "None" ', None),
     ("token", "/run/secrets/token", None),
     ("token", "./token.txt", None),
