@@ -189,6 +189,33 @@ def test_a_spec_files_literal_is_an_error_with_the_whole_message(tmp_path):
     ]
 
 
+def test_a_flags_value_is_an_error_written_in_a_spec_file_and_a_warning_passed_in_python(
+    tmp_path,
+):
+    arguments = {"args": ["--password=hunter22", "--lr", "0.1"]}
+    found = validate_file(_spec(tmp_path, hyperparameters=arguments))
+    assert [(p.path, p.severity, p.message, p.hint) for p in found] == [
+        (
+            "hyperparameters.args.0",
+            "error",
+            "looks like a secret (by its name): 'h'… (8 characters), written in the spec "
+            "file: it is in the repository for everyone who can read it, and "
+            f"{EXPOSED.format('hyperparameters')}.",
+            "revoke it; store it in AWS Secrets Manager and pass the secret's name or ARN (read "
+            "it in the script with boto3), or pass a value read at run time from Python; "
+            "accept_exposure: [hyperparameters.args.0] accepts the exposure.",
+        )
+    ]
+    assert _found(hyperparameters=arguments) == [
+        _python_warning(
+            "hyperparameters.args.0",
+            "a secret (by its name)",
+            "'h'… (8 characters)",
+            "hyperparameters",
+        )
+    ]
+
+
 def test_a_git_config_token_written_in_a_spec_file_is_reported(tmp_path):
     # Passed in Python it is the SDK's documented use (test_secrets_policy); written in the
     # file it is in the repository.
