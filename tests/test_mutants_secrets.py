@@ -45,6 +45,26 @@ from safe_estimators._secret_formats import (
 )
 from safe_estimators._secrets import is_secret_problem, secrets_in
 
+
+@pytest.fixture(autouse=True)
+def _cold_memos() -> None:
+    """Each test computes what it asserts, as a fresh process does: the memos of
+    ``_secret_formats`` keep answers across tests, and under ``./dev mutate`` a mutant's
+    process inherits those its timing run kept, the unmutated ones."""
+    for memo in (
+        _secret_formats._memo_secret_name,
+        _secret_formats._memo_value_kind,
+        _secret_formats._memo_secret_kind,
+    ):
+        memo.cache_clear()
+    for table in (
+        _secret_formats._TEXT_ENTRIES,
+        _secret_formats._NUMBER_ENTRIES,
+        _secret_formats._NAME_TOKENS,
+    ):
+        table.clear()
+
+
 A = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 HUB = "hf_" + A  # 39 characters
 GITHUB = "ghp_" + A  # 40 characters
