@@ -241,11 +241,16 @@ def test_a_git_config_token_written_in_a_spec_file_is_reported(tmp_path):
     # file it is in the repository.
     git = {"repo": "https://github.com/org/repo.git", "token": HUB}
     found = [p for p in validate_file(_spec(tmp_path, git_config=git)) if is_secret_problem(p)]
-    assert [(p.path, p.severity) for p in found] == [("git_config.token", "error")]
     # The SDK clones the repository here: the token never reaches the job's description.
-    assert "DescribeTrainingJob" not in found[0].message
-    assert "only to clone the repository on this machine" in found[0].message
-    assert "written in the spec file" in found[0].message
+    assert [(p.path, p.severity, p.message) for p in found] == [
+        (
+            "git_config.token",
+            "error",
+            "looks like a Hugging Face token: 'hf_A'… (39 characters), written in the spec "
+            "file: it is in the repository for everyone who can read it (the SDK uses it only "
+            "to clone the repository on this machine).",
+        )
+    ]
 
 
 # --- a malformed entry keeps the rules from an option: the same scan on the arguments -------
