@@ -371,8 +371,11 @@ def _masked_entry(entry: re.Match[str]) -> str:
 
 
 # NAME=value inside a text: a name not inside a longer word (so a name starts only where a word
-# does: linear), a value up to a space, quote or separator.
-_NAMED_ASSIGNMENT = _lazy(r"""(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,127})=([^\s'",;&…]+)""")
+# does: linear), after a command line's "-" or "--" if any (--password=hunter2), a value up to a
+# space, quote or separator.
+_NAMED_ASSIGNMENT = _lazy(
+    r"""(?<![A-Za-z0-9_.-])-{0,2}([A-Za-z_][A-Za-z0-9_.-]{0,127})=([^\s'",;&…]+)"""
+)
 
 
 def _masked_assignment(assignment: re.Match[str]) -> str:
@@ -380,7 +383,8 @@ def _masked_assignment(assignment: re.Match[str]) -> str:
     end = assignment.end()
     if assignment.string[end : end + 1] == "…" or not (secret_name(name) and _holds_secret(value)):
         return assignment.group()  # masked already, or not a secret
-    return f"{name}={value[: _shown_length(len(value))]}…"
+    written = assignment.group()[: assignment.start(2) - assignment.start()]  # "--name="
+    return f"{written}{value[: _shown_length(len(value))]}…"
 
 
 def _shown_length(length: int) -> int:

@@ -1115,3 +1115,21 @@ def test_a_fresh_import_finds_and_masks_what_the_loaded_module_does():
 @pytest.mark.parametrize(("text", "kind"), LOWER_CASE)
 def test_a_token_in_lower_case_is_found(text, kind):
     assert find_tokens(f"x {text} y") == [(kind, 2, 2 + len(text))]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("--password=hunter22", "--password=h…"),
+        ("-password=hunter22", "-password=h…"),
+        ("train.py --epochs=3 --hub-token=Xk9mPq2Lw7", "train.py --epochs=3 --hub-token=Xk…"),
+        ("--epochs=3 --lr=0.1", "--epochs=3 --lr=0.1"),
+    ],
+)
+def test_a_command_lines_assignment_to_a_secret_name_is_masked(text: str, shown: str) -> None:
+    # A command line's word (--password=...) as well as a bare name=...: every printed line,
+    # in every format, goes through mask_text (_report.masked_texts), keys too.
+    from safe_estimators._report import masked_texts
+
+    assert mask_text(text) == shown
+    assert masked_texts({text: [text]}) == {shown: [shown]}
