@@ -1,4 +1,268 @@
 """Tests written against the surviving mutants of ./dev mutate (tests/mutation_scope.py names
-the modules these are tests of)."""
+the modules these are tests of): the rules that say whether the code and data exist where the
+SDK will look (``source_code_exists``, ``input_channels``), the cache warning
+(``cache_trusted``), and the runner of the rule tables (``run_rules``), each verdict with its
+whole message, path and fix.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from safe_estimators import _cache, _rules
+from safe_estimators._context import Context
+from safe_estimators._facts.targets import only_for
+from safe_estimators._problems import Problem, warning
+from safe_estimators._resolve import check_arguments
+
+pytestmark = pytest.mark.both_sdks
+
+BASE = {
+    "estimator": "pytorch",
+    "entry_point": "train.py",
+    "instance_type": "ml.p3.2xlarge",
+    "framework_version": "2.0",
+    "py_version": "py310",
+    "check_script": False,
+}
+
+
+def _context(**options: Any) -> Context:
+    ctx, _, _ = check_arguments({**BASE, **options})
+    assert ctx is not None
+    return ctx
+
+
+def _found(rule: str, **options: Any) -> list[tuple[str, str, str, str]]:
+    _, problems, _ = check_arguments({**BASE, **options})
+    return [(p.path, p.severity, p.message, p.hint) for p in problems if p.rule == rule]
+
+
+# --- source_code_exists: the entry point and source_dir the SDK packs at fit() -------------
+
+NO_FILE_HINT = "give the training script's path, or set source_dir to its folder."
+IN_FOLDER_HINT = "give the training script's path relative to source_dir."
+SOURCE_DIR_HINT = (
+    "give the folder that holds the training script (relative to the spec file, or to the "
+    "current directory in Python), or an S3 URI of a sourcedir.tar.gz."
+)
+
+
+def _source(**options: Any) -> list[tuple[str, str, str, str]]:
+    return _found("source-code-exists", **options)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project folder, the current directory (paths in Python are relative to it)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_missing_entry_point_names_where_it_was_looked_for(project: Path) -> None:
+    assert _source() == [
+        (
+            "entry_point",
+            "error",
+            f"'train.py' does not exist ('{project / 'train.py'}').",
+            NO_FILE_HINT,
+        )
+    ]
+
+
+def test_an_entry_point_that_exists_is_no_problem(project: Path) -> None:
+    (project / "train.py").write_text("print('hi')\n")
+    assert _source() == []
+    (project / "src").mkdir()
+    (project / "src" / "train.py").write_text("print('hi')\n")
+    assert _source(source_dir="src") == []
+
+
+def test_an_entry_point_missing_from_source_dir_is_looked_for_in_it(project: Path) -> None:
+    (project / "src").mkdir()
+    (project / "train.py").write_text("print('hi')\n")  # beside source_dir is not in it
+    assert _source(source_dir="src") == [
+        (
+            "entry_point",
+            "error",
+            f"'train.py' in source_dir 'src' does not exist ('{project / 'src' / 'train.py'}').",
+            IN_FOLDER_HINT,
+        )
+    ]
+
+
+def test_an_entry_point_that_is_a_folder_is_not_a_regular_file(project: Path) -> None:
+    (project / "train.py").mkdir()
+    assert _source() == [
+        (
+            "entry_point",
+            "error",
+            f"'train.py' is not a regular file ('{project / 'train.py'}').",
+            NO_FILE_HINT,
+        )
+    ]
+
+
+def test_a_long_path_is_cut_at_200_characters_in_the_message(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = project / ("d" * 200)
+    deep.mkdir()
+    monkeypatch.chdir(deep)
+    shown = repr(str(deep / "train.py"))
+    assert len(shown) > 201
+    cut = f"{shown[:199]}… ({len(shown):,} characters)"
+    [(_, _, message, _)] = _source()
+    assert message == f"'train.py' does not exist ({cut})."
+
+
+def test_a_missing_source_dir_is_the_problem_not_the_entry_point(project: Path) -> None:
+    assert _source(source_dir="src") == [
+        (
+            "source_dir",
+            "error",
+            "'src' does not exist; the SDK packs this folder with the entry point at fit().",
+            SOURCE_DIR_HINT,
+        )
+    ]
+
+
+def test_a_source_dir_that_is_a_file_says_so(project: Path) -> None:
+    (project / "src").write_text("not a folder")
+    assert _source(source_dir="src") == [
+        (
+            "source_dir",
+            "error",
+            "'src' is a file, not a folder; the SDK packs this folder with the entry point at "
+            "fit().",
+            SOURCE_DIR_HINT,
+        )
+    ]
+
+
+def test_an_s3_entry_point_is_refused_as_the_sdk_refuses_it(project: Path) -> None:
+    assert _source(entry_point="s3://bucket/code/train.py") == [
+        (
+            "entry_point",
+            "error",
+            "'s3://bucket/code/train.py' is an S3 URI; the SDK takes only a local entry point "
+            "(it raises 'Must be a path to a local file').",
+            "give source_dir the S3 URI of a sourcedir.tar.gz and entry_point the script's name "
+            "inside it, or a local script.",
+        )
+    ]
+
+
+def test_code_the_sdk_does_not_read_from_this_machine_is_not_looked_for(project: Path) -> None:
+    # An S3 source_dir is downloaded, a git repository cloned: no local file to look for.
+    assert _source(source_dir="s3://bucket/code/sourcedir.tar.gz") == []
+    assert _source(git_config={"repo": "https://github.com/example/code.git"}) == []
+
+
+# --- input_channels: what fit() is given as data -------------------------------------------
+
+FILE_HINT = (
+    "upload the data to S3 and give its s3:// URI, or use instance_type 'local' to train on "
+    "this machine."
+)
+
+
+def _file_channel(path: str, uri: str) -> tuple[str, str, str, str]:
+    return (
+        path,
+        "error",
+        f"'{uri}' is a local file:// channel, which only local mode reads; CreateTrainingJob "
+        "takes S3 (or EFS, FSx) sources, not local files.",
+        FILE_HINT,
+    )
+
+
+def _not_a_uri(path: str, uri: str) -> tuple[str, str, str, str]:
+    return (
+        path,
+        "error",
+        f"'{uri}' is neither an s3:// nor a file:// URI; the SDK raises 'must be a valid S3 or "
+        "FILE URI' at fit().",
+        "write the channel's S3 URI, such as s3://my-bucket/train/.",
+    )
+
+
+def test_a_single_channel_is_checked_at_inputs() -> None:
+    assert _found("input-channels", inputs="/data/train") == [_not_a_uri("inputs", "/data/train")]
+    assert _found("input-channels", inputs="file:///data") == [
+        _file_channel("inputs", "file:///data")
+    ]
+    assert _found("input-channels", inputs="s3://bucket/train/") == []
+
+
+def test_every_named_channel_after_an_s3_one_is_checked() -> None:
+    inputs = {"train": "s3://bucket/train/", "test": "file:///data/test", "val": "data/val"}
+    assert _found("input-channels", inputs=inputs) == [
+        _file_channel("inputs.test", "file:///data/test"),
+        _not_a_uri("inputs.val", "data/val"),
+    ]
+
+
+def test_local_mode_reads_file_channels() -> None:
+    inputs = {"train": "file:///data/train", "val": "data/val"}
+    assert _found("input-channels", instance_type="local", inputs=inputs) == [
+        _not_a_uri("inputs.val", "data/val")
+    ]
+
+
+# --- cache_trusted: a cache entry the checks ignored ----------------------------------------
+
+
+def test_an_ignored_cache_entry_is_a_warning_once_with_why_and_the_fix() -> None:
+    _cache.take_doubts()  # another test's cache files are not this job's warning
+    _cache.doubt(Path("/tmp/cache/x.json"), "is writable by other users (mode 0666)")
+    expected = (
+        "<cache>",
+        "warning",
+        "'/tmp/cache/x.json' is writable by other users (mode 0666); the checks derived its "
+        "result again from its source instead (botocore's model, the SDK's schema, the spec "
+        "itself: same verdicts, slower).",
+        "remove it: safe_estimators writes it again (files 0600 in a 0700 folder), or set "
+        "SAFE_ESTIMATORS_CACHE_DIR to a folder only you can write.",
+    )
+    assert _found("cache-trusted") == [expected]
+    assert _found("cache-trusted") == []  # said once
+
+
+# --- run_rules: every rule that holds for the target, each problem with its rule's id ---------
+
+
+def _everywhere(ctx: Context) -> list[Problem]:
+    return [warning("a", "from every target")]
+
+
+@only_for("model_trainer")
+def _trainer_only(ctx: Context) -> list[Problem]:
+    return [warning("b", "from the trainer"), warning("c", "again")]
+
+
+def test_each_rule_runs_for_its_targets_and_tags_its_problems() -> None:
+    table = (_trainer_only, _everywhere)
+    found = _rules.run_rules(_context(target="estimator"), table)
+    assert [(p.path, p.rule) for p in found] == [("a", "everywhere")]
+    found = _rules.run_rules(_context(target="model_trainer"), table)
+    assert [(p.path, p.message, p.rule) for p in found] == [
+        ("b", "from the trainer", "trainer-only"),
+        ("c", "again", "trainer-only"),
+        ("a", "from every target", "everywhere"),
+    ]
+
+
+def test_the_rules_of_a_table_are_found_once_per_target_and_at_most_64_tables_kept() -> None:
+    table = (_trainer_only, _everywhere)
+    first = _rules._applicable(table, "model_trainer")
+    assert first == table
+    assert _rules._applicable(table, "model_trainer") is first  # not filtered again
+    assert _rules._applicable(table, "estimator") == (_everywhere,)
+    tables = [(_everywhere,) * n for n in range(1, 100)]
+    for each in tables:
+        _rules._applicable(each, "estimator")
+        assert len(_rules._APPLICABLE) <= 64
