@@ -12,12 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from safe_estimators import _bounds
 from safe_estimators._bounds import (
     MAX_DEPTH,
     MAX_DIVISOR_TRIALS,
     MAX_INT_DIGITS,
     MAX_NODES,
+    MAX_TREE_DEPTH,
     NotRegular,
+    Tree,
     divisors,
     file_kind,
     is_inside,
@@ -25,12 +28,17 @@ from safe_estimators._bounds import (
     markdown_text,
     note_read,
     printable,
+    project_folder,
     quote,
     read_at_most,
     read_contained,
     read_regular,
+    real_path,
+    real_project_folder,
     recording_reads,
     shape_problems,
+    too_wide_to_package,
+    walk_tree,
 )
 
 pytestmark = pytest.mark.both_sdks
@@ -449,3 +457,204 @@ def test_a_mapping_that_cannot_be_read_is_one_problem_at_the_top() -> None:
     )
     assert _shapes({"a": Broken()}) == [("<spec>", *expected)]
     assert _shapes({"a": Broken()}, "environment") == [("environment", *expected)]
+
+
+# --- real_path, is_inside, too_wide_to_package, the project folder ----------------------------
+
+
+def test_real_path_resolves_links_and_keeps_what_names_no_file(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f.txt").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    real = os.path.realpath(tmp_path)
+    assert real_path(tmp_path / "link" / "f.txt") == f"{real}/a/f.txt"
+    assert real_path(tmp_path / "link") == f"{real}/a"
+    assert real_path(tmp_path / "link" / "missing") == f"{real}/a/missing"
+    assert real_path(tmp_path / "dangling") == f"{real}/dangling"
+    assert real_path("a\0b") == os.path.abspath("a\0b")  # names no file: not resolved
+
+
+def test_real_path_of_a_fifo_does_not_wait_for_a_writer(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "to-pipe").symlink_to(tmp_path / "pipe")
+    assert real_path(tmp_path / "to-pipe") == os.path.realpath(tmp_path / "pipe")
+
+
+def test_is_inside_the_root_of_the_file_system() -> None:
+    assert is_inside("/work/x", "/")
+    assert is_inside("/", "/")
+    assert not is_inside("/work", "/work/x")
+
+
+def test_the_root_and_home_folders_are_too_wide_to_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "to-root").symlink_to("/")
+    assert too_wide_to_package("/") == "is the root of the file system"
+    assert too_wide_to_package(tmp_path / "to-root") == "is the root of the file system"
+    assert too_wide_to_package(home) == "is a home folder"
+    assert too_wide_to_package("/home/alice", resolved=True) == "is a home folder"
+    assert too_wide_to_package("/root", resolved=True) == "is a home folder"
+    assert too_wide_to_package(tmp_path) is None
+    assert too_wide_to_package("/home", resolved=True) is None
+    assert too_wide_to_package("/root/project", resolved=True) is None
+
+
+def test_the_project_is_the_nearest_folder_above_holding_git(tmp_path: Path) -> None:
+    repository = tmp_path / "repo"
+    (repository / ".git").mkdir(parents=True)
+    (repository / "a" / "b").mkdir(parents=True)
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "link").symlink_to(repository / "a")
+    assert real_project_folder(repository / "a" / "b") == os.path.realpath(repository)
+    assert real_project_folder(repository) == os.path.realpath(repository)
+    assert real_project_folder(tmp_path / "link" / "b") == os.path.realpath(repository)
+    assert project_folder(repository / "a") == Path(os.path.realpath(repository))
+    # without one, the folder itself (tmp_path is in no repository)
+    assert real_project_folder(tmp_path / "loose") == os.path.realpath(tmp_path / "loose")
+
+
+# --- walk_tree: what the SDK would package from source_dir ---------------------------------
+
+
+def _source_tree(base: Path) -> Path:
+    root = base / "root"
+    for folder in ("sub/inner", "zeta"):
+        (root / folder).mkdir(parents=True)
+    (base / "out").mkdir()
+    for name in ("out/secret.txt", "root/a.py", "root/b.txt", "root/sub/c.py"):
+        (base / name).write_text("x")
+    (root / "sub" / "inner" / "d.py").write_text("x")
+    (root / "zeta" / "e.txt").write_text("x")
+    (root / "a_out").symlink_to(base / "out" / "secret.txt")  # leaves the root
+    (root / "b_broken").symlink_to("nowhere")
+    (root / "c_loop").symlink_to(".")
+    (root / "a_link").symlink_to("sub")  # reached first: sub is walked through it
+    (root / "sub" / "inner" / "up").symlink_to("..")  # the folder it is in, reached by a link
+    (root / "d_file_link").symlink_to("b.txt")
+    os.mkfifo(root / "f_fifo")
+    return root
+
+
+def test_a_walk_lists_files_and_each_kind_of_link_it_did_not_follow(tmp_path: Path) -> None:
+    root = _source_tree(tmp_path)
+    r = os.path.realpath(root)
+    assert walk_tree(root) == Tree(
+        files=(
+            f"{r}/a.py",
+            f"{r}/b.txt",
+            f"{r}/d_file_link",
+            f"{r}/zeta/e.txt",
+            f"{r}/a_link/c.py",
+            f"{r}/a_link/inner/d.py",
+        ),
+        outside_links=((f"{r}/a_out", os.path.realpath(tmp_path / "out" / "secret.txt")),),
+        truncated=None,
+        too_deep=False,
+        python_files=(f"{r}/a.py", f"{r}/a_link/c.py", f"{r}/a_link/inner/d.py"),
+        broken_links=(f"{r}/b_broken",),
+        looping_links=(f"{r}/c_loop", f"{r}/a_link/inner/up"),
+    )
+    # through a link to it, the same real paths
+    (tmp_path / "to-root").symlink_to(root)
+    assert walk_tree(tmp_path / "to-root") == walk_tree(root)
+    assert walk_tree(r, resolved=True) == walk_tree(root)
+
+
+def test_a_walk_stops_past_max_tree_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "d_out").symlink_to("/")
+    (tmp_path / "e_broken").symlink_to("nowhere")
+    (tmp_path / "f_loop").symlink_to(".")
+    r = os.path.realpath(tmp_path)
+    monkeypatch.setattr(_bounds, "MAX_TREE_ENTRIES", 6)
+    assert walk_tree(tmp_path).truncated is None  # exactly the limit
+    (tmp_path / "g.py").write_text("x")
+    assert walk_tree(tmp_path) == Tree(
+        files=(f"{r}/a.py", f"{r}/b.py", f"{r}/c.py"),
+        outside_links=((f"{r}/d_out", "/"),),
+        truncated="more than 6 entries",
+        too_deep=False,
+        python_files=(f"{r}/a.py", f"{r}/b.py", f"{r}/c.py"),
+        broken_links=(f"{r}/e_broken",),
+        looping_links=(f"{r}/f_loop",),
+    )
+
+
+def test_a_walk_stops_at_max_tree_depth(tmp_path: Path) -> None:
+    assert MAX_TREE_DEPTH == 100
+    (tmp_path / "a_out").symlink_to("/")
+    (tmp_path / "b_broken").symlink_to("nowhere")
+    (tmp_path / "c_loop").symlink_to(".")
+    r = os.path.realpath(tmp_path)
+    deepest = tmp_path.joinpath(*["d"] * (MAX_TREE_DEPTH - 1))  # 99 folders below the root
+    deepest.mkdir(parents=True)
+    (deepest / "x.py").write_text("x")
+    found = walk_tree(tmp_path)
+    assert (found.truncated, found.too_deep) == (None, False)
+    assert found.files == (os.path.join(r, *["d"] * (MAX_TREE_DEPTH - 1), "x.py"),)
+    (deepest / "e").mkdir()  # the 100th
+    assert walk_tree(tmp_path) == Tree(
+        files=(),
+        outside_links=((f"{r}/a_out", "/"),),
+        truncated="folders nested over 100 deep",
+        too_deep=True,
+        python_files=(),
+        broken_links=(f"{r}/b_broken",),
+        looping_links=(f"{r}/c_loop",),
+    )
+
+
+def _settled(folder: Path) -> None:
+    """Give ``folder`` a modification time an hour ago: a folder no one is changing."""
+    hour_ago = os.stat(folder).st_mtime_ns - 3600 * 10**9
+    os.utime(folder, ns=(hour_ago, hour_ago))
+
+
+def test_a_settled_folder_is_walked_once_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_bounds, "_WALKS", {})
+    (tmp_path / "a.py").write_text("x")
+    _settled(tmp_path)
+    first = walk_tree(tmp_path)
+    assert walk_tree(tmp_path) is first
+    (tmp_path / "b.py").write_text("x")  # moves the folder's time
+    changed = walk_tree(tmp_path)
+    assert changed.files == (f"{tmp_path}/a.py", f"{tmp_path}/b.py")
+
+
+def test_a_folder_changed_just_now_is_walked_again_even_if_its_time_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file system with coarse timestamps may not move the folder's time for a change made
+    # within its granularity: such a walk is not remembered.
+    monkeypatch.setattr(_bounds, "_WALKS", {})
+    (tmp_path / "a.py").write_text("x")
+    now = os.stat(tmp_path).st_mtime_ns
+    assert walk_tree(tmp_path).files == (f"{tmp_path}/a.py",)
+    (tmp_path / "b.py").write_text("x")
+    os.utime(tmp_path, ns=(now, now))
+    assert walk_tree(tmp_path).files == (f"{tmp_path}/a.py", f"{tmp_path}/b.py")
+
+
+def test_at_most_16_walks_are_remembered_the_oldest_forgotten_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_bounds, "_WALKS", {})
+    folders = [tmp_path / str(i) for i in range(20)]
+    walks = []
+    for folder in folders:
+        folder.mkdir()
+        _settled(folder)
+        walks.append(walk_tree(folder))
+        assert len(_bounds._WALKS) <= 16
+    assert walk_tree(folders[19]) is walks[19]
+    assert walk_tree(folders[4]) is walks[4]
+    assert walk_tree(folders[3]) is not walks[3]
