@@ -7,16 +7,19 @@ whole message, path and fix.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from safe_estimators import _cache, _rules
+from safe_estimators._bounds import MAX_SPEC_BYTES
 from safe_estimators._context import Context
 from safe_estimators._facts.targets import only_for
 from safe_estimators._problems import Problem, warning
 from safe_estimators._resolve import check_arguments
+from safe_estimators._spec_files.read import path_suffix, read_spec_data
 
 pytestmark = pytest.mark.both_sdks
 
@@ -266,3 +269,163 @@ def test_the_rules_of_a_table_are_found_once_per_target_and_at_most_64_tables_ke
     for each in tables:
         _rules._applicable(each, "estimator")
         assert len(_rules._APPLICABLE) <= 64
+
+
+# --- read_spec_data: a spec file read whole, or refused with why ---------------------------
+
+YAML_HINT = (
+    'fix the syntax; `python -c "import yaml,sys; yaml.safe_load(open(sys.argv[1]))" FILE` '
+    "shows the same error."
+)
+NOT_A_FILE_HINT = "pass the path of a spec file."
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "data", "problem"),
+    [
+        ("ok.json", '{"a": [1, 2]}', {"a": [1, 2]}, None),
+        ("ok.toml", 'a = 1\n[b]\nc = "x"\n', {"a": 1, "b": {"c": "x"}}, None),
+        ("ok.YAML", "a: 1\n", {"a": 1}, None),
+        (
+            "dup.json",
+            '{"b": {"x": 1}, "a": 1, "a": 2}',
+            None,
+            (
+                "is not valid JSON: \"duplicate key 'a'; JSON parsers keep only one of them\".",
+                "fix the syntax.",
+            ),
+        ),
+        (
+            "nan.json",
+            '{"a": {"b": NaN}}',
+            None,
+            (
+                "is nan; the CreateTrainingJob request is JSON, which has no NaN or Infinity.",
+                "write a finite number.",
+                "a.b",
+            ),
+        ),
+        (
+            "bad.json",
+            '{"a": 1,}',
+            None,
+            (
+                "is not valid JSON at line 1, column 9: Expecting property name enclosed in "
+                "double quotes.",
+                "fix the syntax.",
+            ),
+        ),
+        (
+            "bad.yaml",
+            "a: 1\nb: [1\n",
+            None,
+            ("is not valid YAML at line 3, column 1: did not find expected ',' or ']'.", YAML_HINT),
+        ),
+        (
+            "bad.yml",
+            "a: b: c\n",
+            None,
+            (
+                "is not valid YML at line 1, column 5: mapping values are not allowed in this "
+                "context.",
+                YAML_HINT,
+            ),
+        ),
+        (
+            "bad.toml",
+            "a = \n",
+            None,
+            ("is not valid TOML: 'Invalid value (at line 1, column 5)'.", "fix the syntax."),
+        ),
+        (
+            "list.yaml",
+            "- 1\n",
+            None,
+            (
+                "must hold a mapping of options at the top level, got list.",
+                "start the file with `estimator: huggingface` (or pytorch) and the options.",
+            ),
+        ),
+        (
+            "x.txt",
+            "a: 1\n",
+            None,
+            (
+                "'x.txt' is not a spec file (expected .yaml, .yml, .json, .toml).",
+                "rename it with the suffix of its format.",
+            ),
+        ),
+        (
+            ".yaml",
+            "a: 1\n",
+            None,
+            (
+                "'.yaml' is not a spec file (expected .yaml, .yml, .json, .toml).",
+                "rename it with the suffix of its format.",
+            ),
+        ),
+    ],
+)
+def test_a_spec_file_is_read_or_refused_with_where_and_why(
+    tmp_path: Path, name: str, text: str, data: Any, problem: tuple[str, ...] | None
+) -> None:
+    (tmp_path / name).write_text(text)
+    found, problems = read_spec_data(tmp_path / name)
+    assert found == data
+    if problem is None:
+        assert problems == []
+    else:
+        path = problem[2] if len(problem) > 2 else "<file>"
+        assert [(p.path, p.message, p.hint) for p in problems] == [(path, *problem[:2])]
+
+
+def test_a_spec_file_that_is_not_a_regular_file_is_named_for_what_it_is(tmp_path: Path) -> None:
+    (tmp_path / "folder.yaml").mkdir()
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "device.yaml").symlink_to("/dev/null")
+    for name, kind in (("folder", "a folder"), ("fifo", "a FIFO"), ("device", "a device")):
+        data, problems = read_spec_data(tmp_path / f"{name}.yaml")
+        assert data is None
+        assert [(p.path, p.message, p.hint) for p in problems] == [
+            ("<file>", f"is {kind}, not a regular file.", NOT_A_FILE_HINT)
+        ]
+
+
+def test_a_spec_file_of_exactly_the_limit_is_read_and_one_byte_more_is_refused(
+    tmp_path: Path,
+) -> None:
+    assert MAX_SPEC_BYTES == 1_000_000
+    text = '{"a": 1}'
+    (tmp_path / "big.json").write_text(text + " " * (MAX_SPEC_BYTES - len(text)))
+    assert read_spec_data(tmp_path / "big.json") == ({"a": 1}, [])
+    (tmp_path / "big.json").write_text(text + " " * (MAX_SPEC_BYTES + 1 - len(text)))
+    data, problems = read_spec_data(tmp_path / "big.json")
+    assert data is None
+    assert [(p.path, p.message, p.hint) for p in problems] == [
+        (
+            "<file>",
+            "is 1,000,001 bytes; spec files are limited to 1,000,000 (everything "
+            "CreateTrainingJob accepts fits in about 400 kB).",
+            "keep data out of the spec: put it in a file in source_dir or S3 and pass its path.",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "suffix"),
+    [
+        ("a.yaml", ".yaml"),
+        ("dir/spec.YML", ".yml"),
+        ("a/b.d/spec", ""),
+        ("a/spec.tar.json", ".json"),
+        ("x.y", ".y"),
+        ("x.", ""),
+        ("x", ""),
+        (".yaml", ""),
+        ("a/.", ""),
+        ("a/x.YAML/", ".yaml"),  # pathlib's last part
+        (Path("a/spec.Toml"), ".toml"),
+    ],
+)
+def test_the_suffix_of_a_spec_path_is_pathlibs(path: str | Path, suffix: str) -> None:
+    assert path_suffix(path) == suffix == Path(path).suffix.lower()
