@@ -7,6 +7,7 @@ whole message, path and fix.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,17 @@ from safe_estimators import _cache, _rules
 from safe_estimators._bounds import MAX_SPEC_BYTES
 from safe_estimators._context import Context
 from safe_estimators._facts.targets import only_for
-from safe_estimators._problems import Problem, warning
+from safe_estimators._problems import ConfigError, Problem, warning
 from safe_estimators._resolve import check_arguments
-from safe_estimators._spec_files.read import path_suffix, read_spec_data
+from safe_estimators._spec import WORDS_KEY, spec_arguments, structure_spec
+from safe_estimators._spec_files.read import (
+    RefusedRecipeFile,
+    RemoteRecipe,
+    job_arguments,
+    path_suffix,
+    read_spec,
+    read_spec_data,
+)
 
 pytestmark = pytest.mark.both_sdks
 
@@ -429,3 +438,302 @@ def test_a_spec_file_of_exactly_the_limit_is_read_and_one_byte_more_is_refused(
 )
 def test_the_suffix_of_a_spec_path_is_pathlibs(path: str | Path, suffix: str) -> None:
     assert path_suffix(path) == suffix == Path(path).suffix.lower()
+
+
+# --- read_spec: a spec file's paths, resolved against its folder, and those refused ------------
+
+
+@pytest.fixture
+def repository(tmp_path: Path) -> Path:
+    """A project (a git repository) with the spec file's folder at its top."""
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    return Path(os.path.realpath(tmp_path / "repo"))
+
+
+def _read(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any] | None, list[Problem]]:
+    (folder / "job.json").write_text(json.dumps(spec))
+    return read_spec(folder / "job.json")
+
+
+def test_the_paths_of_a_spec_are_relative_to_its_file(repository: Path) -> None:
+    r = repository
+    data, problems = _read(
+        r,
+        {
+            "estimator": "pytorch",
+            "entry_point": "train.py",
+            "dependencies": ["lib", 3],
+            "model": {"config": "config.json", "name": "m"},
+            "distribution": {
+                "smdistributed": {"modelparallel": {"enabled": True, "parameters": "mp.json"}},
+                "other": 1,
+            },
+        },
+    )
+    assert problems == []
+    assert data == {
+        "estimator": "pytorch",
+        "entry_point": f"{r}/train.py",
+        "dependencies": [f"{r}/lib", 3],
+        "model": {"config": f"{r}/config.json", "name": "m"},
+        "distribution": {
+            "smdistributed": {"modelparallel": {"enabled": True, "parameters": f"{r}/mp.json"}},
+            "other": 1,
+        },
+    }
+
+
+def test_with_source_dir_the_entry_point_is_inside_it(repository: Path) -> None:
+    r = repository
+    spec = {"estimator": "pytorch", "entry_point": "train.py", "dependencies": ["lib"]}
+    data, problems = _read(r, {**spec, "source_dir": "src"})
+    assert (data, problems) == (
+        {**spec, "source_dir": f"{r}/src", "dependencies": [f"{r}/lib"]},
+        [],
+    )
+    # code the SDK reads elsewhere keeps its words: S3, an S3 entry point, a git repository
+    spec = {"estimator": "pytorch", "entry_point": "train.py"}
+    for remote in (
+        {"source_dir": "s3://bucket/code.tar.gz"},
+        {"entry_point": "s3://bucket/train.py"},
+        {
+            "git_config": {"repo": "https://example.com/code.git"},
+            "source_dir": "src",
+            "dependencies": ["lib"],
+        },
+    ):
+        data, problems = _read(r, {**spec, **remote})
+        assert (data, problems) == ({**spec, **remote}, [])
+
+
+def test_a_model_trainers_files_are_relative_to_the_spec(repository: Path) -> None:
+    r = repository
+    (r / "recipe.yaml").write_text("a: 1\n")
+    data, problems = _read(
+        r,
+        {
+            "target": "model_trainer",
+            "hyperparameters": "hp.yaml",
+            "training_recipe": "recipe.yaml",
+            "requirements": "req.txt",
+        },
+    )
+    assert problems == []
+    assert data is not None
+    words = data.pop(WORDS_KEY)
+    assert data == {
+        "target": "model_trainer",
+        "hyperparameters": f"{r}/hp.yaml",
+        "training_recipe": f"{r}/recipe.yaml",
+    }
+    assert (words.requirements, words.given) == (f"{r}/req.txt", {"requirements": "req.txt"})
+    # SourceCode's requirements is a file in its source_dir: uploaded with it, not resolved here
+    data, problems = _read(
+        r,
+        {
+            "target": "model_trainer",
+            "source_code": {"source_dir": "src", "entry_script": "t.py", "requirements": "r.txt"},
+        },
+    )
+    assert problems == []
+    assert data is not None
+    assert (data["source_dir"], data["entry_point"], data[WORDS_KEY].requirements) == (
+        f"{r}/src",
+        "t.py",
+        "r.txt",
+    )
+
+
+def test_a_recipe_that_is_no_file_beside_the_spec_is_downloaded_not_read(repository: Path) -> None:
+    data, problems = _read(
+        repository, {"target": "model_trainer", "training_recipe": "x://../r.yaml"}
+    )
+    assert (data, problems) == ({"target": "model_trainer", "training_recipe": "x://../r.yaml"}, [])
+    assert data is not None
+    assert type(data["training_recipe"]) is RemoteRecipe
+    # ... unless a folder "x:" beside the spec holds it: then it is a file, as the SDK reads it
+    (repository / "x:").mkdir()
+    (repository / "r.yaml").write_text("a: 1\n")
+    data, _ = _read(repository, {"target": "model_trainer", "training_recipe": "x://../r.yaml"})
+    assert data == {"target": "model_trainer", "training_recipe": f"{repository}/x:/../r.yaml"}
+    assert type(data["training_recipe"]) is str
+    # a name not ending in .yaml is the SDK's to resolve (a recipe's name)
+    data, _ = _read(repository, {"target": "model_trainer", "training_recipe": "training/llama"})
+    assert data == {"target": "model_trainer", "training_recipe": "training/llama"}
+
+
+def test_a_fine_tuning_recipe_and_a_remote_functions_files_are_beside_the_spec(
+    repository: Path,
+) -> None:
+    r = repository
+    tuning = {"target": "fine_tuning", "trainer": "SFTTrainer"}
+    assert _read(r, {**tuning, "recipe": "r.yaml"}) == ({**tuning, "recipe": f"{r}/r.yaml"}, [])
+    for remote in ("s3://bucket/r.yaml", "https://example.com/r.yaml", "http://x/r.yaml"):
+        assert _read(r, {**tuning, "recipe": remote}) == ({**tuning, "recipe": remote}, [])
+    # "recipe" means a file only for a fine-tuning trainer
+    assert _read(r, {"target": "model_trainer", "recipe": "r.yaml"}) == (
+        {"target": "model_trainer", "recipe": "r.yaml"},
+        [],
+    )
+    remote = {"target": "remote_function"}
+    assert _read(r, {**remote, "dependencies": "req.txt", "pre_execution_script": "pre.sh"}) == (
+        {**remote, "dependencies": f"{r}/req.txt", "pre_execution_script": f"{r}/pre.sh"},
+        [],
+    )
+    assert _read(r, {**remote, "dependencies": "auto_capture", "pre_execution_script": ""}) == (
+        {**remote, "dependencies": "auto_capture", "pre_execution_script": ""},
+        [],
+    )
+    assert _read(r, {"target": "model_trainer", "pre_execution_script": "pre.sh"}) == (
+        {"target": "model_trainer", "pre_execution_script": "pre.sh"},
+        [],
+    )
+
+
+OUTSIDE_HINT = (
+    "move the file into the project, or name a wider project explicitly "
+    "(load_spec(..., project_root=...), or --project-root on the command line)."
+)
+
+
+def _outside(path: str, written: str, real: str, project: Path) -> tuple[str, str, str, str | None]:
+    return (
+        path,
+        f"'{written}' resolves to '{real}', outside the project ('{project}'); plan and submit "
+        "would package and upload it.",
+        OUTSIDE_HINT,
+        "project-containment",
+    )
+
+
+def test_files_outside_the_project_are_refused_and_never_read(repository: Path) -> None:
+    r, up = repository, repository.parent
+    data, problems = _read(
+        r,
+        {
+            "estimator": "pytorch",
+            "entry_point": "train.py",
+            "hyperparameters": "../hp.yaml",
+            "model": {"config": "../config.json", "name": "m"},
+            "distribution": {
+                "smdistributed": {"modelparallel": {"enabled": True, "parameters": "../mp.json"}}
+            },
+        },
+    )
+    assert [(p.path, p.message, p.hint, p.rule) for p in problems] == [
+        _outside("model.config", "../config.json", f"{up}/config.json", r),
+        _outside(
+            "distribution.smdistributed.modelparallel.parameters", "../mp.json", f"{up}/mp.json", r
+        ),
+        _outside("hyperparameters", "../hp.yaml", f"{up}/hp.yaml", r),
+    ]
+    assert data is not None
+    assert "hyperparameters" not in data
+    assert data["model"] == {"name": "m"}
+    assert data["distribution"] == {
+        "smdistributed": {"modelparallel": {"enabled": True, "parameters": {}}}
+    }
+    assert data["entry_point"] == f"{r}/train.py"
+
+
+def test_recipes_outside_the_project_are_kept_as_refused(repository: Path) -> None:
+    r, up = repository, repository.parent
+    data, problems = _read(r, {"target": "model_trainer", "training_recipe": "../recipe.yaml"})
+    assert [(p.path, p.message, p.hint, p.rule) for p in problems] == [
+        _outside("training_recipe", "../recipe.yaml", f"{up}/recipe.yaml", r)
+    ]
+    assert data == {"target": "model_trainer", "training_recipe": f"{r}/../recipe.yaml"}
+    assert type(data["training_recipe"]) is RefusedRecipeFile
+    tuning = {"target": "fine_tuning", "trainer": "SFTTrainer"}
+    data, problems = _read(r, {**tuning, "recipe": "../r.yaml"})
+    assert [(p.path, p.rule) for p in problems] == [("recipe", "project-containment")]
+    assert data == {**tuning, "recipe": f"{r}/../r.yaml"}
+    assert type(data["recipe"]) is RefusedRecipeFile
+
+
+def test_a_project_root_given_is_the_bound(repository: Path) -> None:
+    (repository / "sub").mkdir()
+    spec = {"estimator": "pytorch", "entry_point": "../train.py"}
+    (repository / "sub" / "job.json").write_text(json.dumps(spec))
+    assert read_spec(repository / "sub" / "job.json")[1] == []  # the repository is the project
+    _, problems = read_spec(repository / "sub" / "job.json", project_root=repository / "sub")
+    assert [(p.path, p.message, p.rule) for p in problems] == [
+        (
+            "entry_point",
+            f"'../train.py' resolves to '{repository}/train.py', outside the project "
+            f"('{repository}/sub'); plan and submit would package and upload it.",
+            "project-containment",
+        )
+    ]
+
+
+def test_a_path_with_a_nul_byte_names_no_file(repository: Path) -> None:
+    _, problems = _read(
+        repository, {"estimator": "pytorch", "entry_point": "train.py", "dependencies": ["a\0b"]}
+    )
+    assert [(p.path, p.message, p.hint, p.rule) for p in problems] == [
+        (
+            "dependencies.0",
+            "'a\\x00b' contains a NUL byte (\\x00); no file can have that name.",
+            "remove the NUL byte from the path.",
+            "project-containment",
+        )
+    ]
+
+
+def test_a_file_that_cannot_be_read_is_the_spec_files_problem(
+    repository: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(repository)
+    data, problems = read_spec("missing.yaml")
+    assert data is None
+    assert [(p.path, p.message, p.rule) for p in problems] == [
+        ("<file>", "'missing.yaml' does not exist.", "spec-file")
+    ]
+
+
+# --- job_arguments: a spec (a file, or a JobSpec) and the overrides, as keyword arguments -----
+
+
+def test_job_arguments_of_a_file_are_its_options_with_the_overrides(repository: Path) -> None:
+    (repository / "job.json").write_text(
+        json.dumps({"estimator": "pytorch", "entry_point": "train.py", "instance_count": 1})
+    )
+    path = repository / "job.json"
+    assert job_arguments(path, {"instance_count": 2}) == (
+        {"estimator": "pytorch", "entry_point": f"{repository}/train.py", "instance_count": 2},
+        str(path),
+        [],
+    )
+    (repository / "sub").mkdir()
+    (repository / "sub" / "job.json").write_text(
+        json.dumps({"estimator": "pytorch", "entry_point": "../train.py"})
+    )
+    _, _, problems = job_arguments(
+        repository / "sub" / "job.json", {}, project_root=repository / "sub"
+    )
+    assert [(p.path, p.rule) for p in problems] == [("entry_point", "project-containment")]
+
+
+def test_job_arguments_of_a_file_that_cannot_be_read_raise_with_its_name(repository: Path) -> None:
+    (repository / "job.json").write_text("[1]")
+    with pytest.raises(ConfigError) as refused:
+        job_arguments(repository / "job.json", {})
+    assert refused.value.source == str(repository / "job.json")
+    assert [(p.path, p.message) for p in refused.value.problems] == [
+        ("<file>", "must hold a mapping of options at the top level, got list.")
+    ]
+
+
+def test_job_arguments_of_a_job_spec_are_its_arguments_and_its_inputs() -> None:
+    spec, problems = structure_spec({**BASE, "inputs": "s3://bucket/train/"})
+    assert spec is not None and problems == []
+    arguments = {"estimator": "pytorch", **spec_arguments(spec), "inputs": "s3://bucket/train/"}
+    assert job_arguments(spec, {"instance_count": 2}) == (
+        {**arguments, "instance_count": 2},
+        None,
+        [],
+    )
+    spec, _ = structure_spec(BASE)
+    assert spec is not None
+    assert job_arguments(spec, {}) == ({"estimator": "pytorch", **spec_arguments(spec)}, None, [])
