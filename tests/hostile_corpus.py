@@ -521,9 +521,7 @@ def _long_hyperparameter(d: Path) -> Case2:
     return Case2(
         # The estimator sends a string hyperparameter JSON-encoded (two quotes more);
         # ModelTrainer (sagemaker 3's default target) sends it as it is.
-        "200kb-hyperparameter",
-        spec,
-        ("validate", "plan"),
+        "200kb-hyperparameter", spec, ("validate", "plan"),
         expected="200000 characters" if SDK3 else "200002 characters",
         max_seconds=10,
     )

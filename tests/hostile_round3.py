@@ -127,8 +127,7 @@ def _git_config_parameters(d: Path) -> Case3:
     project = _outside(d)
     spec = (
         "estimator: pytorch\nentry_point: train.py\ninstance_type: ml.p4d.24xlarge\n"
-        "framework_version: '1.13.1'\npy_version: py39\n"
-        + ROLE
+        "framework_version: '1.13.1'\npy_version: py39\n" + ROLE
         + "git_config: {repo: 'https://github.com/aws/sagemaker-python-sdk.git'}\n"
         "distribution: {smdistributed: {modelparallel: {enabled: true, "
         "parameters: ../outside/mp.json}}, mpi: {enabled: true}}\n"
@@ -158,8 +157,7 @@ DS_SCRIPT = (
 
 DS_JOB = (
     "estimator: pytorch\nentry_point: train.py\nsource_dir: .\ninstance_type: ml.p5.48xlarge\n"
-    "instance_count: 2\nframework_version: '2.3.0'\npy_version: py311\n"
-    + ROLE
+    "instance_count: 2\nframework_version: '2.3.0'\npy_version: py311\n" + ROLE
     + "distribution: {torch_distributed: {enabled: true}}\n"
     "model: {config: config.json, parameters: 8.03B, sequence_length: 4096, micro_batch_size: 1,"
     " precision: bf16}\n"

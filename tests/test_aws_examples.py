@@ -35,9 +35,9 @@ JOBS: list[dict[str, Any]] = [
 ]
 
 # Rows warned about by design (a Hub token in hyperparameters): the record must stay true.
-HF_DISPUTED: list[dict[str, Any]] = json.loads((FIXTURES / "hf_example_jobs.json").read_text())[
-    "disputed"
-]
+HF_DISPUTED: list[dict[str, Any]] = json.loads(
+    (FIXTURES / "hf_example_jobs.json").read_text()
+)["disputed"]
 
 SDK = {"pytorch": (PyTorch, PTCompiler), "huggingface": (HuggingFace, HFCompiler)}
 FACTORY = {"pytorch": safe_estimators.pytorch, "huggingface": safe_estimators.huggingface}

@@ -115,7 +115,9 @@ KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890
 @pytest.mark.both_sdks
 @pytest.mark.parametrize("instance_type", ["ml.g5.12xlarge", "ml.p4d.24xlarge", "ml.trn2.48xlarge"])
 def test_a_volume_key_on_local_storage_is_refused_for_the_model_trainer(tmp_path, instance_type):
-    path = _spec(tmp_path, instance_type=instance_type, volume_kms_key=KEY, target="model_trainer")
+    path = _spec(
+        tmp_path, instance_type=instance_type, volume_kms_key=KEY, target="model_trainer"
+    )
     errors = [p for p in _errors(path) if p.path == "volume_kms_key"]
     assert len(errors) == 1
     assert instance_type in errors[0].message and "local NVMe storage" in errors[0].message
@@ -123,9 +125,8 @@ def test_a_volume_key_on_local_storage_is_refused_for_the_model_trainer(tmp_path
 
 @pytest.mark.both_sdks
 def test_a_volume_key_on_an_ebs_type_is_sent(tmp_path):
-    path = _spec(
-        tmp_path, instance_type="ml.p3.16xlarge", volume_kms_key=KEY, target="model_trainer"
-    )
+    path = _spec(tmp_path, instance_type="ml.p3.16xlarge", volume_kms_key=KEY,
+                 target="model_trainer")
     assert [p for p in _problems(path) if p.path == "volume_kms_key"] == []
     assert safe_estimators.plan(path).request["ResourceConfig"]["VolumeKmsKeyId"] == KEY
 
@@ -145,13 +146,8 @@ def test_the_estimator_sends_a_volume_key_it_is_given_so_the_job_is_refused(tmp_
 def test_the_estimator_sends_a_volume_key_on_nvme_types_its_list_misses(tmp_path):
     # ml.trn2.48xlarge has NVMe storage, but its family is not in the SDK's list: the estimator
     # sends the key and CreateTrainingJob refuses it.
-    path = _spec(
-        tmp_path,
-        instance_type="ml.trn2.48xlarge",
-        volume_kms_key=KEY,
-        framework_version="2.1.2",
-        py_version="py310",
-    )
+    path = _spec(tmp_path, instance_type="ml.trn2.48xlarge", volume_kms_key=KEY,
+                 framework_version="2.1.2", py_version="py310")
     errors = [p for p in _errors(path) if p.path == "volume_kms_key"]
     assert len(errors) == 1 and "refuses" in errors[0].message
 
@@ -159,13 +155,8 @@ def test_the_estimator_sends_a_volume_key_on_nvme_types_its_list_misses(tmp_path
 def _own_words_spec(tmp_path, compute, stopping_condition=None):
     (tmp_path / "train.py").write_text("print('hello')\n")
     data = {
-        "estimator": "pytorch",
-        "target": "model_trainer",
-        "entry_point": "train.py",
-        "framework_version": "2.3.0",
-        "py_version": "py311",
-        "role": ROLE,
-        "compute": compute,
+        "estimator": "pytorch", "target": "model_trainer", "entry_point": "train.py",
+        "framework_version": "2.3.0", "py_version": "py311", "role": ROLE, "compute": compute,
         **({"stopping_condition": stopping_condition} if stopping_condition else {}),
     }
     path = tmp_path / "job.yaml"
@@ -175,7 +166,9 @@ def _own_words_spec(tmp_path, compute, stopping_condition=None):
 
 @pytest.mark.both_sdks
 def test_a_training_plan_in_modeltrainers_words_is_checked_where_written(tmp_path):
-    path = _own_words_spec(tmp_path, {"instance_type": "ml.g5.xlarge", "training_plan_arn": PLAN})
+    path = _own_words_spec(
+        tmp_path, {"instance_type": "ml.g5.xlarge", "training_plan_arn": PLAN}
+    )
     (problem,) = _errors(path)
     assert problem.path == "compute.instance_type" and "training plan" in problem.message
     ok = _own_words_spec(tmp_path, {"instance_type": "ml.p5.48xlarge", "training_plan_arn": PLAN})
@@ -184,13 +177,11 @@ def test_a_training_plan_in_modeltrainers_words_is_checked_where_written(tmp_pat
 
 
 @pytest.mark.both_sdks
-@pytest.mark.parametrize(
-    ("instance_type", "warned"), [("ml.m5.xlarge", True), ("ml.g5.xlarge", False)]
-)
+@pytest.mark.parametrize(("instance_type", "warned"), [("ml.m5.xlarge", True),
+                                                       ("ml.g5.xlarge", False)])
 def test_max_pending_time_on_a_cpu_type_warns(tmp_path, instance_type, warned):
     path = _own_words_spec(
-        tmp_path,
-        {"instance_type": instance_type},
+        tmp_path, {"instance_type": instance_type},
         {"max_runtime_in_seconds": 3600, "max_pending_time_in_seconds": 7200},
     )
     found = [p for p in _problems(path) if "MaxPendingTimeInSeconds" in p.message]

@@ -250,7 +250,7 @@ SUMMARIES = {
     "heterogeneous-smddp": [
         "pytorch on 3 x instance groups (data: 1 x ml.c5.2xlarge, gpu: 2 x ml.p4d.24xlarge)\n",
         "  ResourceConfig: data: 1 x ml.c5.2xlarge, gpu: 2 x ml.p4d.24xlarge, 30 GB volume",
-        '  HyperParameters.sagemaker_distribution_instance_groups = ["gpu"]',
+        "  HyperParameters.sagemaker_distribution_instance_groups = [\"gpu\"]",
         "  HyperParameters.sagemaker_distributed_dataparallel_enabled = true",
     ],
     "compiler-single-gpu": [
@@ -291,7 +291,7 @@ SUMMARIES = {
         "injected instance_count = 2: the recipe's trainer.num_nodes",
         "injected entry_point = 'llama_pretrain.py'",
         '  HyperParameters.mp_parameters = {"placement_strategy": "cluster"}',
-        '  HyperParameters.config-name = "llama3_8b_pretrain_',
+        "  HyperParameters.config-name = \"llama3_8b_pretrain_",
     ],
     "model-parallel-v2": [
         "pytorch on 2 x ml.p4d.24xlarge, 8 GPUs each",

@@ -71,7 +71,8 @@ def test_a_bad_min_gpus_says_what_is_wrong_in_the_catalogs_usage(capsys):
     assert out == ""
     assert err.startswith("usage: safe-estimators catalog ")
     assert err.endswith(
-        "safe-estimators catalog: error: argument --min-gpus: expected a whole number, got 'abc'\n"
+        "safe-estimators catalog: error: argument --min-gpus: expected a whole number, "
+        "got 'abc'\n"
     )
     assert "_count" not in err
 
@@ -203,7 +204,9 @@ def test_a_syntax_error_in_the_models_config_is_placed_in_the_config_in_every_fo
     assert issue["location"]["lines"]["begin"] == 4
 
 
-def test_a_syntax_error_in_the_model_parallel_parameters_is_placed_in_that_file(capsys, tmp_path):
+def test_a_syntax_error_in_the_model_parallel_parameters_is_placed_in_that_file(
+    capsys, tmp_path
+):
     project = _project(tmp_path)
     (project / "mp.json").write_text('{\n  "partitions": 2,\n  "microbatches" 4\n}\n')
     spec = project / "job.yaml"

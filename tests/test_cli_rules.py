@@ -153,31 +153,22 @@ def _every_kind(tmp_path: Path) -> list[Path]:
         specs.append(project / name)
 
     base = (
-        "estimator: pytorch\nentry_point: train.py\nframework_version: '2.1.0'\npy_version: py310\n"
+        "estimator: pytorch\nentry_point: train.py\nframework_version: '2.1.0'\n"
+        "py_version: py310\n"
     )
-    spec(
-        "spot.yaml",
-        base + "instance_type: ml.p3.2xlarge\nuse_spot_instances: true\n"
-        f'environment: {{HF_TOKEN: {FAKE_TOKEN}}}\nhyperparameters:\n  "a\\nb": 1\n',
-    )
+    spec("spot.yaml", base + "instance_type: ml.p3.2xlarge\nuse_spot_instances: true\n"
+         f"environment: {{HF_TOKEN: {FAKE_TOKEN}}}\nhyperparameters:\n  \"a\\nb\": 1\n")
     spec("typo.yaml", base + "instance_type: ml.p3.2xlarg\n")
-    spec(
-        "groups.yaml",
-        base + "instance_groups:\n  - instance_type: ml.p4d.24xlarge\n    instance_count: 1\n",
-    )
-    spec(
-        "outside.yaml",
-        base.replace("train.py", "../elsewhere/train.py") + "instance_type: ml.p3.2xlarge\n",
-    )
+    spec("groups.yaml", base + "instance_groups:\n  - instance_type: ml.p4d.24xlarge\n"
+         "    instance_count: 1\n")
+    spec("outside.yaml", base.replace("train.py", "../elsewhere/train.py")
+         + "instance_type: ml.p3.2xlarge\n")
     (project / "config.json").write_text('{\n  "hidden_size": 4096 "x": 1\n}\n')
     spec("model.yaml", base + "instance_type: ml.p4d.24xlarge\nmodel:\n  config: config.json\n")
     (project / "mp.json").write_text('{\n  "partitions": 2,\n  "microbatches" 4\n}\n')
-    spec(
-        "mp.yaml",
-        base.replace("'2.1.0'", "'1.13.1'").replace("py310", "py39")
-        + "instance_type: ml.p3.16xlarge\ndistribution:\n  mpi: {enabled: true}\n"
-        "  smdistributed:\n    modelparallel:\n      enabled: true\n      parameters: mp.json\n",
-    )
+    spec("mp.yaml", base.replace("'2.1.0'", "'1.13.1'").replace("py310", "py39")
+         + "instance_type: ml.p3.16xlarge\ndistribution:\n  mpi: {enabled: true}\n"
+         "  smdistributed:\n    modelparallel:\n      enabled: true\n      parameters: mp.json\n")
     (project / "xla.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).to('cuda:0')\n")
     spec("compiler.yaml", "estimator: huggingface\nentry_point: xla.py\n"
          "instance_type: ml.p3.8xlarge\ntransformers_version: '4.21.1'\n"

@@ -60,9 +60,7 @@ def test_validate_json_lists_every_problem(capsys):
     assert code == 1
     assert document["ok"] is False
     assert [p["path"] for p in document["problems"]] == [
-        "hyperparameter",
-        "instance_count",
-        "max_run",
+        "hyperparameter", "instance_count", "max_run"
     ]
     assert [f["ok"] for f in document["files"]] == [False, True]
     problem = document["problems"][0]
@@ -103,10 +101,8 @@ def test_validate_an_empty_folder_is_a_problem(capsys, tmp_path):
 
 
 def test_plan_and_lint_take_several_files(capsys):
-    names = (
-        ("model-trainer/smp-v2", "model-trainer/qlora")
-        if SDK3
-        else ("compiler-single-gpu/job", "compiler-multi-gpu/job")
+    names = ("model-trainer/smp-v2", "model-trainer/qlora") if SDK3 else (
+        "compiler-single-gpu/job", "compiler-multi-gpu/job"
     )
     two = [ROOT / f"examples/{name}.yaml" for name in names]
     code, out, _ = run(capsys, "plan", *two)

@@ -72,7 +72,9 @@ def test_other_estimator_keywords_pass_through_unchanged(sagemaker_session, role
 
 def test_multi_instance_jobs_encrypt_inter_container_traffic(sagemaker_session, role):
     assert pt(sagemaker_session, role, instance_count=2).encrypt_inter_container_traffic is True
-    explicit = pt(sagemaker_session, role, instance_count=2, encrypt_inter_container_traffic=False)
+    explicit = pt(
+        sagemaker_session, role, instance_count=2, encrypt_inter_container_traffic=False
+    )
     assert explicit.encrypt_inter_container_traffic is False
     assert "encrypt_inter_container_traffic" not in safe_estimators.explain(explicit).injected
 
@@ -122,15 +124,8 @@ def test_local_mode_gets_a_local_session_and_no_gpu_derived_values(role):
 
 
 def test_local_mode_with_a_remote_session_is_refused(sagemaker_session, role):
-    error = refused(
-        pt,
-        sagemaker_session=sagemaker_session,
-        role=role,
-        entry_point=SCRIPT,
-        instance_type="local",
-        framework_version="2.0",
-        py_version="py310",
-    )
+    error = refused(pt, sagemaker_session=sagemaker_session, role=role, entry_point=SCRIPT,
+                    instance_type="local", framework_version="2.0", py_version="py310")
     assert error.paths == ["sagemaker_session"]
     assert "LocalSession" in str(error)
 
@@ -165,23 +160,16 @@ def test_local_mode_with_a_remote_session_is_refused(sagemaker_session, role):
     ],
 )  # fmt: skip
 def test_refusals_name_the_path_and_the_numbers(sagemaker_session, role, overrides, path, words):
-    error = refused(
-        pt,
-        sagemaker_session=sagemaker_session,
-        role=role,
-        **{
-            "entry_point": SCRIPT,
-            "instance_type": "ml.g5.2xlarge",
-            "framework_version": "2.0",
-            "py_version": "py310",
-            **overrides,
-        },
-    )
+    error = refused(pt, sagemaker_session=sagemaker_session, role=role,
+                    **{"entry_point": SCRIPT, "instance_type": "ml.g5.2xlarge",
+                       "framework_version": "2.0", "py_version": "py310", **overrides})
     assert path in error.paths, error
     assert words in str(error)
 
 
-def test_a_container_that_exists_only_for_the_compiler_is_refused_up_front(sagemaker_session, role):
+def test_a_container_that_exists_only_for_the_compiler_is_refused_up_front(
+    sagemaker_session, role
+):
     # The SDK itself accepts this and fails only at fit(): the image exists only for the compiler.
     error = refused(
         safe_estimators.huggingface,
@@ -219,12 +207,8 @@ def test_all_problems_are_reported_at_once(sagemaker_session, role):
         use_spot_instances=True,
         environment={"1BAD": "x"},
     )
-    assert set(error.paths) >= {
-        "framework_version",
-        "max_wait",
-        "checkpoint_s3_uri",
-        "environment.1BAD",
-    }
+    assert set(error.paths) >= {"framework_version", "max_wait", "checkpoint_s3_uri",
+                                "environment.1BAD"}
     assert str(error).startswith(f"{len(error.problems)} problems")
 
 
@@ -247,29 +231,16 @@ def test_a_malformed_option_does_not_hide_the_rules_problems(sagemaker_session, 
 
 def test_trainium_jobs_get_the_neuron_container_they_ask_for(sagemaker_session, role):
     # The SDK has one Neuron training container and takes it whatever version is asked for.
-    error = refused(
-        pt,
-        sagemaker_session=sagemaker_session,
-        role=role,
-        entry_point=SCRIPT,
-        instance_type="ml.trn1.32xlarge",
-        framework_version="1.13.1",
-        py_version="py39",
-        check_script=False,
-        distribution={"torch_distributed": {"enabled": True}},
-    )
+    error = refused(pt, sagemaker_session=sagemaker_session, role=role, entry_point=SCRIPT,
+                    instance_type="ml.trn1.32xlarge", framework_version="1.13.1",
+                    py_version="py39", check_script=False,
+                    distribution={"torch_distributed": {"enabled": True}})
     assert error.paths == ["framework_version"]
     assert "silently start PyTorch 1.11.0" in str(error)
 
-    est = pt(
-        sagemaker_session,
-        role,
-        instance_type="ml.trn1.32xlarge",
-        framework_version="1.11.0",
-        py_version="py38",
-        check_script=False,
-        distribution={"torch_distributed": {"enabled": True}},
-    )
+    est = pt(sagemaker_session, role, instance_type="ml.trn1.32xlarge", framework_version="1.11.0",
+             py_version="py38", check_script=False,
+             distribution={"torch_distributed": {"enabled": True}})
     assert "pytorch-training-neuron:1.11.0" in safe_estimators.explain(est).image_uri
     assert est.distribution == {"torch_distributed": {"enabled": True}}
     # Trainium in its own terms: NeuronCores, not "0 GPUs".
@@ -298,7 +269,6 @@ def test_sdk_v1_names_are_taken_as_the_sdk_takes_them(sagemaker_session, role):
     # Both names, different values: the v1 name's value wins in the SDK, and the warning says so.
     both = safe_estimators.pytorch(**{**arguments, "instance_type": "ml.g5.2xlarge"})
     assert both.instance_type == "ml.g5.xlarge"
-    assert (
-        "over the instance_type also given"
-        in {w.path: str(w) for w in safe_estimators.explain(both).warnings}["train_instance_type"]
-    )
+    assert "over the instance_type also given" in {
+        w.path: str(w) for w in safe_estimators.explain(both).warnings
+    }["train_instance_type"]

@@ -193,7 +193,9 @@ def test_a_recipe_linked_from_outside_the_collection_is_not_read(collection, tmp
 def test_a_fine_tuning_folder_linked_out_of_the_collection_is_not_read(tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "llmft_llama3_2_1b_instruct_seq4k_gpu_sft_lora.yaml").write_text(_recipe(LISTED))
+    (elsewhere / "llmft_llama3_2_1b_instruct_seq4k_gpu_sft_lora.yaml").write_text(
+        _recipe(LISTED)
+    )
     root = tmp_path / "collection"
     root.joinpath(*FINE_TUNING[:2]).mkdir(parents=True)
     os.symlink(elsewhere, root.joinpath(*FINE_TUNING))
@@ -223,9 +225,8 @@ def test_what_a_recipe_holds_reaches_a_message_only_as_an_instance_type(
     spec = _spec(tmp_path, compute={"instance_type": "ml.g6.2xlarge"})
     assert main(["validate", "--format", "github", str(spec)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert all(
-        not line.lstrip().startswith("::") or line.startswith("::error file=") for line in lines
-    )
+    assert all(not line.lstrip().startswith("::") or line.startswith("::error file=")
+               for line in lines)
     assert not any("::warning::x" in line and not line.startswith("::error") for line in lines)
 
 

@@ -53,8 +53,7 @@ def broken_fixes(arguments: dict[str, Any]) -> list[str]:
             if (problem.path, problem.message) in {(p.path, p.message) for p in after}:
                 broken.append(f"{fix.text}: leaves {problem.path}: {problem.message}")
             broken += [
-                f"{fix.text}: brings {p}"
-                for p in after
+                f"{fix.text}: brings {p}" for p in after
                 if p.severity == "error" and (p.path, p.message) not in seen
             ]
     return broken
@@ -71,13 +70,9 @@ def offered(arguments: dict[str, Any]) -> list[str]:
 @pytest.mark.sdk2_only
 def test_the_trn2_job_is_not_offered_a_container_older_than_trainium2():
     job = {
-        "estimator": "pytorch",
-        "entry_point": SCRIPT,
-        "role": ROLE,
-        "instance_type": "ml.trn2.48xlarge",
-        "framework_version": "2.1.0",
-        "py_version": "py310",
-        "distribution": TORCHRUN,
+        "estimator": "pytorch", "entry_point": SCRIPT, "role": ROLE,
+        "instance_type": "ml.trn2.48xlarge", "framework_version": "2.1.0",
+        "py_version": "py310", "distribution": TORCHRUN,
     }
     found = errors(job)
     assert [p.path for p in found] == ["framework_version", "framework_version"]
@@ -101,9 +96,8 @@ def _example_arguments() -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments"), _example_arguments(), ids=[n for n, _ in _example_arguments()]
-)
+@pytest.mark.parametrize(("name", "arguments"), _example_arguments(),
+                         ids=[n for n, _ in _example_arguments()])
 def test_no_fix_offered_for_an_example_is_refused(name, arguments):
     assert broken_fixes(arguments) == []
 
@@ -114,25 +108,16 @@ def _corpus() -> list[dict[str, Any]]:
         for job in json.loads((HERE / "fixtures" / name).read_text())["jobs"]:
             kwargs = {k: v for k, v in job["kwargs"].items() if isinstance(v, str | int | dict)}
             kwargs.pop("compiler_config", None)
-            jobs.append(
-                {
-                    **kwargs,
-                    "estimator": job["estimator"],
-                    "entry_point": SCRIPT,
-                    "role": ROLE,
-                    "source_dir": None,
-                }
-            )
+            jobs.append({**kwargs, "estimator": job["estimator"], "entry_point": SCRIPT,
+                         "role": ROLE, "source_dir": None})
     return jobs
 
 
 def test_no_fix_offered_for_the_notebook_corpora_is_refused():
     corpus = _corpus()
-    checked = [
-        broken
-        for job in corpus
-        for broken in broken_fixes({k: v for k, v in job.items() if v is not None})
-    ]
+    checked = [broken for job in corpus for broken in broken_fixes(
+        {k: v for k, v in job.items() if v is not None}
+    )]
     assert len(corpus) > 100 and checked == []
 
 
@@ -142,15 +127,8 @@ def _versions(table: str) -> list[str]:
     return list(framework_container(table, "0").known)
 
 
-INSTANCES = [
-    "ml.trn2.48xlarge",
-    "ml.trn1.32xlarge",
-    "ml.trn1.2xlarge",
-    "ml.g5.12xlarge",
-    "ml.p4d.24xlarge",
-    "ml.p5.48xlarge",
-    "ml.c5.xlarge",
-]
+INSTANCES = ["ml.trn2.48xlarge", "ml.trn1.32xlarge", "ml.trn1.2xlarge", "ml.g5.12xlarge",
+             "ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.c5.xlarge"]
 PYTHON = ["py38", "py39", "py310", "py311", "py312"]
 
 
@@ -163,36 +141,27 @@ PYTHON = ["py38", "py39", "py310", "py311", "py312"]
     count=st.integers(1, 3),
 )
 def test_no_fix_offered_for_a_generated_job_is_refused(instance, version, python, launcher, count):
-    job = {
-        "estimator": "pytorch",
-        "entry_point": SCRIPT,
-        "role": ROLE,
-        "instance_type": instance,
-        "instance_count": count,
-        "framework_version": version,
-        "py_version": python,
-    }
+    job = {"estimator": "pytorch", "entry_point": SCRIPT, "role": ROLE,
+           "instance_type": instance, "instance_count": count, "framework_version": version,
+           "py_version": python}
     if launcher is not None:
         job["distribution"] = launcher
     assert broken_fixes(job) == []
 
 
 def test_every_offered_fix_is_named_in_the_hint():
-    job = {
-        "estimator": "pytorch",
-        "entry_point": SCRIPT,
-        "role": ROLE,
-        "instance_type": "ml.g5.12xlarge",
-        "framework_version": "2.2.0",
-        "py_version": "py310",
-        "distribution": {"mpi": {"enabled": True, "processes_per_host": 8}},
-    }
+    job = {"estimator": "pytorch", "entry_point": SCRIPT, "role": ROLE,
+           "instance_type": "ml.g5.12xlarge", "framework_version": "2.2.0",
+           "py_version": "py310", "distribution": {"mpi": {"enabled": True,
+                                                          "processes_per_host": 8}}}
     [problem] = [p for p in found(job) if p.path == "distribution.mpi.processes_per_host"]
     assert problem.hint == (
         "set distribution.mpi.processes_per_host=4 (one process per GPU); or pick an instance "
         "type with 8 GPUs."
     )
-    assert [fix.changes for fix in problem.fixes] == [(("distribution.mpi.processes_per_host", 4),)]
+    assert [fix.changes for fix in problem.fixes] == [
+        (("distribution.mpi.processes_per_host", 4),)
+    ]
     assert broken_fixes(job) == []
 
 
@@ -200,17 +169,10 @@ def test_every_offered_fix_is_named_in_the_hint():
 def test_an_instance_type_that_brings_another_error_is_not_offered():
     # Training Compiler on a CPU type: of the compiler's types, only the 8-GPU one keeps
     # GPU_NUM_DEVICES=8 right; the 1-GPU types would be refused for it.
-    job = {
-        "estimator": "huggingface",
-        "entry_point": SCRIPT,
-        "role": ROLE,
-        "instance_type": "ml.c5.4xlarge",
-        "transformers_version": "4.21.1",
-        "pytorch_version": "1.11.0",
-        "py_version": "py38",
-        "training_compiler": True,
-        "environment": {"GPU_NUM_DEVICES": "8"},
-    }
+    job = {"estimator": "huggingface", "entry_point": SCRIPT, "role": ROLE,
+           "instance_type": "ml.c5.4xlarge", "transformers_version": "4.21.1",
+           "pytorch_version": "1.11.0", "py_version": "py38", "training_compiler": True,
+           "environment": {"GPU_NUM_DEVICES": "8"}}
     [problem] = [p for p in errors(job) if "Training Compiler does not support" in p.message]
     assert [fix.changes for fix in problem.fixes] == [(("instance_type", "ml.p4d.24xlarge"),)]
     assert "ml.g5.xlarge" not in problem.hint and "ml.p3.2xlarge" not in problem.hint
@@ -222,15 +184,9 @@ def test_an_instance_type_that_brings_another_error_is_not_offered():
 def test_a_trainium_type_without_a_container_for_the_version_is_not_offered():
     # torchrun on a CPU type: GPU and Trainium types are the fixes, but the SDK has no Neuron
     # container for PyTorch 2.2.0, so ml.trn1.32xlarge is left out.
-    job = {
-        "estimator": "pytorch",
-        "entry_point": SCRIPT,
-        "role": ROLE,
-        "instance_type": "ml.m5.xlarge",
-        "framework_version": "2.2.0",
-        "py_version": "py310",
-        "distribution": TORCHRUN,
-    }
+    job = {"estimator": "pytorch", "entry_point": SCRIPT, "role": ROLE,
+           "instance_type": "ml.m5.xlarge", "framework_version": "2.2.0", "py_version": "py310",
+           "distribution": TORCHRUN}
     [problem] = [p for p in errors(job) if p.path == "instance_type"]
     offered_types = [dict(fix.changes).get("instance_type") for fix in problem.fixes]
     assert offered_types == ["ml.g5.12xlarge", "ml.p4d.24xlarge", None]
@@ -257,12 +213,8 @@ def test_no_fix_offered_for_a_local_recipe_is_refused(tmp_path):
     from recipe_fixtures import gpu_recipe, write_recipe
 
     recipe = write_recipe(tmp_path / "recipe.yaml", gpu_recipe(nodes=2, shard=16, tensor=1))
-    base = {
-        "estimator": "pytorch",
-        "training_recipe": str(recipe),
-        "role": ROLE,
-        "recipe_overrides": {"run": {"results_dir": "/opt/ml/model"}},
-    }
+    base = {"estimator": "pytorch", "training_recipe": str(recipe), "role": ROLE,
+            "recipe_overrides": {"run": {"results_dir": "/opt/ml/model"}}}
     jobs = [
         {**base, "instance_type": "ml.g5.48xlarge", "instance_count": 3},
         {**base, "instance_type": "ml.p4d.24xlarge", "instance_count": 2},
@@ -275,23 +227,10 @@ def test_no_fix_offered_for_a_local_recipe_is_refused(tmp_path):
     assert broken == {}
 
 
-GPU_TYPES = [
-    "ml.g5.xlarge",
-    "ml.g5.12xlarge",
-    "ml.p3.16xlarge",
-    "ml.p4d.24xlarge",
-    "ml.p5.48xlarge",
-    "ml.g4dn.12xlarge",
-]
-OTHER_TYPES = [
-    "ml.c5.xlarge",
-    "ml.m5.xlarge",
-    "ml.trn1.32xlarge",
-    "ml.trn2.48xlarge",
-    "ml.p4d.24xlarg",
-    "ml.g5.12xlarg",
-    "local_gpu",
-]
+GPU_TYPES = ["ml.g5.xlarge", "ml.g5.12xlarge", "ml.p3.16xlarge", "ml.p4d.24xlarge",
+             "ml.p5.48xlarge", "ml.g4dn.12xlarge"]
+OTHER_TYPES = ["ml.c5.xlarge", "ml.m5.xlarge", "ml.trn1.32xlarge", "ml.trn2.48xlarge",
+               "ml.p4d.24xlarg", "ml.g5.12xlarg", "local_gpu"]
 DISTRIBUTIONS = [
     None,
     TORCHRUN,
@@ -324,9 +263,8 @@ MODEL_PARALLEL = [
 @given(
     instance=st.sampled_from(GPU_TYPES + OTHER_TYPES),
     count=st.integers(1, 3),
-    version=st.sampled_from(
-        ["1.11.0", "1.13.1", "2.0.0", "2.1.0", "2.2.0", "2.3.0", "2.1", "9.9", None]
-    ),
+    version=st.sampled_from(["1.11.0", "1.13.1", "2.0.0", "2.1.0", "2.2.0", "2.3.0", "2.1",
+                             "9.9", None]),
     python=st.sampled_from(["py38", "py39", "py310", "py311", None]),
     distribution=st.sampled_from(DISTRIBUTIONS),
     model_parallel=st.sampled_from(MODEL_PARALLEL),
@@ -337,33 +275,14 @@ MODEL_PARALLEL = [
     volume=st.sampled_from([None, 100, 4000]),
 )
 def test_no_fix_offered_for_a_generated_pytorch_job_is_refused(
-    instance,
-    count,
-    version,
-    python,
-    distribution,
-    model_parallel,
-    compiler,
-    devices,
-    spot,
-    keep_alive,
-    volume,
+    instance, count, version, python, distribution, model_parallel, compiler, devices, spot,
+    keep_alive, volume,
 ):
-    job: dict[str, Any] = {
-        "estimator": "pytorch",
-        "entry_point": SCRIPT,
-        "role": ROLE,
-        "instance_type": instance,
-        "instance_count": count,
-    }
-    options = {
-        "framework_version": version,
-        "py_version": python,
-        "distribution": distribution,
-        "model_parallel": model_parallel,
-        "keep_alive_period_in_seconds": keep_alive,
-        "volume_size": volume,
-    }
+    job: dict[str, Any] = {"estimator": "pytorch", "entry_point": SCRIPT, "role": ROLE,
+                           "instance_type": instance, "instance_count": count}
+    options = {"framework_version": version, "py_version": python,
+               "distribution": distribution, "model_parallel": model_parallel,
+               "keep_alive_period_in_seconds": keep_alive, "volume_size": volume}
     job.update({k: v for k, v in options.items() if v is not None})
     if compiler:
         job["training_compiler"] = True
@@ -385,36 +304,22 @@ def test_no_fix_offered_for_a_generated_pytorch_job_is_refused(
 @given(
     instance=st.sampled_from([*GPU_TYPES, "ml.c5.xlarge", "ml.p4d.24xlarg"]),
     count=st.integers(1, 2),
-    versions=st.sampled_from(
-        [
-            ("4.21.1", "1.11.0", "py38"),
-            ("4.28.1", "2.0.0", "py310"),
-            ("4.36.0", "2.1.0", "py310"),
-            ("4.36", "2.1.0", "py310"),
-            ("4.99.0", "2.1.0", "py310"),
-            ("4.28.1", "1.9.0", "py38"),
-            ("4.36.0", "2.1.0", "py37"),
-        ]
-    ),
-    distribution=st.sampled_from(
-        [*DISTRIBUTIONS[:9], {"pytorchddp": {"enabled": True}, **TORCHRUN}]
-    ),
+    versions=st.sampled_from([("4.21.1", "1.11.0", "py38"), ("4.28.1", "2.0.0", "py310"),
+                              ("4.36.0", "2.1.0", "py310"), ("4.36", "2.1.0", "py310"),
+                              ("4.99.0", "2.1.0", "py310"), ("4.28.1", "1.9.0", "py38"),
+                              ("4.36.0", "2.1.0", "py37")]),
+    distribution=st.sampled_from([*DISTRIBUTIONS[:9], {"pytorchddp": {"enabled": True},
+                                                        **TORCHRUN}]),
     compiler=st.booleans(),
 )
 def test_no_fix_offered_for_a_generated_huggingface_job_is_refused(
     instance, count, versions, distribution, compiler
 ):
     transformers, pytorch, python = versions
-    job: dict[str, Any] = {
-        "estimator": "huggingface",
-        "entry_point": SCRIPT,
-        "role": ROLE,
-        "instance_type": instance,
-        "instance_count": count,
-        "transformers_version": transformers,
-        "pytorch_version": pytorch,
-        "py_version": python,
-    }
+    job: dict[str, Any] = {"estimator": "huggingface", "entry_point": SCRIPT, "role": ROLE,
+                           "instance_type": instance, "instance_count": count,
+                           "transformers_version": transformers, "pytorch_version": pytorch,
+                           "py_version": python}
     if distribution is not None:
         job["distribution"] = distribution
     if compiler:
@@ -430,32 +335,20 @@ def remote_found(arguments: dict[str, Any]) -> list[Any]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    instance=st.sampled_from(
-        ["ml.g5.12xlarge", "ml.p4d.24xlarge", "ml.c5.xlarge", "ml.trn1.32xlarge"]
-    ),
+    instance=st.sampled_from(["ml.g5.12xlarge", "ml.p4d.24xlarge", "ml.c5.xlarge",
+                              "ml.trn1.32xlarge"]),
     count=st.integers(1, 2),
-    launcher=st.sampled_from(
-        [
-            {},
-            {"use_torchrun": True},
-            {"use_mpirun": True},
-            {"use_torchrun": True, "use_mpirun": True},
-        ]
-    ),
+    launcher=st.sampled_from([{}, {"use_torchrun": True}, {"use_mpirun": True},
+                              {"use_torchrun": True, "use_mpirun": True}]),
     processes=st.sampled_from([None, 1, 4, 16]),
-    spot=st.sampled_from(
-        [None, {}, {"max_wait_time_in_seconds": 60}, {"keep_alive_period_in_seconds": 600}]
-    ),
+    spot=st.sampled_from([None, {}, {"max_wait_time_in_seconds": 60},
+                          {"keep_alive_period_in_seconds": 600}]),
 )
 def test_no_fix_offered_for_a_generated_remote_function_is_refused(
     instance, count, launcher, processes, spot
 ):
-    job: dict[str, Any] = {
-        "instance_type": instance,
-        "instance_count": count,
-        **launcher,
-        "image_uri": "my-image:latest",
-    }
+    job: dict[str, Any] = {"instance_type": instance, "instance_count": count, **launcher,
+                           "image_uri": "my-image:latest"}
     if processes is not None:
         job["nproc_per_node"] = processes
     if spot is not None:
@@ -467,6 +360,5 @@ def test_no_fix_offered_for_a_generated_remote_function_is_refused(
         for fix in problem.fixes:
             after = remote_found(changed(job, fix.changes))
             assert (problem.path, problem.message) not in {(p.path, p.message) for p in after}
-            assert not [
-                p for p in after if p.severity == "error" and (p.path, p.message) not in seen
-            ], fix.text
+            assert not [p for p in after if p.severity == "error"
+                        and (p.path, p.message) not in seen], fix.text

@@ -152,7 +152,9 @@ def test_github_escaping_is_the_toolkits():
 
 
 @pytest.mark.parametrize("kind", sorted(SPEC_TEXTS))
-def test_github_prints_one_annotation_per_problem_with_file_line_and_column(capsys, tmp_path, kind):
+def test_github_prints_one_annotation_per_problem_with_file_line_and_column(
+    capsys, tmp_path, kind
+):
     path = _spec(tmp_path, kind, name="job,v1:100%")
     code, out = run(capsys, "validate", "--format", "github", path)
     assert code == 1

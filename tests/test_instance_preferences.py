@@ -84,12 +84,10 @@ def test_types_with_equal_gpu_counts_plan_with_eight_processes_per_node(tmp_path
 def test_per_preference_counts_are_sent_per_preference(tmp_path):
     path = _spec(
         tmp_path,
-        {
-            "instance_preferences": [
-                {"instance_type": "ml.p5.48xlarge", "instance_count": 1},
-                {"instance_type": "ml.p5en.48xlarge", "instance_count": 2},
-            ]
-        },
+        {"instance_preferences": [
+            {"instance_type": "ml.p5.48xlarge", "instance_count": 1},
+            {"instance_type": "ml.p5en.48xlarge", "instance_count": 2},
+        ]},
     )
     resources = safe_estimators.plan(path).request["ResourceConfig"]
     assert resources["InstancePreferences"][1] == {
@@ -124,39 +122,27 @@ def test_a_problem_of_one_preferred_type_names_that_type(tmp_path):
     ("compute", "path", "words"),
     [
         (
-            {
-                "instance_preferences": _prefs("ml.p5.48xlarge", "ml.p5.48xlarge"),
-                "instance_count": 1,
-            },
+            {"instance_preferences": _prefs("ml.p5.48xlarge", "ml.p5.48xlarge"),
+             "instance_count": 1},
             "compute.instance_preferences",
             "more than once",
         ),
         (
-            {
-                "instance_preferences": _prefs(
-                    "ml.p5.48xlarge", "ml.p5en.48xlarge", instance_count=1
-                ),
-                "instance_count": 1,
-            },
+            {"instance_preferences": _prefs("ml.p5.48xlarge", "ml.p5en.48xlarge",
+                                            instance_count=1),
+             "instance_count": 1},
             "compute.instance_count",
             "one or the other",
         ),
         (
-            {
-                "instance_preferences": [
-                    {"instance_type": "ml.p5.48xlarge", "instance_count": 1},
-                    {"instance_type": "ml.p5en.48xlarge"},
-                ]
-            },
+            {"instance_preferences": [{"instance_type": "ml.p5.48xlarge", "instance_count": 1},
+                                      {"instance_type": "ml.p5en.48xlarge"}]},
             "compute.instance_preferences.1",
             "no instance_count",
         ),
         (
-            {
-                "instance_preferences": _prefs("ml.p5.48xlarge"),
-                "instance_count": 1,
-                "enable_managed_spot_training": True,
-            },
+            {"instance_preferences": _prefs("ml.p5.48xlarge"), "instance_count": 1,
+             "enable_managed_spot_training": True},
             "compute.enable_managed_spot_training",
             "spot",
         ),

@@ -478,11 +478,8 @@ def test_a_shell_entry_point_that_runs_its_own_launcher_uses_every_neuroncore(
 def test_the_hugging_face_estimator_on_trainium_needs_an_image_uri(sagemaker_session, role):
     # The SDK's image lookup takes only PyTorch on Trainium: our rule says so before the build.
     arguments = {
-        "instance_type": "ml.trn1.32xlarge",
-        "transformers_version": "4.36.2",
-        "pytorch_version": "1.13.1",
-        "py_version": "py310",
-        "distribution": TORCHRUN,
+        "instance_type": "ml.trn1.32xlarge", "transformers_version": "4.36.2",
+        "pytorch_version": "1.13.1", "py_version": "py310", "distribution": TORCHRUN,
     }
     error = refusal(hf, sagemaker_session, role, **arguments)
     assert "image_uri" in problem_at(error, "instance_type").hint
@@ -499,9 +496,7 @@ def test_the_sdk_s_neuron_container_predates_trainium2(sagemaker_session, role):
     # The SDK resolves its one Neuron training container (Neuron SDK 2.4.0) for ml.trn2 too,
     # whose runtime predates Trainium2 (Neuron SDK 2.21.0 added it): the job cannot run.
     arguments = {
-        "instance_type": "ml.trn2.48xlarge",
-        "framework_version": "1.11.0",
-        "py_version": "py38",
+        "instance_type": "ml.trn2.48xlarge", "framework_version": "1.11.0", "py_version": "py38",
         "distribution": TORCHRUN,
     }
     found = problem_at(refusal(pt, sagemaker_session, role, **arguments), "instance_type")

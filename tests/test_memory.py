@@ -537,7 +537,6 @@ def test_trainium_jobs_get_a_verdict_per_neuroncore():
 # SMP v2 through the factories
 # ---------------------------------------------------------------------------------------------
 
-
 @pytest.fixture
 def v2_build(sagemaker_session, role, tmp_path):
     script = tmp_path / "train.py"

@@ -175,3 +175,4 @@ def test_the_scripts_lora_config_counts_the_issues_jobs_as_peft_does(
     expected = EXPECTED[(model, targets)]
     assert memory.gradients == expected * 2  # bf16 gradients of the adapters only
     assert any(f"trainable_parameters {expected:,} from the script" in n for n in memory.notes)
+

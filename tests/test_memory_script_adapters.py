@@ -24,7 +24,7 @@ LLAMA_3_1_8B = {
 }  # fmt: skip
 MODEL = {"parameters": "8.03B", "sequence_length": 2048, "micro_batch_size": 1}
 
-LORA = """
+LORA = '''
 import torch
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM
@@ -37,7 +37,7 @@ with torch.autocast("cuda", dtype=torch.bfloat16):
     model(**batch).loss.backward()
 optimizer.step()
 model.save_pretrained("/opt/ml/model")
-"""
+'''
 Q_AND_V = LORA.format(targets='["q_proj", "v_proj"]')
 FP32_LOAD = Q_AND_V.replace(", torch_dtype=torch.bfloat16", "")
 
@@ -74,8 +74,7 @@ def test_lora_on_q_and_v_trains_only_the_adapters_peft_adds(tmp_path: Path) -> N
     assert memory.gradients == 6_815_744 * 2  # bf16 gradients of the adapters only
     assert any(
         "trainable_parameters 6,815,744 from the script (LoRA r=16 on q_proj, v_proj "
-        "(train.py:7) with `get_peft_model(...)` at train.py:8" in note
-        for note in memory.notes
+        "(train.py:7) with `get_peft_model(...)` at train.py:8" in note for note in memory.notes
     )
     assert not memory_warnings(estimator)
 
@@ -137,8 +136,7 @@ def test_frozen_weights_loaded_in_float32_take_4_bytes_under_autocast(tmp_path: 
     assert any(
         "frozen weights counted in float32, 4 bytes each, from the script "
         "(`AutoModelForCausalLM.from_pretrained(...)` without torch_dtype (transformers 4.36.0 "
-        "loads float32) at train.py:6)" in note
-        for note in memory.notes
+        "loads float32) at train.py:6)" in note for note in memory.notes
     )
 
 
@@ -148,12 +146,14 @@ def test_without_the_transformers_version_a_refusal_on_float32_weights_is_a_warn
     # The PyTorch estimator installs transformers from requirements.txt: 5 loads bf16 weights,
     # with which the job fits (8.03e9 x 2 bytes, checkpointed activations).
     [warning] = memory_warnings(
-        build(tmp_path, FP32_LOAD, "ml.g5.2xlarge", precision="bf16", activation_checkpointing=True)
+        build(
+            tmp_path, FP32_LOAD, "ml.g5.2xlarge", precision="bf16", activation_checkpointing=True
+        )
     )
     assert "from transformers 5 they load in the checkpoint's dtype" in warning
 
 
-DATA_PARALLEL = """
+DATA_PARALLEL = '''
 import torch
 from transformers import AutoModelForCausalLM
 
@@ -164,7 +164,7 @@ with torch.autocast("cuda", dtype=torch.bfloat16):
     model(**batch).loss.mean().backward()
 optimizer.step()
 torch.save(model.module.state_dict(), "/opt/ml/model/model.pt")
-"""
+'''
 SMALL = {"parameters": "350M", "layers": 24, "hidden_size": 1024, "attention_heads": 16,
          "vocab_size": 50304, "sequence_length": 1024, "micro_batch_size": 4,
          "precision": "bf16"}  # fmt: skip
@@ -194,13 +194,13 @@ def test_data_parallel_counts_gpu_0_with_the_gathered_outputs(tmp_path: Path) ->
     assert four.activations - alone.activations == pytest.approx(4 * 1024 * 4 * 50304, abs=2)
 
 
-TRAINER = """
+TRAINER = '''
 from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
 
 model = AutoModelForCausalLM.from_pretrained("gpt2-like"{load})
 args = TrainingArguments(output_dir="/opt/ml/model", bf16=True)
 Trainer(model=model, args=args).train()
-"""
+'''
 
 
 def test_the_trainer_without_a_launcher_is_counted_on_gpu_0(tmp_path: Path) -> None:
@@ -222,16 +222,9 @@ def test_an_8_bit_model_is_not_wrapped_by_the_trainer(tmp_path: Path) -> None:
 
 
 # Falcon-7B's config.json (multi-query attention: one key/value head).
-FALCON_7B = {
-    "model_type": "falcon",
-    "hidden_size": 4544,
-    "n_head": 71,
-    "n_layer": 32,
-    "vocab_size": 65024,
-    "multi_query": True,
-    "new_decoder_architecture": False,
-}
-QLORA_FALCON = """
+FALCON_7B = {"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "n_layer": 32,
+             "vocab_size": 65024, "multi_query": True, "new_decoder_architecture": False}
+QLORA_FALCON = '''
 import torch
 from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig
@@ -242,7 +235,7 @@ model = prepare_model_for_kbit_training(model)
 config = LoraConfig(r=64, lora_alpha=16, target_modules=[
     "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"])
 model = get_peft_model(model, config)
-"""
+'''
 
 
 def test_qlora_on_falcon_counts_its_fused_multi_query_attention(tmp_path: Path) -> None:

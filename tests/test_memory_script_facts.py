@@ -28,7 +28,7 @@ LLAMA_3_1_8B = {
     "vocab_size": 128256, "tie_word_embeddings": False,
 }  # fmt: skip
 
-HEAD = """
+HEAD = '''
 import os
 
 import torch
@@ -41,32 +41,23 @@ def main():
     torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")
     model.gradient_checkpointing_enable()
-"""
-FSDP_SCRIPT = (
-    HEAD
-    + """
+'''
+FSDP_SCRIPT = HEAD + '''
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
     model = FSDP(model, sharding_strategy=ShardingStrategy.FULL_SHARD,
                  device_id=torch.cuda.current_device())
     return model
-"""
-)
-DDP_SCRIPT = (
-    HEAD
-    + """
+'''
+DDP_SCRIPT = HEAD + '''
     from torch.nn.parallel import DistributedDataParallel as DDP
     return DDP(model.cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
-"""
-)
-RUNTIME_SCRIPT = (
-    HEAD
-    + """
+'''
+RUNTIME_SCRIPT = HEAD + '''
     import argparse
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
     strategy = getattr(ShardingStrategy, os.environ["STRATEGY"])
     return FSDP(model, sharding_strategy=strategy)
-"""
-)
+'''
 
 
 def project(folder: Path, script: str, **extra: Any) -> dict[str, Any]:
@@ -148,11 +139,8 @@ def facts(folder: Path, hyperparameters: dict[str, object] | None = None) -> Any
 def test_deepspeed_zero_3_with_cpu_offload_from_its_json_file(tmp_path: Path) -> None:
     config = {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}},
               "bf16": {"enabled": True}}  # fmt: skip
-    write(
-        tmp_path,
-        "import deepspeed\nengine, *_ = deepspeed.initialize(model=m, config='ds_config.json')\n",
-        **{"ds_config.json": json.dumps(config)},
-    )
+    write(tmp_path, "import deepspeed\nengine, *_ = deepspeed.initialize(model=m, "
+          "config='ds_config.json')\n", **{"ds_config.json": json.dumps(config)})
     found = facts(tmp_path)
     assert found.sharding.value == ("all", "world")
     assert found.offload.value == "optimizer"
@@ -170,8 +158,7 @@ def test_deepspeed_config_named_by_the_hyperparameters(tmp_path: Path) -> None:
         **{"zero2.json": json.dumps(config)},
     )
     assert facts(tmp_path, {"deepspeed_config": "zero2.json"}).sharding.value == (
-        "gradients",
-        "world",
+        "gradients", "world"
     )
     assert facts(tmp_path).undecided  # its default names no file in source_dir
 
@@ -196,21 +183,13 @@ def test_trainer_fsdp_from_hf_argument_parser_hyperparameters(tmp_path: Path) ->
     ("call", "value"),
     [
         ("from torch.distributed.fsdp import fully_shard\nfully_shard(m)", ("all", "world")),
-        (
-            "from torch.distributed._composable.fsdp import fully_shard\n"
-            "fully_shard(m, reshard_after_forward=False)",
-            ("gradients", "world"),
-        ),
-        (
-            "from accelerate import FullyShardedDataParallelPlugin\n"
-            "FullyShardedDataParallelPlugin(sharding_strategy='SHARD_GRAD_OP')",
-            ("gradients", "world"),
-        ),
-        (
-            "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel\n"
-            "FullyShardedDataParallel(m)",
-            ("all", "world"),
-        ),
+        ("from torch.distributed._composable.fsdp import fully_shard\n"
+         "fully_shard(m, reshard_after_forward=False)", ("gradients", "world")),
+        ("from accelerate import FullyShardedDataParallelPlugin\n"
+         "FullyShardedDataParallelPlugin(sharding_strategy='SHARD_GRAD_OP')",
+         ("gradients", "world")),
+        ("import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel\n"
+         "FullyShardedDataParallel(m)", ("all", "world")),
     ],
     ids=["fsdp2", "fsdp2-composable-no-reshard", "accelerate-plugin", "fsdp-default"],
 )
@@ -240,10 +219,8 @@ def test_weights_loaded_in_16_bits_make_the_refusal_a_warning(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     "call",
-    [
-        "from torch.distributed.tensor.parallel import parallelize_module\nparallelize_module(m)",
-        "from torch.distributed.pipelining import pipeline\npipeline(m)",
-    ],
+    ["from torch.distributed.tensor.parallel import parallelize_module\nparallelize_module(m)",
+     "from torch.distributed.pipelining import pipeline\npipeline(m)"],
     ids=["tensor-parallel", "pipelining"],
 )
 def test_torch_tensor_or_pipeline_parallelism_is_undecided(tmp_path: Path, call: str) -> None:
@@ -252,11 +229,8 @@ def test_torch_tensor_or_pipeline_parallelism_is_undecided(tmp_path: Path, call:
 
 
 def test_zero_redundancy_optimizer_shards_the_optimizer_states(tmp_path: Path) -> None:
-    write(
-        tmp_path,
-        "import torch\nfrom torch.distributed.optim import ZeroRedundancyOptimizer\n"
-        "ZeroRedundancyOptimizer(m.parameters(), optimizer_class=torch.optim.AdamW)\n",
-    )
+    write(tmp_path, "import torch\nfrom torch.distributed.optim import ZeroRedundancyOptimizer\n"
+          "ZeroRedundancyOptimizer(m.parameters(), optimizer_class=torch.optim.AdamW)\n")
     assert facts(tmp_path).sharding.value == ("optimizer", "world")
 
 
@@ -265,7 +239,7 @@ def test_a_script_that_runs_another_program_leaves_it_undecided(tmp_path: Path) 
     assert facts(tmp_path).undecided == ("it runs another program, which the checks do not read",)
 
 
-OPTIONS_TO_TRAINING_ARGUMENTS = """
+OPTIONS_TO_TRAINING_ARGUMENTS = '''
 import argparse
 
 from transformers import Trainer, TrainingArguments
@@ -279,7 +253,7 @@ training_args = TrainingArguments(
     gradient_checkpointing=args.gradient_checkpointing,
 )
 Trainer(model=model, args=training_args).train()
-"""
+'''
 
 
 def test_hyperparameters_reach_training_arguments_through_the_scripts_options(

@@ -189,9 +189,8 @@ def test_torch_xlas_placing_names_shard_nothing_its_fsdp_may(tmp_path: Path) -> 
     (tmp_path / "train.py").write_text(sharding)
     facts = script_memory_facts("train.py", {}, source_dir=tmp_path)
     assert facts.sharding is None
-    assert (
-        "torch_xla (`torch_xla.distributed.fsdp.XlaFullyShardedDataParallel`)"
-        in (facts.undecided[0])
+    assert "torch_xla (`torch_xla.distributed.fsdp.XlaFullyShardedDataParallel`)" in (
+        facts.undecided[0]
     )
     [warning] = memory_warnings(
         job(tmp_path, sharding, LLAMA_2_70B, "ml.p4d.24xlarge", 8, precision="bf16")

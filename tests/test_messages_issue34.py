@@ -25,12 +25,8 @@ IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/nova:1"
 
 def test_a_nova_recipe_without_replicas_gets_the_sdks_words(tmp_path, sagemaker_session):
     recipe = str(write_recipe(tmp_path / "nova.yaml", NOVA))
-    arguments = {
-        "training_recipe": recipe,
-        "image_uri": IMAGE,
-        "role": ROLE,
-        "instance_type": "ml.p5.48xlarge",
-    }
+    arguments = {"training_recipe": recipe, "image_uri": IMAGE, "role": ROLE,
+                 "instance_type": "ml.p5.48xlarge"}
     with pytest.raises(ValueError) as bare:
         PyTorch(**arguments, sagemaker_session=sagemaker_session)
     with pytest.raises(ConfigError) as ours:

@@ -18,27 +18,17 @@ import safe_estimators
 from safe_estimators import ConfigError
 
 PARAMETERS = {
-    "pipeline_parallel_degree": 1,
-    "ddp": True,
-    "ddp_dist_backend": "auto",
-    "sharded_data_parallel_degree": 4,
-    "partitions": 1,
-    "offload_activations": True,
-    "fp16": True,
-    "skip_tracing": True,
+    "pipeline_parallel_degree": 1, "ddp": True, "ddp_dist_backend": "auto",
+    "sharded_data_parallel_degree": 4, "partitions": 1, "offload_activations": True,
+    "fp16": True, "skip_tracing": True,
 }
 
 
 def arguments(sagemaker_session, role, parameters):
     return {
-        "entry_point": "train.py",
-        "role": role,
-        "instance_type": "ml.p4d.24xlarge",
-        "instance_count": 1,
-        "framework_version": "2.0.0",
-        "py_version": "py310",
-        "disable_profiler": True,
-        "sagemaker_session": sagemaker_session,
+        "entry_point": "train.py", "role": role, "instance_type": "ml.p4d.24xlarge",
+        "instance_count": 1, "framework_version": "2.0.0", "py_version": "py310",
+        "disable_profiler": True, "sagemaker_session": sagemaker_session,
         "distribution": {
             "smdistributed": {"modelparallel": {"enabled": True, "parameters": parameters}},
             "mpi": {"enabled": True, "processes_per_host": 8},
@@ -61,11 +51,8 @@ def test_both_names_are_sent_as_the_sdk_sends_them(sagemaker_session, role, tmp_
 @pytest.mark.parametrize("name", ["partitions", "pipeline_parallel_degree"])
 def test_one_name_alone_is_sent_as_written(sagemaker_session, role, tmp_path, name):
     (tmp_path / "train.py").write_text("print('train')\n")
-    parameters = {
-        k: v
-        for k, v in PARAMETERS.items()
-        if k not in {"partitions", "pipeline_parallel_degree"} - {name}
-    }
+    parameters = {k: v for k, v in PARAMETERS.items()
+                  if k not in {"partitions", "pipeline_parallel_degree"} - {name}}
     given = arguments(sagemaker_session, role, parameters)
     ours = safe_estimators.pytorch(**given, source_dir=str(tmp_path), check_script=False)
     sent = json.loads(ours.hyperparameters()["mp_parameters"])

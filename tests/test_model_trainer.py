@@ -329,7 +329,6 @@ def test_without_source_dir_model_trainer_uploads_the_entry_points_folder_and_it
     project.mkdir()
     (project / ".git").mkdir()
     (project / "train.py").write_text("print('hello')\n")
-
     def lone_script():
         return safe_estimators.model_trainer(
             entry_point=str(project / "train.py"),
@@ -431,7 +430,9 @@ def test_sagemaker_3_validates_each_config_content_once_and_still_refuses_a_bad_
         validate({"SchemaVersion": "1.0", "SageMaker": {"NoSuchKey": True}})
 
 
-def test_an_organisations_explicit_encryption_choice_wins_over_our_default(tmp_path, monkeypatch):
+def test_an_organisations_explicit_encryption_choice_wins_over_our_default(
+    tmp_path, monkeypatch
+):
     # The estimator target lets an SDK config's explicit EnableInterContainerTrafficEncryption
     # win over the encryption we inject for a multi-instance job; ModelTrainer reads no such
     # key, so without this our injection would overrule the organisation's choice.

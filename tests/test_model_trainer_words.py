@@ -339,6 +339,7 @@ def test_model_trainers_own_default_max_run_is_the_installed_sdks(session, scrip
     assert bare.stopping_condition.max_runtime_in_seconds == MODEL_TRAINER_MAX_RUN
 
 
+
 def test_the_script_a_command_runs_is_checked_as_an_entry_point(scripts, capsys):
     (scripts / "hyperparameters.yaml").write_text("epochs: 3\n")
     spec = scripts / "job.yaml"

@@ -53,7 +53,9 @@ print(json.dumps({"codes": codes, "attempts": attempts, "region": region,
 
 def _run_without_credentials(tmp_path: Path, **env_extra: str) -> dict:
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTEST", "SAGEMAKER_"))
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AWS_", "PYTEST", "SAGEMAKER_"))
     }
     env.update(HOME=str(tmp_path), SAGEMAKER_SUPPRESS_V2_WARNING="1", **env_extra)
     spec = MULTI
@@ -100,7 +102,9 @@ def test_plan_uses_the_org_configs_role_like_submit(tmp_path, monkeypatch):
     role = "arn:aws:iam::444455556666:role/OrgTrainingRole"
     config = tmp_path / "config.yaml"
     config.write_text(
-        yaml.safe_dump({"SchemaVersion": "1.0", "SageMaker": {"TrainingJob": {"RoleArn": role}}})
+        yaml.safe_dump(
+            {"SchemaVersion": "1.0", "SageMaker": {"TrainingJob": {"RoleArn": role}}}
+        )
     )
     monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(config))
     monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(config))

@@ -35,11 +35,8 @@ ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
 def _spec(folder: Path, **options: Any) -> Path:
     (folder / "train.py").write_text(SCRIPT)
     data = {
-        "estimator": "pytorch",
-        "entry_point": "train.py",
-        "instance_count": 1,
-        "check_script": False,
-        **options,
+        "estimator": "pytorch", "entry_point": "train.py", "instance_count": 1,
+        "check_script": False, **options,
     }
     path = folder / "job.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -130,14 +127,8 @@ def test_a_cuda_12_hugging_face_image_on_a_k80_is_refused_by_validate(tmp_path):
 
 @pytest.mark.parametrize(
     ("capability", "expected"),
-    [
-        ("3.7", "no-kernel"),
-        ("7.0", "no-kernel"),
-        ("7.5", "runs"),
-        ("8.9", "runs"),
-        ("10.3", "runs"),
-        ("12.0", "runs"),
-    ],
+    [("3.7", "no-kernel"), ("7.0", "no-kernel"), ("7.5", "runs"), ("8.9", "runs"),
+     ("10.3", "runs"), ("12.0", "runs")],
 )
 def test_the_2_7_cu128_wheel_by_capability(capability, expected):
     # A cubin runs on its major's higher minors (sm_100 on a B300, 10.3); PTX only JITs upward.
@@ -240,19 +231,13 @@ def _sdk_refuses(image_key: str, family_type: str) -> str | None:
     try:
         if image["estimator"] == "pytorch":
             image_uris.get_training_image_uri(
-                REGION,
-                "pytorch",
-                framework_version=image["framework_version"],
-                py_version=image["py_version"],
-                instance_type=family_type,
+                REGION, "pytorch", framework_version=image["framework_version"],
+                py_version=image["py_version"], instance_type=family_type,
             )
         else:
             image_uris.get_training_image_uri(
-                REGION,
-                "huggingface",
-                framework_version=image["transformers_version"],
-                py_version=image["py_version"],
-                pytorch_version=image["pytorch_version"],
+                REGION, "huggingface", framework_version=image["transformers_version"],
+                py_version=image["py_version"], pytorch_version=image["pytorch_version"],
                 instance_type=family_type,
             )
     except ValueError as exc:
@@ -262,12 +247,8 @@ def _sdk_refuses(image_key: str, family_type: str) -> str | None:
 
 def _validate_errors(instance_type: str, image: dict[str, str]) -> list[str]:
     arguments = {
-        "entry_point": "train.py",
-        "role": ROLE,
-        "instance_type": instance_type,
-        "instance_count": 1,
-        "check_script": False,
-        "source_dir": "s3://bucket/code.tar.gz",
+        "entry_point": "train.py", "role": ROLE, "instance_type": instance_type,
+        "instance_count": 1, "check_script": False, "source_dir": "s3://bucket/code.tar.gz",
         **image,
     }
     _, problems, _ = check_arguments(arguments)
@@ -360,13 +341,8 @@ SPOT = {"use_spot_instances": True, "max_wait": 90000, "checkpoint_s3_uri": "s3:
 def test_a_warm_pool_with_spot_instances_is_a_warning(tmp_path):
     # AWS says warm pools "cannot be used" with spot; whether the API refuses the job or runs it
     # without a pool is not documented, so the job is warned about, not refused.
-    spec = _spec(
-        tmp_path,
-        instance_type="ml.g5.xlarge",
-        keep_alive_period_in_seconds=1800,
-        **SPOT,
-        **_pt("2.8.0"),
-    )
+    spec = _spec(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=1800,
+                 **SPOT, **_pt("2.8.0"))
     [problem] = _at(validate_file(spec), "keep_alive_period_in_seconds")
     assert problem.severity == "warning" and "spot" in problem.message
     assert "no pool is retained" in problem.message
@@ -388,17 +364,15 @@ def test_a_warm_pool_with_instance_groups_is_a_warning(tmp_path):
     ("seconds", "expected"), [(3600, []), (3601, ["warning"]), (7200, ["warning"])]
 )  # the boundary at the boundary: 3600 s is the documented limit
 def test_a_keep_alive_past_the_documented_hour_is_a_warning(tmp_path, seconds, expected):
-    spec = _spec(
-        tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=seconds, **_pt("2.8.0")
-    )
+    spec = _spec(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=seconds,
+                 **_pt("2.8.0"))
     problems = validate_file(spec)
     assert [p.severity for p in _at(problems, "keep_alive_period_in_seconds")] == expected
 
 
 def test_the_warm_pool_is_sent_and_its_quota_explained(tmp_path):
-    spec = _spec(
-        tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=1800, **_pt("2.8.0")
-    )
+    spec = _spec(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=1800,
+                 **_pt("2.8.0"))
     plan = safe_estimators.plan(spec)
     assert plan.request["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 1800
     injected = plan.explanation.injections
@@ -428,7 +402,8 @@ def test_the_catalog_records_nvme_instance_storage():
 )
 def test_volume_size_against_the_nvme_storage(tmp_path, instance_type, size, expected):
     options = {"distribution": {"torch_distributed": {"enabled": True}}}
-    spec = _spec(tmp_path, instance_type=instance_type, volume_size=size, **options, **_pt("2.8.0"))
+    spec = _spec(tmp_path, instance_type=instance_type, volume_size=size, **options,
+                 **_pt("2.8.0"))
     problems = validate_file(spec)
     found = _at(problems, "volume_size")
     assert [p.severity for p in found] == expected
@@ -467,13 +442,8 @@ def _qlora_70b(folder: Path) -> Path:
         "entry_point": "train.py",
         "instance_type": "ml.g6.12xlarge",
         "model": {
-            "parameters": "70B",
-            "trainable_parameters": "0.2B",
-            "quantization": "4bit",
-            "layers": 80,
-            "hidden_size": 8192,
-            "sequence_length": 1024,
-            "micro_batch_size": 1,
+            "parameters": "70B", "trainable_parameters": "0.2B", "quantization": "4bit",
+            "layers": 80, "hidden_size": 8192, "sequence_length": 1024, "micro_batch_size": 1,
             "activation_checkpointing": True,
         },
     }
@@ -484,10 +454,7 @@ def _qlora_70b(folder: Path) -> Path:
 
 def _trainium(folder: Path) -> Path:
     return _spec(
-        folder,
-        instance_type="ml.trn1.32xlarge",
-        framework_version="1.11.0",
-        py_version="py38",
+        folder, instance_type="ml.trn1.32xlarge", framework_version="1.11.0", py_version="py38",
         distribution={"torch_distributed": {"enabled": True}},
         model={"parameters": "350M", "sequence_length": 1024, "micro_batch_size": 1},
     )
@@ -545,8 +512,7 @@ def test_catalog_fits_and_plan_agree_on_every_listed_type(tmp_path, capsys, make
         if row["instance_count"] > 1:  # the fewest: one instance fewer does not pass plan
             with pytest.raises(ConfigError):
                 safe_estimators.plan(
-                    path,
-                    instance_type=row["instance_type"],
+                    path, instance_type=row["instance_type"],
                     instance_count=row["instance_count"] - 1,
                 )
 
@@ -574,17 +540,12 @@ def test_catalog_fits_lists_trainium_and_never_a_gpu_the_image_cannot_run_on(tmp
         planned = safe_estimators.plan(
             _trainium(tmp_path), instance_type="ml.g4dn.xlarge", instance_count=1
         )
-        assert (
-            "pytorch-training:1.11.0-gpu-py38"
-            in planned.request["AlgorithmSpecification"]["TrainingImage"]
-        )
+        assert "pytorch-training:1.11.0-gpu-py38" in planned.request["AlgorithmSpecification"][
+            "TrainingImage"
+        ]
     # PyTorch 2.7.1's image has no Volta kernels: no p3 type is offered for it.
-    spec = _spec(
-        tmp_path,
-        instance_type="ml.g5.xlarge",
-        **_pt("2.7.1"),
-        model={"parameters": "125M", "sequence_length": 512, "micro_batch_size": 1},
-    )
+    spec = _spec(tmp_path, instance_type="ml.g5.xlarge", **_pt("2.7.1"),
+                 model={"parameters": "125M", "sequence_length": 512, "micro_batch_size": 1})
     listed = [r["instance_type"] for r in _fits(spec, capsys)]
     assert "ml.g5.xlarge" in listed
     assert not [r for r in listed if r.startswith(("ml.p3.", "ml.p3dn.", "ml.p2."))]

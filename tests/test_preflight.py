@@ -200,7 +200,8 @@ def test_running_jobs_count_two_running_and_a_quota_of_3_refuse_a_2_instance_job
         AlgorithmSpecification={"TrainingImage": "img", "TrainingInputMode": "File"},
         RoleArn=f"arn:aws:iam::{ACCOUNT}:role/r",
         OutputDataConfig={"S3OutputPath": "s3://out/x"},
-        ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 4, "VolumeSizeInGB": 30},
+        ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 4,
+                        "VolumeSizeInGB": 30},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
     )  # fmt: skip  (Completed at once in moto: it holds nothing)
     account.quotas({name: ("L-G512XL01", 1.0), ALL: ("L-00C91CB5", 100.0)})
@@ -365,12 +366,8 @@ LOGS = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:*
 
 
 def test_a_role_sagemaker_may_not_assume_is_refused(account):
-    trust = {
-        **ROLE_TRUST_SAGEMAKER,
-        "Statement": [
-            {**ROLE_TRUST_SAGEMAKER["Statement"][0], "Principal": {"Service": "ec2.amazonaws.com"}}
-        ],
-    }
+    trust = {**ROLE_TRUST_SAGEMAKER, "Statement": [
+        {**ROLE_TRUST_SAGEMAKER["Statement"][0], "Principal": {"Service": "ec2.amazonaws.com"}}]}
     arn = account.aws("iam").create_role(
         RoleName="NotForSageMaker", AssumeRolePolicyDocument=json.dumps(trust)
     )["Role"]["Arn"]  # fmt: skip
@@ -406,12 +403,8 @@ def test_a_denied_simulation_is_a_warning_that_says_what_it_cannot_see(account):
 
 
 def test_a_denied_simulation_leaves_the_trust_policys_verdict(account):
-    trust = {
-        **ROLE_TRUST_SAGEMAKER,
-        "Statement": [
-            {**ROLE_TRUST_SAGEMAKER["Statement"][0], "Principal": {"Service": "ec2.amazonaws.com"}}
-        ],
-    }
+    trust = {**ROLE_TRUST_SAGEMAKER, "Statement": [
+        {**ROLE_TRUST_SAGEMAKER["Statement"][0], "Principal": {"Service": "ec2.amazonaws.com"}}]}
     arn = account.aws("iam").create_role(
         RoleName="NotForSageMaker", AssumeRolePolicyDocument=json.dumps(trust)
     )["Role"]["Arn"]  # fmt: skip

@@ -195,7 +195,9 @@ def test_submit_runs_the_preflight_first_and_sends_nothing_it_refuses(stubbed, t
     assert _jobs() == [name]
 
 
-def test_submit_prints_the_preflights_warnings_apart_from_the_job_name(stubbed, tmp_path, capsys):
+def test_submit_prints_the_preflights_warnings_apart_from_the_job_name(
+    stubbed, tmp_path, capsys
+):
     _buckets()
     spec = _spec(tmp_path, output_path="s3://here/models", code_location="s3://here/code")
     assert main(["submit", str(spec)]) == 0
@@ -211,7 +213,9 @@ def test_plan_price_shows_the_ceiling_and_cheaper_types_that_fit(stubbed, capsys
     spec = EXAMPLES / "memory-fit" / "job.yaml"
     assert main(["plan", str(spec), "--price"]) == 0
     out = capsys.readouterr().out
-    assert "price: 1 x ml.p4d.24xlarge at $37.69/h on demand for training in us-west-2" in out
+    assert (
+        "price: 1 x ml.p4d.24xlarge at $37.69/h on demand for training in us-west-2" in out
+    )
     assert "ceiling: $904.51 if the job runs its whole max_run of 24 h" in out
     # 2 x 5.65 x 24 = 271.20; 2 x 7.09 x 24 = 340.32; 1 x 20.36 x 24 = 488.64
     cheaper = [line for line in out.splitlines() if line.startswith("cheaper fit:")]

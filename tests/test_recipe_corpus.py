@@ -145,10 +145,8 @@ def _mutations(entry: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[st
         return [("no image", {}, {"image_uri": None}, "image_uri")]
     nodes = values.get("trainer.num_nodes", 1)
     per_node = instance_catalog.get(entry["instance_type"])
-    devices = (
-        per_node.neuron_cores
-        if entry["instance_type"].startswith("ml.trn")
-        else (per_node.gpu_count)
+    devices = per_node.neuron_cores if entry["instance_type"].startswith("ml.trn") else (
+        per_node.gpu_count
     )
     found = [
         ("devices", {"trainer": {"devices": devices // 2}}, {}, "recipe.trainer.devices"),
@@ -198,7 +196,9 @@ def test_one_planted_mistake_is_refused_at_the_recipe_path(entry, mutation, tmp_
 
 
 @pytest.mark.parametrize("instance_type", ["ml.p3.16xlarge", "ml.g4dn.12xlarge"])
-def test_bf16_on_v100_or_t4_is_refused_with_flash_attention_else_a_warning(tmp_path, instance_type):
+def test_bf16_on_v100_or_t4_is_refused_with_flash_attention_else_a_warning(
+    tmp_path, instance_type
+):
     # FlashAttention-2 refuses GPUs below compute capability 8.0 (V100 7.0, T4 7.5).
     found = {}
     for entry in BUILT:

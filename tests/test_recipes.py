@@ -311,7 +311,9 @@ def test_an_unresolved_interpolation_is_one_problem_where_the_bare_sdk_stops(
         ("ml.c5.18xlarge", "model.fp8", False, "instance_type"),
     ],
 )  # fmt: skip
-def test_a_recipe_mistake_is_refused_at_its_recipe_path(tmp_path, instance_type, path, value, at):
+def test_a_recipe_mistake_is_refused_at_its_recipe_path(
+    tmp_path, instance_type, path, value, at
+):
     recipe = mutated(gpu_recipe(nodes=16, shard=64, tensor=2, fp8=False), path, value)
     file = write_recipe(tmp_path / "mine.yaml", recipe)
     problems = _problems(str(file), instance_type=instance_type, instance_count=16)
@@ -442,9 +444,8 @@ def test_plan_builds_the_real_estimator_offline_and_writes_nothing_into_the_proj
     request = plan["request"]
     assert request["HyperParameters"]["sagemaker_program"] == '"llama_pretrain.py"'
     assert request["ResourceConfig"]["InstanceCount"] == 16
-    assert (
-        "smdistributed-modelparallel:2.4.1-gpu-py311-cu121"
-        in (request["AlgorithmSpecification"]["TrainingImage"])
+    assert "smdistributed-modelparallel:2.4.1-gpu-py311-cu121" in (
+        request["AlgorithmSpecification"]["TrainingImage"]
     )
     assert {"instance_count", "image_uri", "entry_point", "distribution"} <= {
         i["path"] for i in plan["injected"]

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.both_sdks
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
 NAME = "fine-tuning/deepseek/hf_deepseek_r1_distilled_qwen_7b_seq8k_gpu_lora"
 IMAGE = (
-    "658645717510.dkr.ecr.us-west-2.amazonaws.com/smdistributed-modelparallel:2.4.1-gpu-py311-cu121"
+    "658645717510.dkr.ecr.us-west-2.amazonaws.com/smdistributed-modelparallel:"
+    "2.4.1-gpu-py311-cu121"
 )
 HF_MODEL = "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"
 # The workshop's recipe_overrides (max_steps 215, instance_count 1).
@@ -61,7 +62,9 @@ def _recipe(*, interpolated: bool) -> dict[str, Any]:
 @pytest.fixture
 def repos(tmp_path, monkeypatch):
     def make(*, interpolated: bool = False) -> dict[str, Path]:
-        found = local_repositories(tmp_path / "repos", {NAME: _recipe(interpolated=interpolated)})
+        found = local_repositories(
+            tmp_path / "repos", {NAME: _recipe(interpolated=interpolated)}
+        )
         for name, value in redirect_environment(found).items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("SAFE_ESTIMATORS_RECIPES", str(found["launcher"]))

@@ -166,9 +166,7 @@ def test_several_instances_need_exactly_one_launcher():
     with pytest.raises(ConfigError, match="use_torchrun and use_mpirun given"):
         safe_estimators.remote(
             **_options(
-                instance_type="ml.p4d.24xlarge",
-                instance_count=2,
-                use_torchrun=True,
+                instance_type="ml.p4d.24xlarge", instance_count=2, use_torchrun=True,
                 use_mpirun=True,
             )
         )
@@ -239,12 +237,8 @@ def test_a_token_in_the_environment_is_a_warning_in_python():
 
 
 VALUES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-3, 10**6),
-    st.text(max_size=30),
-    st.lists(st.integers(), max_size=3),
-    st.dictionaries(st.text(max_size=5), st.text(max_size=5)),
+    st.none(), st.booleans(), st.integers(-3, 10**6), st.text(max_size=30),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.text(max_size=5)),
 )
 
 
@@ -269,9 +263,7 @@ def test_a_spec_file_is_validated_with_the_same_rules(tmp_path):
     )
     done = subprocess.run(
         [sys.executable, "-m", "safe_estimators._cli", "validate", "--no-cache", str(spec)],
-        capture_output=True,
-        text=True,
-        check=False,
+        capture_output=True, text=True, check=False,
     )
     assert done.returncode == 1, done.stderr
     assert "job.yaml:4:1: nproc_per_node: is 8 with use_torchrun" in done.stdout

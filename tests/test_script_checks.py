@@ -38,34 +38,21 @@ EVERYTHING = ScriptContext(
 
 # torchrun on 2 x ml.p4d.24xlarge (8 GPUs each): 16 processes.
 TORCHRUN = ScriptContext(
-    gpus_per_instance=8,
-    launcher="torchrun",
-    processes=16,
-    instance_type="ml.p4d.24xlarge",
+    gpus_per_instance=8, launcher="torchrun", processes=16, instance_type="ml.p4d.24xlarge",
     pytorch_version="2.3.0",
 )
 SMDDP = attrs.evolve(TORCHRUN, launcher="smddp")
 TRAINIUM = attrs.evolve(
-    TORCHRUN,
-    gpus_per_instance=None,
-    processes=32,
-    instance_type="ml.trn1.32xlarge",
+    TORCHRUN, gpus_per_instance=None, processes=32, instance_type="ml.trn1.32xlarge",
     pytorch_version="2.0.0",
 )
 SMP_V1 = ScriptContext(
-    model_parallel=True,
-    launcher="smp-v1",
-    gpus_per_instance=8,
-    processes=16,
-    instance_type="ml.p4d.24xlarge",
-    pytorch_version="1.13.1",
+    model_parallel=True, launcher="smp-v1", gpus_per_instance=8, processes=16,
+    instance_type="ml.p4d.24xlarge", pytorch_version="1.13.1",
 )
 # SMP v2 on 2 x ml.p4d.24xlarge, PyTorch 2.3.1 (SMP 2.5.0): tensor 8 x hybrid shard 2.
 SMP_V2 = attrs.evolve(
-    TORCHRUN,
-    launcher="smp-v2",
-    pytorch_version="2.3.1",
-    tensor_parallel_degree=8,
+    TORCHRUN, launcher="smp-v2", pytorch_version="2.3.1", tensor_parallel_degree=8,
     hybrid_shard_degree=2,
 )
 SMP_V2_TP_ONLY = attrs.evolve(SMP_V2, hybrid_shard_degree=1)
@@ -312,7 +299,9 @@ def test_a_syntax_error_is_one_finding_with_its_line(tmp_path: Path) -> None:
     assert finding.file == script.as_posix()
 
 
-@pytest.mark.parametrize("path", ["missing.py", "a_directory.py"], ids=["missing", "directory"])
+@pytest.mark.parametrize(
+    "path", ["missing.py", "a_directory.py"], ids=["missing", "directory"]
+)
 def test_an_unreadable_entry_point_is_one_finding(tmp_path: Path, path: str) -> None:
     (tmp_path / "a_directory.py").mkdir()
 
@@ -545,7 +534,9 @@ _SNIPPETS = [
 @st.composite
 def near_python(draw: st.DrawFn) -> str:
     lines = draw(
-        st.lists(st.tuples(st.integers(0, 3), st.sampled_from(_SNIPPETS)), min_size=1, max_size=30)
+        st.lists(
+            st.tuples(st.integers(0, 3), st.sampled_from(_SNIPPETS)), min_size=1, max_size=30
+        )
     )
     return "\n".join("    " * depth + line for depth, line in lines) + "\n"
 

@@ -15,30 +15,20 @@ from safe_estimators._script_checks import ScriptContext, check_source
 from safe_estimators._script_checks.libraries import INERT_NAMES, SMP_V1_INITIALISERS
 
 TORCHRUN = ScriptContext(
-    gpus_per_instance=8,
-    launcher="torchrun",
-    processes=16,
-    instance_type="ml.p4d.24xlarge",
+    gpus_per_instance=8, launcher="torchrun", processes=16, instance_type="ml.p4d.24xlarge",
     pytorch_version="2.3.0",
 )
 SMP_V1 = ScriptContext(
-    model_parallel=True,
-    launcher="smp-v1",
-    gpus_per_instance=8,
-    processes=16,
-    instance_type="ml.p4d.24xlarge",
-    pytorch_version="1.13.1",
+    model_parallel=True, launcher="smp-v1", gpus_per_instance=8, processes=16,
+    instance_type="ml.p4d.24xlarge", pytorch_version="1.13.1",
 )
 SMP_V2 = attrs.evolve(
-    TORCHRUN,
-    launcher="smp-v2",
-    pytorch_version="2.3.1",
-    tensor_parallel_degree=8,
+    TORCHRUN, launcher="smp-v2", pytorch_version="2.3.1", tensor_parallel_degree=8,
     hybrid_shard_degree=2,
 )
 
 # A ResNet-50 DDP script of the usual shape that forgot init_process_group.
-TORCHVISION_DDP = """
+TORCHVISION_DDP = '''
 import os
 import torch
 import torchvision
@@ -61,9 +51,9 @@ def main():
 
 
 main()
-"""
+'''
 
-SMDDP_NOT_IMPORTED = """
+SMDDP_NOT_IMPORTED = '''
 import torch
 import torch.distributed as dist
 from torchvision import models
@@ -76,10 +66,10 @@ def main():
 
 
 main()
-"""
+'''
 
 # The SMP v2 Llama script of the issue: transformers for the model only.
-SMP_V2_NO_INIT = """
+SMP_V2_NO_INIT = '''
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, default_data_collator
 from torch.utils.data import DataLoader
@@ -95,9 +85,9 @@ def main():
 
 
 main()
-"""
+'''
 
-SMP_V1_NO_INIT = """
+SMP_V1_NO_INIT = '''
 import torch
 import smdistributed.modelparallel.torch as smp
 from torchvision import datasets, transforms
@@ -121,9 +111,9 @@ def main():
 
 
 main()
-"""
+'''
 
-SMP_V2_NO_TRANSFORM = """
+SMP_V2_NO_TRANSFORM = '''
 import torch
 import torch.sagemaker as tsm
 from transformers import AutoConfig, AutoModelForCausalLM
@@ -137,7 +127,7 @@ def main():
 
 
 main()
-"""
+'''
 
 CASES = [
     ("torchrun-no-process-group", TORCHVISION_DDP, TORCHRUN, "no-process-group"),
@@ -152,19 +142,19 @@ def found(source: str, context: ScriptContext, rule: str):
     return [f for f in check_source(source, context) if f.rule == rule]
 
 
-@pytest.mark.parametrize(
-    ("source", "context", "rule"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
+@pytest.mark.parametrize(("source", "context", "rule"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
 def test_an_absence_with_only_non_acting_names_is_an_error(source, context, rule):
     [finding] = found(source, context, rule)
     assert finding.severity == "error", finding.message
     assert "cannot see into" not in finding.message
 
 
-@pytest.mark.parametrize(
-    ("source", "context", "rule"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
-def test_an_unknown_name_of_the_same_library_keeps_the_warning_and_names_it(source, context, rule):
+@pytest.mark.parametrize(("source", "context", "rule"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_an_unknown_name_of_the_same_library_keeps_the_warning_and_names_it(
+    source, context, rule
+):
     library = "torchvision" if "torchvision" in source else "transformers"
     used = source + f"\nimport {library}\n{library}.some_new_helper()\n"
     [finding] = found(used, context, rule)
@@ -186,12 +176,9 @@ def test_the_library_used_as_a_whole_is_not_judged_by_names():
 
 def test_transformers_training_arguments_calls_smp_init_itself():
     # training_args.py calls smp.init() at import under SMP v1: nothing is missing.
-    source = (
-        SMP_V1_NO_INIT.replace(
-            "import torch\n", "import torch\nfrom transformers import TrainingArguments\n", 1
-        )
-        + "\nargs = TrainingArguments(output_dir='/opt/ml/model')\n"
-    )
+    source = SMP_V1_NO_INIT.replace(
+        "import torch\n", "import torch\nfrom transformers import TrainingArguments\n", 1
+    ) + "\nargs = TrainingArguments(output_dir='/opt/ml/model')\n"
     assert found(source, SMP_V1, "smp-no-init") == []
 
 
@@ -203,7 +190,7 @@ def test_every_name_table_says_where_its_behaviour_is_shown():
 
 # --- the sampler and the model folder, by what the code does -----------------------------------
 
-SAMPLER_ON_EVAL_ONLY = """
+SAMPLER_ON_EVAL_ONLY = '''
 import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader
@@ -224,7 +211,7 @@ def main():
 
 
 main()
-"""
+'''
 
 
 def test_a_sampler_used_only_for_evaluation_leaves_the_training_loader_found():
@@ -234,14 +221,10 @@ def test_a_sampler_used_only_for_evaluation_leaves_the_training_loader_found():
 
 
 def test_a_sampler_imported_and_only_named_in_a_comment_is_no_sampler():
-    source = (
-        SAMPLER_ON_EVAL_ONLY.replace(
-            "    eval_sampler = DistributedSampler(eval_ds, shuffle=False)\n", ""
-        )
-        .replace("sampler=eval_sampler", "shuffle=False")
-        .replace(
-            "    model = torch", "    # DistributedSampler: not needed here\n    model = torch"
-        )
+    source = SAMPLER_ON_EVAL_ONLY.replace(
+        "    eval_sampler = DistributedSampler(eval_ds, shuffle=False)\n", ""
+    ).replace("sampler=eval_sampler", "shuffle=False").replace(
+        "    model = torch", "    # DistributedSampler: not needed here\n    model = torch"
     )
     [finding] = found(source, TORCHRUN, "no-distributed-sampler")
     assert finding.line == 11 and "nothing else in the script shards" in finding.message
@@ -256,15 +239,14 @@ def test_a_sampler_on_the_training_data_is_enough():
 
 
 def test_a_sampler_whose_purpose_cannot_be_read_keeps_the_rule_quiet():
-    source = SAMPLER_ON_EVAL_ONLY.replace(
-        "eval_sampler = DistributedSampler(eval_ds", "sampler = DistributedSampler(data"
-    )
+    source = SAMPLER_ON_EVAL_ONLY.replace("eval_sampler = DistributedSampler(eval_ds",
+                                          "sampler = DistributedSampler(data")
     assert found(source, TORCHRUN, "no-distributed-sampler") == []
 
 
 # The DDP ResNet-50 of the issue: SM_MODEL_DIR only in an argparse default never read, a
 # checkpoint path the checks cannot follow, the model saved to /tmp.
-MODEL_IN_TMP = """
+MODEL_IN_TMP = '''
 import argparse
 import os
 import torch
@@ -285,7 +267,7 @@ def main():
 
 
 main()
-"""
+'''
 
 
 def test_a_model_dir_option_never_read_does_not_hide_the_model_saved_to_tmp():
@@ -293,17 +275,11 @@ def test_a_model_dir_option_never_read_does_not_hide_the_model_saved_to_tmp():
     assert finding.line == 18 and "'/tmp/resnet50.pt'" in finding.message
 
 
-@pytest.mark.parametrize(
-    "reading",
-    [
-        "print(args.model_dir)",
-        "print(vars(args))",
-        "print(os.environ['SM_MODEL_DIR'])",
-    ],
-)
+@pytest.mark.parametrize("reading", [
+    "print(args.model_dir)", "print(vars(args))", "print(os.environ['SM_MODEL_DIR'])",
+])
 def test_a_model_dir_that_is_read_may_be_where_the_unread_path_goes(reading):
-    source = MODEL_IN_TMP.replace(
-        '        torch.save(model.state_dict(), "/tmp/resnet50.pt")',
-        f'        torch.save(model.state_dict(), "/tmp/resnet50.pt")\n    {reading}',
-    )
+    source = MODEL_IN_TMP.replace('        torch.save(model.state_dict(), "/tmp/resnet50.pt")',
+                                  f'        torch.save(model.state_dict(), "/tmp/resnet50.pt")\n'
+                                  f'    {reading}')
     assert found(source, TORCHRUN, "model-outside-model-dir") == []

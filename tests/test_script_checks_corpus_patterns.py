@@ -21,7 +21,7 @@ def rules(source: str) -> list[tuple[str, int]]:
 # NeMo's transcribe_speech.py and process_audio.py: 1 is the CPU branch's device count for
 # Lightning (a branch a GPU job never runs, even where the name reaches a `device=` keyword),
 # and speech_to_text_structured.py sets cfg.trainer.devices = 1.
-LIGHTNING_DEVICE_COUNTS = """
+LIGHTNING_DEVICE_COUNTS = '''
 import torch
 import torch.distributed as dist
 import lightning.pytorch as pl
@@ -36,7 +36,7 @@ else:
 cfg.trainer.devices = 1
 trainer = pl.Trainer(devices=device, accelerator=accelerator)
 timer.start(device=device)
-"""
+'''
 
 
 def test_a_device_count_is_not_a_hard_coded_gpu() -> None:
@@ -48,25 +48,21 @@ def test_a_device_count_is_not_a_hard_coded_gpu() -> None:
             "torch.load('m.pt', map_location=device)"],
 )  # fmt: skip
 def test_a_number_used_as_a_device_still_is(use: str) -> None:
-    script = (
-        f"import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
-        f"device = 1\n{use}\n"
-    )
+    script = f"import torch\nimport torch.distributed as dist\ndist.init_process_group()\n" \
+             f"device = 1\n{use}\n"
     assert ("hard-coded-device", 4) in rules(script)
 
 
 def test_a_cuda_string_is_a_device_wherever_it_goes() -> None:
-    script = (
-        "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
-        "device = 'cuda:0'\n"
-    )
+    script = "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n" \
+             "device = 'cuda:0'\n"
     assert ("hard-coded-device", 4) in rules(script)
 
 
 # Megatron-LM's examples/mimo and train_rl.py: pretrain() builds the training loaders with
 # batch samplers over the data-parallel rank; the script's own DataLoader is a side path (mock
 # data in a __main__ demo, per-rank rollouts).
-MEGATRON = """
+MEGATRON = '''
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 from megatron.training import pretrain
@@ -77,7 +73,7 @@ def logprobs(local_rollouts):
 
 
 pretrain(train_valid_test_datasets_provider, model_provider, model_type, forward_step)
-"""
+'''
 
 
 def test_megatron_pretrain_shards_the_training_data() -> None:

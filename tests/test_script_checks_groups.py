@@ -57,10 +57,7 @@ FORKS = NEVER_CHECKS.replace(
 )
 
 CONTEXT = ScriptContext(
-    launcher="smddp",
-    processes=16,
-    gpus_per_instance=8,
-    instance_type="ml.p4d.24xlarge",
+    launcher="smddp", processes=16, gpus_per_instance=8, instance_type="ml.p4d.24xlarge",
     instance_groups=("data: 1 x ml.c5.xlarge", "gpu: 2 x ml.p4d.24xlarge"),
 )
 
@@ -95,14 +92,11 @@ def test_a_script_that_forks_on_its_group_builds(tmp_path, sagemaker_session, ro
     assert not [w for w in safe_estimators.explain(est).warnings if "heterogeneous" in str(w)]
 
 
-@pytest.mark.parametrize(
-    "read",
-    [
-        "json.load(open('/opt/ml/input/config/resourceconfig.json'))['current_group_name']",
-        "environment.Environment().current_instance_group",
-        "os.environ['SM_INSTANCE_GROUPS']",
-    ],
-)
+@pytest.mark.parametrize("read", [
+    "json.load(open('/opt/ml/input/config/resourceconfig.json'))['current_group_name']",
+    "environment.Environment().current_instance_group",
+    "os.environ['SM_INSTANCE_GROUPS']",
+])
 def test_every_way_of_reading_the_group_counts(read):
     helper = f"def group():\n    return {read}\n\n\ndef main():"
     source = NEVER_CHECKS.replace("def main():", helper)
@@ -123,9 +117,8 @@ def test_a_hardware_test_makes_it_a_warning():
 
 
 def test_one_homogeneous_cluster_is_not_concerned():
-    plain = ScriptContext(
-        launcher="smddp", processes=16, gpus_per_instance=8, instance_type="ml.p4d.24xlarge"
-    )
+    plain = ScriptContext(launcher="smddp", processes=16, gpus_per_instance=8,
+                          instance_type="ml.p4d.24xlarge")
     assert not [f for f in check_source(NEVER_CHECKS, plain) if f.rule == "group-not-detected"]
 
 

@@ -32,12 +32,8 @@ def _restore_logging():
 
 def context_of(**arguments: Any) -> ScriptContext:
     job = {
-        "estimator": "pytorch",
-        "entry_point": "train.py",
-        "instance_type": "ml.p4d.24xlarge",
-        "framework_version": "2.3.0",
-        "py_version": "py311",
-        **arguments,
+        "estimator": "pytorch", "entry_point": "train.py", "instance_type": "ml.p4d.24xlarge",
+        "framework_version": "2.3.0", "py_version": "py311", **arguments,
     }
     ctx, _, _ = check_arguments(job)
     assert ctx is not None
@@ -45,10 +41,8 @@ def context_of(**arguments: Any) -> ScriptContext:
 
 
 def smp_v2(parameters: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **TORCHRUN,
-        "smdistributed": {"modelparallel": {"enabled": True, "parameters": parameters}},
-    }
+    return {**TORCHRUN, "smdistributed": {"modelparallel": {"enabled": True,
+                                                            "parameters": parameters}}}
 
 
 @pytest.mark.parametrize(
@@ -58,78 +52,27 @@ def smp_v2(parameters: dict[str, Any]) -> dict[str, Any]:
         # The PyTorch estimator runs pytorchddp as SMDDP.
         ({"distribution": {"pytorchddp": {"enabled": True}}}, "smddp", 8),
         ({"distribution": {"smdistributed": {"dataparallel": {"enabled": True}}}}, "smddp", 8),
-        (
-            {
-                "distribution": {"mpi": {"enabled": True, "processes_per_host": 4}},
-                "instance_count": 3,
-            },
-            "mpi",
-            12,
-        ),
+        ({"distribution": {"mpi": {"enabled": True, "processes_per_host": 4}},
+          "instance_count": 3}, "mpi", 12),
         # No count: one process per GPU, as the toolkit starts them (and as is injected).
         ({"distribution": {"mpi": {"enabled": True}}}, "mpi", 8),
-        (
-            {"distribution": smp_v2({"tensor_parallel_degree": 8}), "framework_version": "2.2.0"},
-            "smp-v2",
-            8,
-        ),
-        (
-            {
-                "distribution": TORCHRUN,
-                "model_parallel": {"tensor_parallel_degree": 8},
-                "framework_version": "2.4.1",
-            },
-            "smp-v2",
-            8,
-        ),
-        (
-            {
-                "model_parallel": {"pipeline_parallel_degree": 2},
-                "framework_version": "1.13.1",
-                "py_version": "py39",
-            },
-            "smp-v1",
-            8,
-        ),
+        ({"distribution": smp_v2({"tensor_parallel_degree": 8}), "framework_version": "2.2.0"},
+         "smp-v2", 8),
+        ({"distribution": TORCHRUN, "model_parallel": {"tensor_parallel_degree": 8},
+          "framework_version": "2.4.1"}, "smp-v2", 8),
+        ({"model_parallel": {"pipeline_parallel_degree": 2}, "framework_version": "1.13.1",
+          "py_version": "py39"}, "smp-v1", 8),
         # AWS's SMP image as image_uri (no framework version): v2, as the rules judge it.
-        (
-            {
-                "model_parallel": {"tensor_parallel_degree": 8},
-                "framework_version": None,
-                "py_version": None,
-                "image_uri": "658645717510.dkr.ecr.us-west-2.amazonaws.com/"
-                "smdistributed-modelparallel:2.2.0-gpu-py310-cu121",
-            },
-            "smp-v2",
-            8,
-        ),
-        (
-            {
-                "distribution": TORCHRUN,
-                "instance_type": "ml.trn1.32xlarge",
-                "framework_version": "2.0.0",
-                "py_version": "py310",
-            },
-            "torchrun",
-            32,
-        ),
+        ({"model_parallel": {"tensor_parallel_degree": 8}, "framework_version": None,
+          "py_version": None, "image_uri": "658645717510.dkr.ecr.us-west-2.amazonaws.com/"
+          "smdistributed-modelparallel:2.2.0-gpu-py310-cu121"}, "smp-v2", 8),
+        ({"distribution": TORCHRUN, "instance_type": "ml.trn1.32xlarge",
+          "framework_version": "2.0.0", "py_version": "py310"}, "torchrun", 32),
         ({"distribution": {"torch_distributed": {"enabled": False}}}, None, None),
         ({}, None, None),
     ],
-    ids=[
-        "torchrun",
-        "pytorchddp",
-        "smddp",
-        "mpi",
-        "mpi-default",
-        "smp-v2-distribution",
-        "smp-v2-argument",
-        "smp-v1",
-        "smp-v2-image",
-        "trainium",
-        "torchrun-off",
-        "single",
-    ],
+    ids=["torchrun", "pytorchddp", "smddp", "mpi", "mpi-default", "smp-v2-distribution",
+         "smp-v2-argument", "smp-v1", "smp-v2-image", "trainium", "torchrun-off", "single"],
 )
 def test_the_launcher_follows_the_distribution(
     arguments: dict[str, Any], launcher: str | None, processes: int | None
@@ -140,14 +83,8 @@ def test_the_launcher_follows_the_distribution(
 
 def test_smp_v2_degrees_and_options_reach_the_checks() -> None:
     context = context_of(
-        distribution=smp_v2(
-            {
-                "tensor_parallel_degree": 4,
-                "hybrid_shard_degree": 1,
-                "context_parallel_degree": "2",
-                "sm_activation_offloading": False,
-            }
-        ),
+        distribution=smp_v2({"tensor_parallel_degree": 4, "hybrid_shard_degree": 1,
+                             "context_parallel_degree": "2", "sm_activation_offloading": False}),
         framework_version="2.4.1",
     )
     assert context.launcher == "smp-v2"
@@ -160,8 +97,7 @@ def test_smp_v2_degrees_and_options_reach_the_checks() -> None:
 
 def test_spot_and_the_checkpoint_folder_reach_the_checks() -> None:
     context = context_of(
-        use_spot_instances=True,
-        checkpoint_local_path="/local/ckpt",
+        use_spot_instances=True, checkpoint_local_path="/local/ckpt",
         hyperparameters={"output_dir": "/local/ckpt/run1"},
     )
     assert context.use_spot_instances
@@ -172,28 +108,17 @@ def test_spot_and_the_checkpoint_folder_reach_the_checks() -> None:
 def write_job(tmp_path: Path, script: str, **job: Any) -> Path:
     shutil.copy(FIXTURES / script, tmp_path / "train.py")
     spec = {
-        "estimator": "pytorch",
-        "entry_point": "train.py",
-        "source_dir": ".",
-        "instance_type": "ml.p4d.24xlarge",
-        "instance_count": 2,
-        "framework_version": "2.3.0",
-        "py_version": "py311",
-        "role": ROLE,
-        "distribution": TORCHRUN,
-        **job,
+        "estimator": "pytorch", "entry_point": "train.py", "source_dir": ".",
+        "instance_type": "ml.p4d.24xlarge", "instance_count": 2, "framework_version": "2.3.0",
+        "py_version": "py311", "role": ROLE, "distribution": TORCHRUN, **job,
     }
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
 
 
-SPOT = {
-    "use_spot_instances": True,
-    "max_run": 36_000,
-    "max_wait": 72_000,
-    "checkpoint_s3_uri": "s3://bucket/checkpoints/",
-}
+SPOT = {"use_spot_instances": True, "max_run": 36_000, "max_wait": 72_000,
+        "checkpoint_s3_uri": "s3://bucket/checkpoints/"}
 
 
 def test_lint_on_the_torchrun_spot_job_reports_the_five_mistakes_with_their_lines(
@@ -216,26 +141,17 @@ def test_lint_on_the_torchrun_spot_job_reports_the_five_mistakes_with_their_line
     assert lines[1].startswith("train.py: warning: this is a spot job")
     assert lines[2].startswith("train.py:37: warning: `torch.device('cuda:0')`")
     assert lines[3].startswith("train.py:52: warning: `DataLoader(...)` at line 52 has no ")
-    assert lines[4].startswith(
-        "train.py:64: warning: `torch.save(...)` at line 64 writes the "
-        "model to '/tmp/llama-finetuned.pt'"
-    )
+    assert lines[4].startswith("train.py:64: warning: `torch.save(...)` at line 64 writes the "
+                               "model to '/tmp/llama-finetuned.pt'")
     assert all(" Fix: " in line for line in lines)
 
 
 def test_the_missing_process_group_refuses_the_job(tmp_path: Path) -> None:
     write_job(tmp_path, "fsdp_llama_bad.py")
     with pytest.raises(ConfigError) as raised:
-        pytorch(
-            entry_point="train.py",
-            source_dir=str(tmp_path),
-            role=ROLE,
-            instance_type="ml.p4d.24xlarge",
-            instance_count=2,
-            framework_version="2.3.0",
-            py_version="py311",
-            distribution=TORCHRUN,
-        )
+        pytorch(entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
+                instance_type="ml.p4d.24xlarge", instance_count=2, framework_version="2.3.0",
+                py_version="py311", distribution=TORCHRUN)
     [problem] = raised.value.problems
     assert problem.path == "entry_point"
     assert problem.message.startswith("train.py: the job's launcher (torchrun) starts 16")
@@ -253,21 +169,15 @@ def test_a_correct_trainer_script_under_torchrun_has_no_finding(
 def test_and_the_factory_builds_it(tmp_path: Path) -> None:
     write_job(tmp_path, "hf_trainer_torchrun_good.py")
     estimator = pytorch(
-        entry_point="train.py",
-        source_dir=str(tmp_path),
-        role=ROLE,
-        instance_type="ml.p4d.24xlarge",
-        instance_count=2,
-        framework_version="2.3.0",
-        py_version="py311",
-        distribution=TORCHRUN,
-        **SPOT,
+        entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
+        instance_type="ml.p4d.24xlarge", instance_count=2, framework_version="2.3.0",
+        py_version="py311", distribution=TORCHRUN, **SPOT,
     )
     assert estimator.distribution == TORCHRUN
     assert estimator.hyperparameters()["sagemaker_torch_distributed_enabled"] == "true"
 
 
-SMP_V2_NO_TRANSFORM = """
+SMP_V2_NO_TRANSFORM = '''
 import torch
 import torch.sagemaker as tsm
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -277,7 +187,7 @@ tsm.init()
 
 def main(build_model):
     return FSDP(build_model(), device_id=torch.cuda.current_device())
-"""
+'''
 
 
 @pytest.mark.parametrize(
@@ -289,21 +199,13 @@ def test_smp_v2_tensor_parallel_without_transform_is_refused_at_entry_point(
     (tmp_path / "train.py").write_text(SMP_V2_NO_TRANSFORM)
     parameters = {"tensor_parallel_degree": 8}
     placed: dict[str, Any] = (
-        {"distribution": smp_v2(parameters)}
-        if where == "distribution"
+        {"distribution": smp_v2(parameters)} if where == "distribution"
         else {"distribution": TORCHRUN, "model_parallel": parameters}
     )
     with pytest.raises(ConfigError) as raised:
-        pytorch(
-            entry_point="train.py",
-            source_dir=str(tmp_path),
-            role=ROLE,
-            instance_type="ml.p4d.24xlarge",
-            instance_count=2,
-            framework_version="2.2.0",
-            py_version="py310",
-            **placed,
-        )
+        pytorch(entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
+                instance_type="ml.p4d.24xlarge", instance_count=2, framework_version="2.2.0",
+                py_version="py310", **placed)
     # Until SMP v2 options are accepted by the launcher modules, the SMP v1 rules refuse this
     # job too; the script finding must be there either way.
     [problem] = [p for p in raised.value.problems if p.path == "entry_point"]
@@ -340,23 +242,20 @@ def test_the_removed_checkpoint_module_names_the_release(
         assert "state_dict_saver" in finding.hint
 
 
-SINGLE_GPU_SCRIPT = """
+SINGLE_GPU_SCRIPT = '''
 import torch
 from torch.utils.data import DataLoader
 
 device = torch.device("cuda:0")
 loader = DataLoader(range(10), batch_size=2)
 torch.save({}, "/opt/ml/model/model.pt")
-"""
+'''
 
 
 @pytest.mark.parametrize(
     "context",
-    [
-        ScriptContext(),
-        ScriptContext(launcher="torchrun", processes=1),
-        ScriptContext(launcher="mpi", processes=1),
-    ],
+    [ScriptContext(), ScriptContext(launcher="torchrun", processes=1),
+     ScriptContext(launcher="mpi", processes=1)],
     ids=["no-launcher", "torchrun-one-gpu", "mpi-one-process"],
 )
 def test_a_single_process_job_gets_no_launcher_finding(context: ScriptContext) -> None:
@@ -365,9 +264,8 @@ def test_a_single_process_job_gets_no_launcher_finding(context: ScriptContext) -
 
 def test_an_unknown_process_count_warns_instead_of_refusing() -> None:
     context = ScriptContext(launcher="torchrun", processes=None)
-    [finding] = [
-        f for f in check_source(SINGLE_GPU_SCRIPT, context) if f.rule == "no-process-group"
-    ]
+    [finding] = [f for f in check_source(SINGLE_GPU_SCRIPT, context)
+                 if f.rule == "no-process-group"]
     assert finding.severity == "warning"
     assert "one process per GPU" in finding.message
 
@@ -384,15 +282,8 @@ def test_an_unknown_process_count_warns_instead_of_refusing() -> None:
         "from common import ddp_setup\nddp_setup()",
         "import subprocess\nsubprocess.run(['python', 'train_impl.py'], check=True)",
     ],
-    ids=[
-        "deepspeed",
-        "horovod",
-        "accelerate",
-        "helper",
-        "device-mesh",
-        "ddp-setup",
-        "wrapper-script",
-    ],
+    ids=["deepspeed", "horovod", "accelerate", "helper", "device-mesh", "ddp-setup",
+         "wrapper-script"],
 )
 def test_frameworks_that_initialise_the_process_group_count(initialiser: str) -> None:
     source = f"import torch\n{initialiser}\n"
@@ -457,7 +348,7 @@ def test_a_spot_job_with_its_own_checkpoint_folder() -> None:
 
 # A Trainer script whose helper saves behind TrainingArguments.should_save (true on process
 # zero only), called unguarded from the training function: the save is guarded, not every rank.
-SHOULD_SAVE_SCRIPT = """
+SHOULD_SAVE_SCRIPT = '''
 from transformers import Trainer
 
 
@@ -471,18 +362,17 @@ trainer = Trainer(model=None)
 trainer.train()
 finish(trainer, trainer.tokenizer, "/opt/ml/model")
 trainer.tokenizer.save_pretrained("/opt/ml/model")
-"""
+'''
 
 
 def test_a_save_behind_should_save_runs_on_one_process() -> None:
     context = ScriptContext(launcher="torchrun", processes=16)
-    findings = [
-        f for f in check_source(SHOULD_SAVE_SCRIPT, context) if f.rule == "save-on-every-rank"
-    ]
+    findings = [f for f in check_source(SHOULD_SAVE_SCRIPT, context)
+                if f.rule == "save-on-every-rank"]
     assert [f.line for f in findings] == [14]  # the unguarded save after it is still reported
 
 
-MAIN_PROCESS_FIRST_SCRIPT = """
+MAIN_PROCESS_FIRST_SCRIPT = '''
 from transformers import Trainer, TrainingArguments
 
 arguments = TrainingArguments(output_dir="/opt/ml/checkpoints")
@@ -490,7 +380,7 @@ trainer = Trainer(model=None, args=arguments)
 trainer.train()
 with arguments.main_process_first(desc="save"):
     trainer.model.save_pretrained("/opt/ml/model")
-"""
+'''
 
 
 @pytest.mark.parametrize(("processes", "lines"), [(2, []), (8, [8])])
@@ -499,11 +389,8 @@ def test_a_save_inside_main_process_first_races_only_among_the_waiting_processes
 ) -> None:
     # Two processes: the main one saves, then the other; with more, the waiting ones save at once.
     context = ScriptContext(launcher="torchrun", processes=processes)
-    findings = [
-        f
-        for f in check_source(MAIN_PROCESS_FIRST_SCRIPT, context)
-        if f.rule == "save-on-every-rank"
-    ]
+    findings = [f for f in check_source(MAIN_PROCESS_FIRST_SCRIPT, context)
+                if f.rule == "save-on-every-rank"]
     assert [f.line for f in findings] == lines
 
 
@@ -538,8 +425,7 @@ def test_a_trainer_model_on_every_gpu_under_torchrun_is_refused_as_accelerate_re
     findings = device_map_findings('"auto"', hf_context())
     assert ("device-map-under-launcher", "error") in findings
     [finding] = [
-        f
-        for f in check_source(DEVICE_MAP_TRAINER.format(device_map='"auto"'), hf_context())
+        f for f in check_source(DEVICE_MAP_TRAINER.format(device_map='"auto"'), hf_context())
         if f.rule == "device-map-under-launcher"
     ]
     assert finding.line == 4 and "starts 4 processes" in finding.message
@@ -580,15 +466,8 @@ def test_and_the_factory_refuses_the_job_at_entry_point(tmp_path: Path) -> None:
 
     (tmp_path / "train.py").write_text(DEVICE_MAP_TRAINER.format(device_map='"auto"'))
     with pytest.raises(ConfigError) as raised:
-        huggingface(
-            entry_point="train.py",
-            source_dir=str(tmp_path),
-            role=ROLE,
-            instance_type="ml.g5.12xlarge",
-            transformers_version="4.36.0",
-            pytorch_version="2.1.0",
-            py_version="py310",
-            distribution=TORCHRUN,
-        )
+        huggingface(entry_point="train.py", source_dir=str(tmp_path), role=ROLE,
+                    instance_type="ml.g5.12xlarge", transformers_version="4.36.0",
+                    pytorch_version="2.1.0", py_version="py310", distribution=TORCHRUN)
     assert [p.path for p in raised.value.problems] == ["entry_point"]
     assert "train.py:4: `" in raised.value.problems[0].message

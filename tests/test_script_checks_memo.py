@@ -210,9 +210,7 @@ def settled_scripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     contexts=st.lists(_CONTEXTS, min_size=2, max_size=6),
 )
 def test_a_shared_script_gives_every_job_the_findings_of_a_first_check(
-    settled_scripts: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-    name: str,
+    settled_scripts: Path, tmp_path_factory: pytest.TempPathFactory, name: str,
     contexts: list[ScriptContext],
 ) -> None:
     fresh = tmp_path_factory.mktemp("fresh")  # written just now: never remembered

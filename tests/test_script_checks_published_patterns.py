@@ -15,21 +15,13 @@ import pytest
 from safe_estimators._script_checks import ScriptContext, check_source
 
 TORCHRUN = ScriptContext(
-    gpus_per_instance=8,
-    launcher="torchrun",
-    processes=16,
-    instance_type="ml.p4d.24xlarge",
+    gpus_per_instance=8, launcher="torchrun", processes=16, instance_type="ml.p4d.24xlarge",
     pytorch_version="2.3.0",
 )
 SMDDP = attrs.evolve(TORCHRUN, launcher="smddp", pytorch_version="1.8.1")
 SMP_V1_FP16 = ScriptContext(
-    model_parallel=True,
-    model_parallel_fp16=True,
-    launcher="smp-v1",
-    gpus_per_instance=8,
-    processes=8,
-    instance_type="ml.p4d.24xlarge",
-    pytorch_version="1.13.1",
+    model_parallel=True, model_parallel_fp16=True, launcher="smp-v1", gpus_per_instance=8,
+    processes=8, instance_type="ml.p4d.24xlarge", pytorch_version="1.13.1",
 )
 # The model parallel library before v1.10.0 (PyTorch 1.10 containers): no fp16 API of its own.
 SMP_V1_FP16_OLD = attrs.evolve(SMP_V1_FP16, pytorch_version="1.10.2")
@@ -149,7 +141,8 @@ HALF_DEFAULT = (
     "        torch.set_default_dtype(torch.float32)"
 )
 OWN_DYNAMIC_SCALER = (
-    "optimizer = FP16_Optimizer(model, optimizer, static_loss_scale=None, dynamic_loss_scale=True)"
+    "optimizer = FP16_Optimizer(model, optimizer, static_loss_scale=None, "
+    "dynamic_loss_scale=True)"
 )
 FP16_RULES = {"smp-fp16-model-creation", "smp-fp16-static-loss-scale"}
 
@@ -186,10 +179,7 @@ def test_an_own_optimizer_wrapper_with_a_static_scale_is_still_reported() -> Non
 # -- a shell utility run through subprocess does not hide the training ------------------------
 
 SMP_V2 = attrs.evolve(
-    TORCHRUN,
-    launcher="smp-v2",
-    pytorch_version="2.3.1",
-    tensor_parallel_degree=2,
+    TORCHRUN, launcher="smp-v2", pytorch_version="2.3.1", tensor_parallel_degree=2,
     hybrid_shard_degree=8,
 )
 NO_TSM_INIT = """
@@ -208,7 +198,7 @@ NO_TSM_INIT = """
 @pytest.mark.parametrize(
     "runner",
     [
-        "subprocess.Popen(f\"grep 'Avg bus bandwidth' {{log_file}}\", shell=True)",
+        'subprocess.Popen(f"grep \'Avg bus bandwidth\' {{log_file}}", shell=True)',
         'subprocess.check_output(["nvidia-smi", "-L"])',
         'subprocess.run("/usr/bin/df -h /opt/ml", shell=True)',
     ],
@@ -242,10 +232,7 @@ def test_another_program_may_still_hold_the_training(runner: str) -> None:
 # aws-samples/sagemaker-trainium-examples and aws-samples/awsome-distributed-training.
 
 TRAINIUM = ScriptContext(
-    launcher="torchrun",
-    processes=64,
-    instance_type="ml.trn1.32xlarge",
-    pytorch_version="1.11.0",
+    launcher="torchrun", processes=64, instance_type="ml.trn1.32xlarge", pytorch_version="1.11.0",
 )
 
 NEMO_TRAINER = """

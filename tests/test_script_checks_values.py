@@ -13,11 +13,10 @@ from safe_estimators._script_checks import ScriptContext, check_source
 
 ROLE = "arn:aws:iam::111111111111:role/SageMakerRole"
 
-TORCHRUN = ScriptContext(
-    launcher="torchrun", processes=16, gpus_per_instance=8, instance_type="ml.p4d.24xlarge"
-)
+TORCHRUN = ScriptContext(launcher="torchrun", processes=16, gpus_per_instance=8,
+                         instance_type="ml.p4d.24xlarge")
 
-SAMPLER_IMPORTED_NOT_USED = """
+SAMPLER_IMPORTED_NOT_USED = '''
 import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader
@@ -29,7 +28,7 @@ def main(dataset, model):
     loader = DataLoader(dataset, batch_size=8, shuffle=True)
     for batch in loader:
         model(batch).sum().backward()
-"""
+'''
 
 
 def test_a_distributed_sampler_imported_but_never_given_is_found_at_the_data_loader() -> None:
@@ -44,7 +43,7 @@ def test_the_sampler_given_to_the_loader_is_no_finding() -> None:
     assert check_source(source, TORCHRUN) == []
 
 
-MODEL_DIR_IN_A_DEFAULT = """
+MODEL_DIR_IN_A_DEFAULT = '''
 import argparse
 import os
 
@@ -59,7 +58,7 @@ args = parser.parse_args()
 def main(model):
     path = os.path.join(args.scratch, "model.pt")
     torch.save(model.state_dict(), path)
-"""
+'''
 
 
 def test_a_model_saved_to_tmp_beside_an_unused_model_dir_option_is_found_at_the_save() -> None:
@@ -90,7 +89,7 @@ def test_an_f_string_over_the_model_dir_variable_is_no_finding() -> None:
 
 # --- the Hugging Face Trainer: no launcher, spot resume ---------------------------------------
 
-TRAINER = """
+TRAINER = '''
 import os
 
 from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
@@ -100,7 +99,7 @@ model = AutoModelForCausalLM.from_pretrained("gpt2"{loading})
 trainer = Trainer(model=model, args=args)
 trainer.train({resume})
 trainer.save_model(os.environ["SM_MODEL_DIR"])
-"""
+'''
 SPOT = ScriptContext(use_spot_instances=True)
 
 
@@ -111,9 +110,7 @@ def trainer(resume: str = "", loading: str = "") -> str:
 def test_a_spot_trainer_resuming_with_true_is_found_at_the_train_call() -> None:
     [finding] = check_source(trainer("resume_from_checkpoint=True"), SPOT)
     assert (finding.rule, finding.line, finding.severity) == (
-        "spot-resume-without-checkpoint",
-        9,
-        "warning",
+        "spot-resume-without-checkpoint", 9, "warning"
     )
     assert "get_last_checkpoint" in finding.hint
 
@@ -135,14 +132,11 @@ def no_launcher_warning(folder: Path, script: str) -> Any:
     """The distribution warning of this script on one ml.g5.12xlarge (4 GPUs), no launcher."""
     (folder / "train.py").write_text(script)
     estimator = safe_estimators.pytorch(
-        entry_point="train.py",
-        source_dir=str(folder),
-        role=ROLE,
-        instance_type="ml.g5.12xlarge",
-        framework_version="2.3.0",
-        py_version="py311",
+        entry_point="train.py", source_dir=str(folder), role=ROLE,
+        instance_type="ml.g5.12xlarge", framework_version="2.3.0", py_version="py311",
     )
-    [warning] = [w for w in safe_estimators.explain(estimator).warnings if w.path == "distribution"]
+    [warning] = [w for w in safe_estimators.explain(estimator).warnings
+                 if w.path == "distribution"]
     return warning
 
 

@@ -23,13 +23,12 @@ ROLE = "arn:aws:iam::111111111111:role/SageMakerRole"
 TORCHRUN = {"torch_distributed": {"enabled": True}}
 MPI = {"mpi": {"enabled": True, "processes_per_host": 8}}
 IMAGE = "111111111111.dkr.ecr.us-east-1.amazonaws.com/megatron-lm:latest"
-SIXTEEN = ScriptContext(
-    launcher="torchrun", processes=16, gpus_per_instance=8, instance_type="ml.p4d.24xlarge"
-)
+SIXTEEN = ScriptContext(launcher="torchrun", processes=16, gpus_per_instance=8,
+                        instance_type="ml.p4d.24xlarge")
 
 # Megatron-LM's entry points hand the whole run to pretrain(), which initialises the process
 # group (megatron/training/training.py -> initialize.py).
-PRETRAIN_GPT = """
+PRETRAIN_GPT = '''
 import torch
 from megatron.core import mpu
 from megatron.training import get_args, pretrain
@@ -43,7 +42,7 @@ def forward_step(data_iterator, model):
 
 if __name__ == "__main__":
     pretrain(None, model_provider, None, forward_step)
-"""
+'''
 
 # A local Megatron tree as the checkout has it (our own few lines, the same shape).
 LOCAL_MEGATRON = {
@@ -62,7 +61,7 @@ LOCAL_MEGATRON = {
     "model_provider.py": "def model_provider():\n    return None\n",
 }
 
-NEVER_INITIALISES = """
+NEVER_INITIALISES = '''
 import torch
 from torch.utils.data import DataLoader
 
@@ -74,26 +73,19 @@ def main():
 
 
 main()
-"""
+'''
 
 
 def megatron_job(folder: Path, **extra: object) -> object:
     return pytorch(
-        entry_point="pretrain_gpt.py",
-        source_dir=str(folder),
-        role=ROLE,
-        instance_type="ml.p4d.24xlarge",
-        instance_count=2,
-        image_uri=IMAGE,
-        py_version="py310",
-        distribution=MPI,
-        **extra,
+        entry_point="pretrain_gpt.py", source_dir=str(folder), role=ROLE,
+        instance_type="ml.p4d.24xlarge", instance_count=2, image_uri=IMAGE, py_version="py310",
+        distribution=MPI, **extra,
     )
 
 
 @pytest.mark.parametrize(
-    "tree",
-    ["none", "package", "namespace"],
+    "tree", ["none", "package", "namespace"],
     ids=["installed-megatron", "local-megatron", "local-namespace-megatron"],
 )
 def test_the_megatron_lm_example_builds(tmp_path: Path, tree: str) -> None:
@@ -161,14 +153,8 @@ def test_a_local_module_that_was_read_keeps_the_error(tmp_path: Path) -> None:
         "from transformers import AutoModelForCausalLM\n"
         "AutoModelForCausalLM.from_pretrained('m', tp_plan='auto')",
     ],
-    ids=[
-        "composer",
-        "ray-train",
-        "nemo-2",
-        "nemo-1",
-        "initialize-megatron",
-        "transformers-tp-plan",
-    ],
+    ids=["composer", "ray-train", "nemo-2", "nemo-1", "initialize-megatron",
+         "transformers-tp-plan"],
 )
 def test_frameworks_that_set_up_the_process_group_themselves(initialiser: str) -> None:
     assert check_source(f"import torch\n{initialiser}\n", SIXTEEN) == []
@@ -197,24 +183,16 @@ def test_the_smddp_backend_without_its_import_is_an_error_only_in_sight() -> Non
 
 def test_the_mp_fn_behind_a_star_import_is_a_warning() -> None:
     context = ScriptContext(training_compiler=True, xla_distributed=True, gpus_per_instance=4)
-    [finding] = [
-        f
-        for f in check_source("from trainer_lib import *\n", context)
-        if f.rule == "xla-missing-mp-fn"
-    ]
+    [finding] = [f for f in check_source("from trainer_lib import *\n", context)
+                 if f.rule == "xla-missing-mp-fn"]
     assert finding.severity == "warning"
     assert "from trainer_lib import *" in finding.message
 
 
 @pytest.mark.parametrize(
     "table",
-    [
-        NEUTRAL,
-        KNOWN_TO_PROCESS_GROUP_RULE,
-        KNOWN_TO_SMP_RULES,
-        KNOWN_TO_SMDDP_RULE,
-        PROCESS_GROUP_INITIALISERS,
-    ],
+    [NEUTRAL, KNOWN_TO_PROCESS_GROUP_RULE, KNOWN_TO_SMP_RULES, KNOWN_TO_SMDDP_RULE,
+     PROCESS_GROUP_INITIALISERS],
     ids=["neutral", "process-group", "smp", "smddp", "initialisers"],
 )
 def test_every_known_library_says_where_its_behaviour_is_shown(table: dict[object, str]) -> None:

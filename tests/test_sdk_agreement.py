@@ -32,7 +32,9 @@ def _keywords(*classes: type) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize(("kind", "cls"), [("pytorch", PyTorch), ("huggingface", HuggingFace)])
+@pytest.mark.parametrize(
+    ("kind", "cls"), [("pytorch", PyTorch), ("huggingface", HuggingFace)]
+)
 def test_estimator_keyword_tables_match_the_sdk(kind, cls):
     assert _sdk_arguments.BY_ESTIMATOR[kind] == _keywords(EstimatorBase, Framework, cls)
 

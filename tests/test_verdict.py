@@ -90,7 +90,9 @@ def test_aws_spelling_with_debug_keeps_debug(sagemaker_session, role):
 def test_a_disabled_compiler_config_is_off(sagemaker_session, role):
     from sagemaker.pytorch import TrainingCompilerConfig  # sagemaker 2's
 
-    est = pytorch(sagemaker_session, role, compiler_config=TrainingCompilerConfig(enabled=False))
+    est = pytorch(
+        sagemaker_session, role, compiler_config=TrainingCompilerConfig(enabled=False)
+    )
     assert "GPU_NUM_DEVICES" not in (est.environment or {})
     assert "sagemaker_training_compiler_enabled" not in est.hyperparameters()
 
@@ -260,7 +262,9 @@ def test_the_planned_request_is_checked_too(tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
     tags = [{"Key": f"org{i}", "Value": "x"} for i in range(50)]
     config.write_text(
-        yaml.safe_dump({"SchemaVersion": "1.0", "SageMaker": {"TrainingJob": {"Tags": tags}}})
+        yaml.safe_dump(
+            {"SchemaVersion": "1.0", "SageMaker": {"TrainingJob": {"Tags": tags}}}
+        )
     )
     monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(config))
     monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(config))
@@ -298,7 +302,9 @@ def test_missing_entry_point_and_source_dir_are_refused(tmp_path, sagemaker_sess
     problems = errors(validate_file(path))
     assert [p.path for p in problems] == ["source_dir"]
     with pytest.raises(ConfigError) as error:
-        pytorch(sagemaker_session, role, entry_point="missing.py", source_dir=str(tmp_path / "no"))
+        pytorch(
+            sagemaker_session, role, entry_point="missing.py", source_dir=str(tmp_path / "no")
+        )
     assert error.value.paths == ["source_dir"]
     with pytest.raises(ConfigError) as error:
         pytorch(sagemaker_session, role, entry_point=str(tmp_path / "missing.py"))
@@ -393,9 +399,9 @@ def test_every_path_lists_every_problem_in_validates_order(tmp_path, role):
 
 def test_overrides_can_fix_what_the_file_gets_wrong(tmp_path, role):
     path = write_spec(tmp_path, volume_size=-5)
-    assert (
-        safe_estimators.plan(path, volume_size=50).request["ResourceConfig"]["VolumeSizeInGB"] == 50
-    )
+    assert safe_estimators.plan(path, volume_size=50).request["ResourceConfig"][
+        "VolumeSizeInGB"
+    ] == 50
 
 
 # --- 8. encryption ---------------------------------------------------------------------------

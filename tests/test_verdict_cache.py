@@ -215,7 +215,9 @@ def test_a_run_checks_each_shard_folder_once_and_closes_it_after(
     )
 
 
-def test_a_doubt_met_looking_up_a_spec_that_does_not_parse_is_that_specs_warning(capsys, tmp_path):
+def test_a_doubt_met_looking_up_a_spec_that_does_not_parse_is_that_specs_warning(
+    capsys, tmp_path
+):
     # A spec that does not parse runs no rules, so the cache_trusted rule never reports the
     # loosened shard its lookup met: the lookup reports it for that spec.
     broken = SPECS / "yaml-syntax-error.yaml"
