@@ -658,3 +658,23 @@ def test_at_most_16_walks_are_remembered_the_oldest_forgotten_first(
     assert walk_tree(folders[19]) is walks[19]
     assert walk_tree(folders[4]) is walks[4]
     assert walk_tree(folders[3]) is not walks[3]
+
+
+def test_a_folder_the_walk_cannot_list_is_skipped_and_the_others_walked(tmp_path: Path) -> None:
+    # Seventeen folders of 255-character names: the deepest path is longer than PATH_MAX (4,096),
+    # so listing it fails (ENAMETOOLONG); the walk goes on with the folders left.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f.py").write_text("x")
+    name = "z" * 255
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for _ in range(17):
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    found = walk_tree(tmp_path)
+    assert found.files == (f"{os.path.realpath(tmp_path)}/a/f.py",)
+    assert (found.truncated, found.too_deep) == (None, False)
