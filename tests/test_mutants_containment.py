@@ -737,3 +737,67 @@ def test_job_arguments_of_a_job_spec_are_its_arguments_and_its_inputs() -> None:
     spec, _ = structure_spec(BASE)
     assert spec is not None
     assert job_arguments(spec, {}) == ({"estimator": "pytorch", **spec_arguments(spec)}, None, [])
+
+
+def test_values_that_name_no_file_are_left_as_written(repository: Path) -> None:
+    r = repository
+    spec = {
+        "estimator": "pytorch",
+        "entry_point": "t.py",
+        "model": {"parameters": "7B"},  # no config file
+        "distribution": {
+            "smdistributed": {"modelparallel": {"enabled": True, "parameters": {"partitions": 2}}}
+        },
+    }
+    assert _read(r, spec) == ({**spec, "entry_point": f"{r}/t.py"}, [])
+    empty = {
+        **spec,
+        "model": {"config": ""},
+        "distribution": {"smdistributed": {"modelparallel": {"enabled": True, "parameters": ""}}},
+    }
+    assert _read(r, empty) == ({**empty, "entry_point": f"{r}/t.py"}, [])
+    tuning = {"target": "fine_tuning", "trainer": "SFTTrainer", "recipe": ""}
+    assert _read(r, tuning) == (tuning, [])
+    # a trainer's compute is its own: not read as ModelTrainer's
+    tuning = {"target": "fine_tuning", "trainer": "SFTTrainer", "recipe": "r.yaml"}
+    compute = {"compute": {"instance_type": "ml.g5.2xlarge"}}
+    data, problems = _read(r, {**tuning, **compute})
+    assert (data, problems) == ({**tuning, **compute, "recipe": f"{r}/r.yaml"}, [])
+    assert data is not None and type(data["recipe"]) is str  # inside: not refused
+
+
+def test_a_recipe_file_is_a_file_whether_or_not_it_exists_yet(repository: Path) -> None:
+    data, problems = _read(repository, {"target": "model_trainer", "training_recipe": "new.yaml"})
+    assert (data, problems) == (
+        {"target": "model_trainer", "training_recipe": f"{repository}/new.yaml"},
+        [],
+    )
+    data, _ = _read(repository, {"target": "model_trainer", "training_recipe": "training/llama"})
+    assert data is not None and type(data["training_recipe"]) is str
+
+
+def test_a_requirements_file_outside_is_refused_at_the_word_it_was_given_in(
+    repository: Path,
+) -> None:
+    r, up = repository, repository.parent
+    _, problems = _read(
+        r, {"target": "model_trainer", "training_recipe": "recipe.yaml", "requirements": "../q.txt"}
+    )
+    assert [(p.path, p.message, p.rule) for p in problems] == [
+        (
+            "requirements",
+            f"'../q.txt' resolves to '{up}/q.txt', outside the project ('{r}'); plan and submit "
+            "would package and upload it.",
+            "project-containment",
+        )
+    ]
+    code = {"source_dir": "src", "entry_script": "t.py", "requirements": "../../q.txt"}
+    _, problems = _read(r, {"target": "model_trainer", "source_code": code})
+    assert [(p.path, p.message, p.rule) for p in problems] == [
+        (
+            "source_code.requirements",
+            f"'../../q.txt' resolves to '{up}/q.txt', outside source_dir; plan and submit would "
+            "package and upload it.",
+            "project-containment",
+        )
+    ]
