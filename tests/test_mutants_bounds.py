@@ -678,3 +678,11 @@ def test_a_folder_the_walk_cannot_list_is_skipped_and_the_others_walked(tmp_path
     found = walk_tree(tmp_path)
     assert found.files == (f"{os.path.realpath(tmp_path)}/a/f.py",)
     assert (found.truncated, found.too_deep) == (None, False)
+
+
+def test_a_file_larger_than_fstat_said_is_refused_once_read_past_the_limit() -> None:
+    # procfs files say 0 bytes and hold more: the size is checked again on what was read
+    with pytest.raises(NotRegular) as refused:
+        read_regular("/proc/self/status", 10)
+    assert str(refused.value) == "is more than 10 bytes"
+    assert read_regular("/proc/self/status", 100_000).startswith(b"Name:")
