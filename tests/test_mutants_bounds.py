@@ -686,3 +686,21 @@ def test_a_file_larger_than_fstat_said_is_refused_once_read_past_the_limit() -> 
         read_regular("/proc/self/status", 10)
     assert str(refused.value) == "is more than 10 bytes"
     assert read_regular("/proc/self/status", 100_000).startswith(b"Name:")
+
+
+def test_the_limits_hold_at_the_boundary_for_containers_and_a_lone_number() -> None:
+    # MAX_NODES values with the last one a container (counted where containers are opened)
+    assert _shapes({"x": {f"k{i}": {} for i in range(MAX_NODES - 2)}}) == []
+    # the longest number CreateTrainingJob accepts, given on its own
+    assert _shapes(2**8325 - 1) == []
+
+
+def test_the_walk_stops_at_a_cycle_or_at_the_depth_limit() -> None:
+    # one problem per kind: past a value that contains itself, or one nested too deep, the rest
+    # is not read (it may be the same structure again)
+    cycle: dict[str, object] = {}
+    cycle["self"] = cycle
+    found = _shapes({"a": cycle, "b": float("nan")})
+    assert [path for path, _, _ in found] == ["a.self"]
+    found = _shapes({"a": _nested(MAX_DEPTH + 1), "b": float("nan")})
+    assert [path for path, _, _ in found] == [".".join(["a"] * MAX_DEPTH)]
