@@ -54,7 +54,9 @@ def path_suffix(path: str | os.PathLike[str]) -> str:
     """``Path(path).suffix.lower()``, from the string where that is certain: reading a folder of
     specs asks it of every file, and pathlib parses the whole path to answer."""
     name = os.fspath(path)
-    if isinstance(name, str) and os.sep == "/":
+    # Either way the answer is pathlib's (the tests compare them): whether this line sends a path
+    # through the shortcut or through pathlib cannot be told apart.
+    if isinstance(name, str) and os.sep == "/":  # pragma: no mutate
         last = name.rpartition("/")[2]
         if last and last != ".":  # then it is pathlib's last part too
             dot = last.rfind(".")
