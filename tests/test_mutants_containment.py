@@ -801,3 +801,12 @@ def test_a_requirements_file_outside_is_refused_at_the_word_it_was_given_in(
             "project-containment",
         )
     ]
+
+
+def test_a_long_duplicate_key_is_shown_whole_in_the_syntax_error(tmp_path: Path) -> None:
+    key = "k" * 40
+    (tmp_path / "dup.json").write_text(json.dumps({key: 1})[:-1] + f', "{key}": 2}}')
+    _, problems = read_spec_data(tmp_path / "dup.json")
+    assert [p.message for p in problems] == [
+        f"is not valid JSON: \"duplicate key '{key}'; JSON parsers keep only one of them\"."
+    ]
