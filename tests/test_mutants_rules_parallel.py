@@ -18,7 +18,7 @@ from conftest import ROLE
 from safe_estimators._context import Context
 from safe_estimators._problems import REMOVE, Problem
 from safe_estimators._resolve import _lookup, _model_parallel
-from safe_estimators._rules import compiler, construction
+from safe_estimators._rules import compiler, construction, distribution
 from safe_estimators._spec import instance_type_name, structure_spec
 
 SCRIPT = str(Path(__file__).parent / "fixtures" / "jobs" / "train.py")
@@ -314,3 +314,383 @@ def test_profiling_asked_reads_each_default_by_its_own_name():
     assert compiler.profiling_asked(spec, "debugger_hook_config")
     assert not compiler.profiling_asked(spec, "environment")
     assert not compiler.profiling_asked(context(**COMPILER).spec, "debugger_hook_config")
+
+
+# --- distribution: the strategies the SDK reads, and jobs that start one process per host -----
+
+STRATEGIES = "pytorchxla, pytorchddp, torch_distributed, parameter_server, mpi, smdistributed, instance_groups"
+TORCHRUN_FIX = (
+    "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process per GPU and "
+    "one job across the instances)"
+)
+MPI_FIX = (
+    "add distribution={'mpi': {'enabled': True}} (mpirun: one process per GPU; the script joins "
+    "its process group from MPI's environment, as Horovod does)"
+)
+
+
+def _rule(rule: Any, **fields: Any) -> list[tuple[str, str]]:
+    return said(rule(context(**fields)))
+
+
+@pytest.mark.parametrize(
+    ("block", "found"),
+    [
+        pytest.param(
+            {"torchdistributed": {"enabled": True}},
+            "distribution.torchdistributed: 'torchdistributed' is not a distribution strategy the "
+            "SageMaker SDK reads; it would be ignored silently. Fix: did you mean "
+            "'torch_distributed'? (write distribution.torch_distributed); or use one of: "
+            f"{STRATEGIES}.",
+            id="misspelt-strategy",
+        ),
+        pytest.param(
+            {"foo": {"enabled": True}},
+            "distribution.foo: 'foo' is not a distribution strategy the SageMaker SDK reads; it "
+            f"would be ignored silently. Fix: use one of: {STRATEGIES}.",
+            id="unknown-strategy",
+        ),
+        pytest.param(
+            {"torch_distributed": True},
+            "distribution.torch_distributed: must be a mapping like {'enabled': True}, got bool "
+            "True. Fix: write torch_distributed: {enabled: true}.",
+            id="not-a-mapping",
+        ),
+        pytest.param(
+            {"smdistributed": "x"},
+            "distribution.smdistributed: must be a mapping like {'enabled': True}, got str 'x'. "
+            "Fix: write smdistributed: {enabled: true} (or {dataparallel: {enabled: true}}).",
+            id="smdistributed-not-a-mapping",
+        ),
+        pytest.param(
+            {"torch_distributed": {"enable": True}},
+            "distribution.torch_distributed.enable: 'enable' is not read by the SageMaker SDK for "
+            "torch_distributed; it would be ignored. Fix: did you mean 'enabled'?",
+            id="misspelt-key",
+        ),
+        pytest.param(
+            {"mpi": {"xyz": 1}},
+            "distribution.mpi.xyz: 'xyz' is not read by the SageMaker SDK for mpi; it would be "
+            "ignored. Fix: use: custom_mpi_options, enabled, processes_per_host.",
+            id="unknown-key",
+        ),
+        pytest.param(
+            {"torch_distributed": {"enabled": "true"}},
+            "distribution.torch_distributed.enabled: must be true or false, got 'true'. Fix: set "
+            "distribution.torch_distributed.enabled=True; or write enabled: true (a bool, not a "
+            "string).",
+            id="enabled-a-string",
+        ),
+        pytest.param(
+            {"torch_distributed": {"enabled": 1}},
+            "distribution.torch_distributed.enabled: must be true or false, got 1. Fix: set "
+            "distribution.torch_distributed.enabled=True; or write enabled: true (a bool, not a "
+            "string).",
+            id="enabled-a-number",
+        ),
+    ],
+)
+def test_a_distribution_the_sdk_would_not_read_is_refused_with_the_key_it_reads(block, found):
+    assert _rule(distribution.distribution_shape, distribution=block) == [("error", found)]
+
+
+def test_a_misspelt_strategy_is_offered_under_the_name_the_sdk_reads():
+    [problem] = distribution.distribution_shape(
+        context(distribution={"torchdistributed": {"enabled": True}})
+    )
+    assert changes(problem) == [
+        (("distribution.torchdistributed", REMOVE),
+         ("distribution.torch_distributed", {"enabled": True})),
+    ]  # fmt: skip
+
+
+def test_the_xla_misspellings_are_left_to_the_compiler_rule_on_a_compiler_job_only():
+    xla = {"torch_xla": {"enabled": True}}
+    assert _rule(distribution.distribution_shape, training_compiler=True, distribution=xla) == []
+    assert _rule(
+        distribution.distribution_shape, training_compiler=True,
+        distribution={"torch_xla": {"bogus": True}},
+    ) == [
+        ("error", "distribution.torch_xla.bogus: 'bogus' is not read by the SageMaker SDK for "
+         "torch_xla; it would be ignored. Fix: use: enabled."),
+    ]  # fmt: skip
+    [(severity, message)] = _rule(distribution.distribution_shape, distribution=xla)
+    assert message.startswith(
+        "distribution.torch_xla: 'torch_xla' is not a distribution strategy the SageMaker SDK "
+        "reads; it would be ignored silently. Fix: did you mean 'pytorchxla'?"
+    )
+
+
+def test_well_formed_strategies_are_no_problem():
+    block = {
+        "torch_distributed": {"enabled": True},
+        "mpi": {"enabled": False, "processes_per_host": 2, "custom_mpi_options": "-v"},
+        "smdistributed": {"dataparallel": {"enabled": True}},
+        "instance_groups": [],
+    }
+    assert _rule(distribution.distribution_shape, distribution=block) == []
+
+
+def _mpi(processes: object, instance_type: str = "ml.p3.8xlarge") -> list[tuple[str, str]]:
+    block = {"mpi": {"enabled": True, "processes_per_host": processes}}
+    return _rule(distribution.mpi_processes, instance_type=instance_type, distribution=block)
+
+
+def test_more_mpi_processes_than_gpus_is_refused_at_one_more_than_the_gpus():
+    assert _mpi(4) == []
+    assert _mpi(5) == [
+        ("error", "distribution.mpi.processes_per_host: is 5, but ml.p3.8xlarge has 4 GPUs: more "
+         "node-local processes than devices fail at start-up. Fix: set "
+         "distribution.mpi.processes_per_host=4 (one process per GPU); or pick an instance type "
+         "with 5 GPUs."),
+    ]  # fmt: skip
+    [problem] = distribution.mpi_processes(
+        context(instance_type="ml.p3.8xlarge",
+                distribution={"mpi": {"enabled": True, "processes_per_host": 5}})
+    )  # fmt: skip
+    assert changes(problem) == [(("distribution.mpi.processes_per_host", 4),)]
+
+
+@pytest.mark.parametrize("processes", [0, -1, "2", 2.0, True])
+def test_mpi_processes_must_be_a_positive_whole_number(processes):
+    assert _mpi(processes) == [
+        ("error", "distribution.mpi.processes_per_host: must be a positive whole number, got "
+         f"{processes!r}."),
+    ]  # fmt: skip
+
+
+def test_one_mpi_process_or_a_cpu_instance_or_no_count_is_no_problem():
+    assert _mpi(1) == []
+    assert _mpi(2, "ml.c5.xlarge") == []  # no GPUs to count: another rule's business
+    assert _rule(distribution.mpi_processes, distribution={"mpi": {"enabled": True}}) == []
+    assert _rule(distribution.mpi_processes, distribution={"mpi": True}) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "block"),
+    [
+        ("pytorchxla", {"pytorchxla": {"enabled": True}}),
+        ("pytorchddp", {"pytorchddp": {"enabled": True}}),
+        ("smdistributed", {"smdistributed": {"dataparallel": {"enabled": True}}}),
+    ],
+)
+def test_a_gpu_launcher_on_a_cpu_instance_is_refused_with_gpu_types_offered(key, block):
+    [problem] = distribution.distribution_needs_gpus(
+        context(instance_type="ml.c5.xlarge", distribution=block)
+    )
+    assert said([problem]) == [
+        ("error", f"distribution.{key}: needs GPUs, but ml.c5.xlarge has none. Fix: set "
+         "instance_type='ml.g5.12xlarge'; or set instance_type='ml.p4d.24xlarge'; or remove "
+         f"distribution.{key}; or use a GPU instance."),
+    ]  # fmt: skip
+    assert changes(problem) == [
+        (("instance_type", "ml.g5.12xlarge"),),
+        (("instance_type", "ml.p4d.24xlarge"),),
+        ((f"distribution.{key}", REMOVE),),
+    ]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({"instance_type": "ml.p3.8xlarge",
+                      "distribution": {"pytorchddp": {"enabled": True}}}, id="on-gpus"),
+        pytest.param({**HF, "instance_type": "ml.c5.xlarge",
+                      "distribution": {"pytorchddp": {"enabled": True}}}, id="hugging-face-ddp"),
+        pytest.param({"instance_type": "ml.c5.xlarge",
+                      "distribution": {"smdistributed": {"dataparallel": {"enabled": False}}}},
+                     id="disabled"),
+        pytest.param({"instance_type": "ml.c5.xlarge",
+                      "distribution": {"smdistributed": {"modelparallel": {"enabled": True}}}},
+                     id="not-dataparallel"),
+        pytest.param({"instance_type": "local",
+                      "distribution": {"pytorchddp": {"enabled": True}}}, id="local"),
+    ],
+)  # fmt: skip
+def test_gpu_launchers_where_they_run_are_no_problem(fields):
+    assert _rule(distribution.distribution_needs_gpus, **fields) == []
+
+
+def test_a_parameter_server_on_a_pytorch_job_is_a_warning_that_counts_the_copies():
+    block = {"parameter_server": {"enabled": True}}
+    [problem] = distribution.parameter_server_ignored(
+        context(instance_type="ml.c5.xlarge", instance_count=3, distribution=block)
+    )
+    assert said([problem]) == [
+        ("warning", "distribution.parameter_server: is ignored: the SageMaker SDK sends "
+         "sagemaker_parameter_server_enabled, but only the TensorFlow and MXNet containers start "
+         "parameter servers; the PyTorch and Hugging Face containers never read it and run the "
+         "script once per instance (3 here), each process training on its own. Fix: remove "
+         "distribution.parameter_server; or for data parallelism use torch_distributed "
+         "(torchrun), smdistributed.dataparallel (SMDDP) or mpi."),
+    ]  # fmt: skip
+    assert changes(problem) == [(("distribution.parameter_server", REMOVE),)]
+    off = {"parameter_server": {"enabled": False}}
+    assert _rule(distribution.parameter_server_ignored, distribution=off) == []
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> str:
+    """A script that trains in its one process, on one device."""
+    script = tmp_path / "train.py"
+    script.write_text("print('training')\n")
+    return str(script)
+
+
+def _no_launcher(**fields: Any) -> list[tuple[str, str]]:
+    return _rule(distribution.no_launcher, **fields)
+
+
+def test_one_process_on_4_gpus_leaves_3_idle_and_torchrun_is_offered(plain):
+    [problem] = distribution.no_launcher(context(entry_point=plain, instance_type="ml.p3.8xlarge"))
+    assert said([problem]) == [
+        ("warning", "distribution: is not set, but the job has 4 GPUs (1 x ml.p3.8xlarge, 4 GPUs "
+         "each): SageMaker starts one training process per instance, so unless the script "
+         f"spreads itself over them, 3 GPUs sit idle. Fix: {TORCHRUN_FIX}; or use a single GPU."),
+    ]  # fmt: skip
+    assert changes(problem) == [(("distribution.torch_distributed", {"enabled": True}),)]
+
+
+def test_two_instances_of_4_gpus_idle_6_and_train_independent_copies(plain):
+    assert _no_launcher(entry_point=plain, instance_type="ml.p3.8xlarge", instance_count=2) == [
+        ("warning", "distribution: is not set, but the job has 8 GPUs (2 x ml.p3.8xlarge, 4 GPUs "
+         "each): SageMaker starts one training process per instance, so unless the script "
+         "spreads itself over them, 6 GPUs sit idle, and the 2 instances train independent "
+         f"copies. Fix: {TORCHRUN_FIX}; or use a single GPU."),
+    ]  # fmt: skip
+
+
+def test_two_single_gpu_instances_idle_nothing_but_train_independent_copies(plain):
+    assert _no_launcher(entry_point=plain, instance_type="ml.p3.2xlarge", instance_count=2) == [
+        ("warning", "distribution: is not set, but the job has 2 GPUs (2 x ml.p3.2xlarge, 1 GPU "
+         "each): SageMaker starts one training process per instance, so the 2 instances train "
+         f"independent copies. Fix: {TORCHRUN_FIX}; or use a single GPU."),
+    ]  # fmt: skip
+
+
+def test_one_idle_neuroncore_sits_idle_and_trainium_offers_torchrun_only(plain):
+    found = _no_launcher(
+        entry_point=plain, instance_type="ml.trn1.2xlarge", framework_version="2.1.0",
+        py_version="py310",
+    )  # fmt: skip
+    assert found == [
+        ("warning", "distribution: is not set, but the job has 2 NeuronCores (1 x ml.trn1.2xlarge, "
+         "2 NeuronCores each): SageMaker starts one training process per instance, so unless the "
+         "script spreads itself over them, 1 NeuronCore sits idle. The SageMaker SDK refuses "
+         "torchrun with framework_version='2.1.0' on ml.trn1.2xlarge. Fix: set "
+         "framework_version='1.11.0', py_version='py38' (the nearest that torchrun takes) and add "
+         "distribution={'torch_distributed': {'enabled': True}} (torchrun: one process per "
+         "NeuronCore and one job across the instances); or keep one process per instance if the "
+         "script is written for one NeuronCore."),
+    ]  # fmt: skip
+
+
+def test_an_old_container_is_offered_the_nearest_torchrun_version_and_mpi(plain):
+    ctx = context(entry_point=plain, instance_type="ml.p3.8xlarge", framework_version="1.12.1",
+                  py_version="py38")  # fmt: skip
+    [problem] = distribution.no_launcher(ctx)
+    assert said([problem]) == [
+        ("warning", "distribution: is not set, but the job has 4 GPUs (1 x ml.p3.8xlarge, 4 GPUs "
+         "each): SageMaker starts one training process per instance, so unless the script "
+         "spreads itself over them, 3 GPUs sit idle. The SageMaker SDK refuses torchrun with "
+         "framework_version='1.12.1' on ml.p3.8xlarge. Fix: set framework_version='1.13.1', "
+         f"py_version='py39' (the nearest that torchrun takes) and {TORCHRUN_FIX}; or {MPI_FIX}; "
+         "or use a single GPU."),
+    ]  # fmt: skip
+    assert changes(problem) == [
+        (("framework_version", "1.13.1"), ("py_version", "py39"),
+         ("distribution.torch_distributed", {"enabled": True})),
+        (("distribution.mpi", {"enabled": True}),),
+    ]  # fmt: skip
+
+
+def test_a_shell_entry_point_is_offered_mpi_and_told_why_not_torchrun():
+    assert _no_launcher(entry_point="run.sh", instance_type="ml.p3.8xlarge") == [
+        ("warning", "distribution: is not set, but the job has 4 GPUs (1 x ml.p3.8xlarge, 4 GPUs "
+         "each): SageMaker starts one training process per instance, so unless the script "
+         "spreads itself over them, 3 GPUs sit idle. torchrun starts .py scripts only, and "
+         f"entry_point is 'run.sh'. Fix: {MPI_FIX}; or use a single GPU."),
+    ]  # fmt: skip
+
+
+def test_the_hugging_face_trainer_in_one_process_is_data_parallel_with_gpu_0_loaded():
+    trainer = (
+        "distribution: is not set, but the job has {gpus} GPUs ({count} x ml.p3.8xlarge, 4 GPUs "
+        "each) and the script trains with the Hugging Face Trainer in one process per instance: "
+        "it wraps the model in torch.nn.DataParallel over the instance's GPUs, which uses them "
+        "all but replicates the model from GPU 0 on every step and gathers the outputs there, so "
+        "GPU 0 carries the most memory and the step runs slower than with one process per GPU "
+        "(DDP, or FSDP to shard the model states){copies}. Fix: {fix}; or use a single GPU."
+    ).replace("{fix}", TORCHRUN_FIX.replace("{", "{{").replace("}", "}}"))
+    assert _no_launcher(instance_type="ml.p3.8xlarge") == [
+        ("warning", trainer.format(gpus=4, count=1, copies=""))
+    ]
+    copies = "; and the 2 instances train independent copies"
+    assert _no_launcher(instance_type="ml.p3.8xlarge", instance_count=2) == [
+        ("warning", trainer.format(gpus=8, count=2, copies=copies))
+    ]
+    # A disabled SMDDP block launches nothing.
+    smddp_off = {"smdistributed": {"dataparallel": {"enabled": False}}}
+    assert _no_launcher(instance_type="ml.p3.8xlarge", instance_count=2, distribution=smddp_off) == [
+        ("warning", trainer.format(gpus=8, count=2, copies=copies))
+    ]
+
+
+def test_the_hugging_face_trainer_on_neuroncores_leaves_the_others_idle():
+    [(severity, message)] = _no_launcher(
+        instance_type="ml.trn1.2xlarge", framework_version="2.1.0", py_version="py310"
+    )
+    assert (severity, message.split(". ")[0]) == (
+        "warning",
+        "distribution: is not set, but the job has 2 NeuronCores (1 x ml.trn1.2xlarge, 2 "
+        "NeuronCores each): SageMaker starts one training process per instance, so unless the "
+        "script spreads itself over them, 1 NeuronCore sits idle",
+    )
+
+
+DATA_PARALLEL = "import torch\nmodel = torch.nn.DataParallel(torch.nn.Linear(2, 2)).cuda()\n"
+
+
+def test_a_script_spreading_itself_on_two_instances_trains_independent_copies(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(DATA_PARALLEL)
+    assert _no_launcher(entry_point=str(script), instance_type="ml.p3.8xlarge") == []
+    [problem] = distribution.no_launcher(
+        context(entry_point=str(script), instance_type="ml.p3.8xlarge", instance_count=2)
+    )
+    assert said([problem]) == [
+        ("warning", "distribution: is not set, and the script replicates its model with "
+         "torch.nn.DataParallel in one process over each instance's 4 GPUs; SageMaker starts one "
+         "training process per instance, so the 2 instances (ml.p3.8xlarge) train independent "
+         "copies. Fix: set instance_count=1; or give each GPU its own process (a launcher such as "
+         "torch_distributed, with the model on that process's GPU) to train one model across the "
+         "instances."),
+    ]  # fmt: skip
+    assert changes(problem) == [(("instance_count", 1),)]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({"instance_type": "ml.p3.2xlarge"}, id="one-gpu"),
+        pytest.param({"instance_type": "ml.c5.xlarge", "instance_count": 1}, id="cpu"),
+        pytest.param({"instance_type": "ml.p3.8xlarge",
+                      "distribution": {"torch_distributed": {"enabled": True}}}, id="torchrun"),
+        pytest.param({"instance_type": "ml.p3.8xlarge",
+                      "distribution": {"smdistributed": {"dataparallel": {"enabled": True}}}},
+                     id="smddp"),
+        pytest.param({"instance_type": "ml.p3.8xlarge",
+                      "distribution": {"smdistributed": {"dataparallel": {}}}},
+                     id="smddp-without-enabled"),
+        pytest.param({"instance_type": "ml.p3.8xlarge",
+                      "distribution": {"mpi": {"enabled": True}}}, id="mpi"),
+        pytest.param({"instance_type": "ml.p3.8xlarge", "training_compiler": True}, id="compiler"),
+        pytest.param({"instance_type": "ml.p3.8xlarge",
+                      "model_parallel": {"pipeline_parallel_degree": 2}}, id="model-parallel"),
+        pytest.param({"instance_groups": [{"instance_group_name": "a",
+                                           "instance_type": "ml.p3.8xlarge",
+                                           "instance_count": 2}]}, id="instance-groups"),
+    ],
+)  # fmt: skip
+def test_one_device_a_launcher_or_a_launch_of_its_own_is_no_problem(plain, fields):
+    assert _no_launcher(entry_point=plain, **fields) == []
