@@ -149,8 +149,9 @@ def test_pytorchxla_without_the_compiler_is_refused_with_the_compiler_or_torchru
     ]
     assert changes(problem) == [
         (("training_compiler", True),),
-        (("distribution.pytorchxla", REMOVE), ("distribution.torch_distributed", {"enabled": True})),
-    ]
+        (("distribution.pytorchxla", REMOVE),
+         ("distribution.torch_distributed", {"enabled": True})),
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -214,7 +215,8 @@ def test_a_compiler_job_in_local_mode_offers_the_compiler_off_under_the_name_it_
     name,
 ):
     value, _, off = OFF[name]
-    [problem] = compiler.compiler_hardware(context(**{**PT, name: value}, instance_type="local_gpu"))
+    ctx = context(**{**PT, name: value}, instance_type="local_gpu")
+    [problem] = compiler.compiler_hardware(ctx)
     assert changes(problem)[0] == off
     assert said([problem]) == [
         (
@@ -318,7 +320,10 @@ def test_profiling_asked_reads_each_default_by_its_own_name():
 
 # --- distribution: the strategies the SDK reads, and jobs that start one process per host -----
 
-STRATEGIES = "pytorchxla, pytorchddp, torch_distributed, parameter_server, mpi, smdistributed, instance_groups"
+STRATEGIES = (
+    "pytorchxla, pytorchddp, torch_distributed, parameter_server, mpi, smdistributed, "
+    "instance_groups"
+)
 TORCHRUN_FIX = (
     "add distribution={'torch_distributed': {'enabled': True}} (torchrun: one process per GPU and "
     "one job across the instances)"
@@ -415,6 +420,7 @@ def test_the_xla_misspellings_are_left_to_the_compiler_rule_on_a_compiler_job_on
          "torch_xla; it would be ignored. Fix: use: enabled."),
     ]  # fmt: skip
     [(severity, message)] = _rule(distribution.distribution_shape, distribution=xla)
+    assert severity == "error"
     assert message.startswith(
         "distribution.torch_xla: 'torch_xla' is not a distribution strategy the SageMaker SDK "
         "reads; it would be ignored silently. Fix: did you mean 'pytorchxla'?"
@@ -631,9 +637,8 @@ def test_the_hugging_face_trainer_in_one_process_is_data_parallel_with_gpu_0_loa
     ]
     # A disabled SMDDP block launches nothing.
     smddp_off = {"smdistributed": {"dataparallel": {"enabled": False}}}
-    assert _no_launcher(instance_type="ml.p3.8xlarge", instance_count=2, distribution=smddp_off) == [
-        ("warning", trainer.format(gpus=8, count=2, copies=copies))
-    ]
+    found = _no_launcher(instance_type="ml.p3.8xlarge", instance_count=2, distribution=smddp_off)
+    assert found == [("warning", trainer.format(gpus=8, count=2, copies=copies))]
 
 
 def test_the_hugging_face_trainer_on_neuroncores_leaves_the_others_idle():
