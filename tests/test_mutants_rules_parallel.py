@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 from conftest import ROLE
 
+import instance_catalog
 from safe_estimators._context import Context
+from safe_estimators._distributions.model_parallel import check_model_parallel, parse_model_parallel
 from safe_estimators._problems import REMOVE, Problem
-from safe_estimators._resolve import _lookup, _model_parallel
+from safe_estimators._resolve import _lookup, _model_parallel, _model_parallel_rules
 from safe_estimators._rules import compiler, construction, distribution
 from safe_estimators._spec import instance_type_name, structure_spec
 
@@ -699,3 +701,490 @@ def test_a_script_spreading_itself_on_two_instances_trains_independent_copies(tm
 )  # fmt: skip
 def test_one_device_a_launcher_or_a_launch_of_its_own_is_no_problem(plain, fields):
     assert _no_launcher(entry_point=plain, **fields) == []
+
+
+# --- the model parallel library v1's rules -----------------------------------------------------
+
+MP = "model_parallel"
+V1_TYPES = (
+    "ml.g4dn.12xlarge, ml.p3.16xlarge, ml.p3dn.24xlarge, ml.p4d.24xlarge, ml.p4de.24xlarge"
+)
+NOT_LISTED = (
+    "warning",
+    "instance_type: {} is not among the instance types AWS lists for the model parallel library "
+    f"v1 ({V1_TYPES}). Fix: use one of those unless you have tested this one.",
+)
+V2_CONTAINERS = "2.0.1, 2.1.2, 2.2.0, 2.3.1, 2.4.1, 2.5.1"
+PIPELINE_2 = {"pipeline_parallel_degree": 2}
+
+
+def problems_for(
+    options: dict[str, Any],
+    instance: str = "ml.p3.16xlarge",
+    count: int = 1,
+    pytorch: str | None = "1.13.1",
+    hyperparameters: dict[str, Any] | None = None,
+) -> list[Problem]:
+    """Every problem the v1 rules find in these options (one ml.p3.16xlarge, PyTorch 1.13.1)."""
+    mp, problems = parse_model_parallel(options)
+    assert mp is not None and problems == [], problems
+    return check_model_parallel(
+        mp,
+        instance_type=instance,
+        gpus_per_instance=instance_catalog.get(instance).gpu_count,
+        instance_count=count,
+        pytorch_version=pytorch,
+        hyperparameters=hyperparameters or {},
+    )
+
+
+def v1(options: dict[str, Any], **job: Any) -> list[tuple[str, str]]:
+    return said(problems_for(options, **job))
+
+
+def v1_fixes(options: dict[str, Any], **job: Any) -> list[list[tuple[tuple[str, Any], ...]]]:
+    return [changes(p) for p in problems_for(options, **job)]
+
+
+V1_VERDICTS = [
+    pytest.param(
+        PIPELINE_2, {"instance": "ml.c5.xlarge"},
+        [("error", "instance_type: ml.c5.xlarge has no GPUs; the model parallel library runs one "
+          "process per NVIDIA GPU. Fix: use a GPU instance such as ml.p4d.24xlarge (8 GPUs).")],
+        id="no-gpus",
+    ),
+    pytest.param(
+        PIPELINE_2, {"instance": "ml.p5.48xlarge"},
+        [("error", "instance_type: the SageMaker SDK refuses smdistributed on ml.p5.48xlarge "
+          "unless torch_distributed is enabled, which the model parallel library v1 does not use. "
+          "Fix: set instance_type='ml.p4d.24xlarge'; or set instance_type='ml.p4de.24xlarge'; or "
+          "move to the library v2 (PyTorch >= 2.0.1).")],
+        id="p5",
+    ),
+    pytest.param(
+        PIPELINE_2, {"instance": "ml.p3.8xlarge"},
+        [(NOT_LISTED[0], NOT_LISTED[1].format("ml.p3.8xlarge"))],
+        id="not-listed",
+    ),
+    pytest.param(
+        PIPELINE_2, {"instance": "ml.p4de.24xlarge"}, [], id="listed-p4de",
+    ),
+    pytest.param(
+        PIPELINE_2, {"pytorch": "1.12"},
+        [("error", "model_parallel: PyTorch version '1.12' is a short alias; the library table is "
+          "keyed by full container versions. Fix: resolve it first (the SDK's pytorch.json "
+          "aliases, e.g. 1.12.1).")],
+        id="short-alias",
+    ),
+    pytest.param(
+        PIPELINE_2, {"pytorch": "1.5.0"},
+        [("error", "model_parallel: the PyTorch 1.5.0 container does not ship the model parallel "
+          "library v1 (the containers that do: PyTorch 1.6.0 to 2.0.0). Fix: use a "
+          "framework_version from 1.6.0 to 2.0.0.")],
+        id="older-container",
+    ),
+    pytest.param(
+        PIPELINE_2, {"pytorch": "abc"},
+        [("error", "model_parallel: cannot read the PyTorch version 'abc'. Fix: pass the "
+          "container's full PyTorch version, such as '1.13.1'.")],
+        id="unreadable-version",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "tensor_parallel_degree": 2}, {"pytorch": "1.8.0"},
+        [("error", "model_parallel.tensor_parallel_degree: tensor_parallel_degree needs model "
+          "parallel library >= 1.6, but the PyTorch 1.8.0 container ships 1.3.1. Fix: use "
+          "framework_version 1.8.1 to 2.0.0.")],
+        id="option-too-new",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "fp16_params": True}, {"pytorch": "1.11.0"},
+        [("warning", "model_parallel.fp16_params: fp16_params is superseded by fp16 from library "
+          "1.10 (the PyTorch 1.11.0 container ships 1.10.1). Fix: use fp16 instead.")],
+        id="superseded-at-its-release",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "fp16_params": True}, {"pytorch": "1.10.2"}, [],
+        id="not-yet-superseded",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "bf16": True, "fp16": True}, {"instance": "ml.p4d.24xlarge"},
+        [("error", "model_parallel.bf16: bf16 and fp16 are both True; pick one precision. Fix: "
+          "keep bf16 (needs sharded data parallelism) or fp16."),
+         ("error", "model_parallel.bf16: bf16 works only with sharded data parallelism, and "
+          "sharded_data_parallel_degree is 1. Fix: set sharded_data_parallel_degree > 1, or use "
+          "fp16.")],
+        id="bf16-and-fp16",
+    ),
+    pytest.param(
+        {"bf16": True, "fp16_params": True, "sharded_data_parallel_degree": 2},
+        {"instance": "ml.p4d.24xlarge"},
+        [("warning", "model_parallel.fp16_params: fp16_params is superseded by fp16 from library "
+          "1.10 (the PyTorch 1.13.1 container ships 1.15.0). Fix: use fp16 instead."),
+         ("error", "model_parallel.bf16: bf16 and fp16_params are both True; pick one precision. "
+          "Fix: keep bf16 (needs sharded data parallelism) or fp16.")],
+        id="bf16-and-fp16-params",
+    ),
+    pytest.param(
+        {"bf16": True, "sharded_data_parallel_degree": 2}, {"instance": "ml.p4d.24xlarge"}, [],
+        id="bf16-sharded",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "auto_partition": False}, {},
+        [("error", "model_parallel.auto_partition: auto_partition is False, so the library needs "
+          "default_partition for modules outside smp.partition contexts. Fix: set "
+          "model_parallel.default_partition=0; or add default_partition (0 to 1).")],
+        id="no-default-partition",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "auto_partition": False, "default_partition": 2}, {},
+        [("error", "model_parallel.default_partition: default_partition (2) must be less than the "
+          "pipeline degree (2); partitions are numbered 0 to 1. Fix: set "
+          "model_parallel.default_partition=1; or use a default_partition from 0 to 1.")],
+        id="default-partition-at-the-degree",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "auto_partition": False, "default_partition": 1}, {}, [],
+        id="last-partition",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "placement_strategy": "PDT"}, {},
+        [("error", "model_parallel.placement_strategy: placement_strategy 'PDT' is documented by "
+          "the library, but the SageMaker SDK's validate_mp_config accepts only 'cluster' (= "
+          "'DPT') and 'spread' (= 'TPD'), so there is no way to launch it through the SDK. Fix: "
+          "set model_parallel.placement_strategy='cluster' (the nearest accepted placement, = "
+          "'DPT').")],
+        id="placement-nearest-cluster",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "placement_strategy": "TDP"}, {},
+        [("error", "model_parallel.placement_strategy: placement_strategy 'TDP' is documented by "
+          "the library, but the SageMaker SDK's validate_mp_config accepts only 'cluster' (= "
+          "'DPT') and 'spread' (= 'TPD'), so there is no way to launch it through the SDK. Fix: "
+          "set model_parallel.placement_strategy='spread' (the nearest accepted placement, = "
+          "'TPD').")],
+        id="placement-nearest-spread",
+    ),
+    pytest.param({**PIPELINE_2, "placement_strategy": "DPT"}, {}, [], id="placement-accepted"),
+    pytest.param(
+        {**PIPELINE_2, "microbatches": 2, "active_microbatches": 3}, {},
+        [("error", "model_parallel.active_microbatches: active_microbatches (3) exceeds "
+          "microbatches (2). Fix: set model_parallel.active_microbatches=2; or use "
+          "active_microbatches <= 2.")],
+        id="active-microbatches-over",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "microbatches": 2, "active_microbatches": 2}, {}, [],
+        id="active-microbatches-at",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "active_microbatches": 2}, {},
+        [("error", "model_parallel.active_microbatches: active_microbatches (2) exceeds "
+          "microbatches (1). Fix: set model_parallel.active_microbatches=1; or use "
+          "active_microbatches <= 1.")],
+        id="active-microbatches-over-the-default",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 1, "microbatches": 2}, {},
+        [("warning", "model_parallel.microbatches: microbatches is 2 but the pipeline degree is 1; "
+          "microbatches overlap pipeline stages, so with one stage they only split the batch. "
+          "Fix: set pipeline_parallel_degree > 1, or leave microbatches at 1.")],
+        id="microbatches-without-a-pipeline",
+    ),
+    pytest.param(
+        {"tensor_parallel_degree": 2, "microbatches": 2}, {},
+        [("warning", "model_parallel.microbatches: microbatches is 2 but the pipeline degree is 1; "
+          "microbatches overlap pipeline stages, so with one stage they only split the batch. "
+          "Fix: set pipeline_parallel_degree > 1, or leave microbatches at 1.")],
+        id="microbatches-with-the-default-pipeline",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "offload_activations": True}, {},
+        [("warning", "model_parallel.offload_activations: offload_activations helps only with "
+          "microbatches > 1 (and activation checkpointing); microbatches is 1. Fix: raise "
+          "microbatches, or drop offload_activations.")],
+        id="offload-without-microbatches",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "offload_activations": True, "microbatches": 2}, {}, [],
+        id="offload-with-microbatches",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "microbatches": 4},
+        {"hyperparameters": {"batch-size": "30", "Train_Batch_Size": 6, "lr": 3,
+                             "per_device_train_batch_size": True, "micro_batch_size": "8",
+                             "train_micro_batch_size_per_gpu": 2.0}},
+        [("error", "hyperparameters.batch-size: batch size 30 is not divisible by microbatches "
+          "(4); the library splits each batch into equal microbatches. Fix: use a multiple of 4 "
+          "(e.g. 28), or microbatches that divide it."),
+         ("error", "hyperparameters.Train_Batch_Size: batch size 6 is not divisible by "
+          "microbatches (4); the library splits each batch into equal microbatches. Fix: use a "
+          "multiple of 4 (e.g. 4), or microbatches that divide it.")],
+        id="batch-sizes",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "microbatches": 4}, {"hyperparameters": {"batch_size": 3}},
+        [("error", "hyperparameters.batch_size: batch size 3 is not divisible by microbatches "
+          "(4); the library splits each batch into equal microbatches. Fix: use a multiple of 4 "
+          "(e.g. 4), or microbatches that divide it.")],
+        id="batch-size-below-microbatches",
+    ),
+    pytest.param(
+        PIPELINE_2, {"hyperparameters": {"batch_size": 3}}, [], id="batch-size-one-microbatch",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "prescaled_batch": True, "optimize": "memory"}, {},
+        [("error", "model_parallel.prescaled_batch: prescaled_batch requires optimize 'speed' (the "
+          "library's schema), and optimize is 'memory'. Fix: set model_parallel.optimize='speed'; "
+          "or remove model_parallel.prescaled_batch.")],
+        id="prescaled-batch-for-memory",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "prescaled_batch": True, "optimize": "speed"}, {}, [],
+        id="prescaled-batch-for-speed",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "sdp_reduce_bucket_size": 100, "sdp_gradient_clipping": 1.0}, {},
+        [("warning", "model_parallel.sdp_reduce_bucket_size: sdp_reduce_bucket_size has no effect "
+          "without sharded data parallelism (sharded_data_parallel_degree > 1). Fix: remove "
+          "model_parallel.sdp_reduce_bucket_size; or set sharded_data_parallel_degree."),
+         ("warning", "model_parallel.sdp_gradient_clipping: sdp_gradient_clipping has no effect "
+          "without sharded data parallelism (sharded_data_parallel_degree > 1). Fix: remove "
+          "model_parallel.sdp_gradient_clipping; or set sharded_data_parallel_degree.")],
+        id="sdp-options-without-sharding",
+    ),
+    pytest.param(
+        {"sharded_data_parallel_degree": 2, "sdp_reduce_bucket_size": 100},
+        {"instance": "ml.p4d.24xlarge"}, [], id="sdp-options-with-sharding",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "contiguous": True}, {},
+        [("warning", "model_parallel.contiguous: contiguous only affects TensorFlow; this is a "
+          "PyTorch job. Fix: remove model_parallel.contiguous.")],
+        id="tensorflow-only",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "overlapping_allreduce": True}, {},
+        [("error", "model_parallel.overlapping_allreduce: library 1.15.0 (the PyTorch 1.13.1 "
+          "container) refuses unknown launch parameters, and overlapping_allreduce is not one: it "
+          "is an argument of smp.DistributedModel(...) in the training script. Fix: remove it "
+          "here and write smp.DistributedModel(model, overlapping_allreduce=True) in the "
+          "script.")],
+        id="overlapping-allreduce-refused",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "overlapping_allreduce": True}, {"pytorch": "1.6.0"}, [],
+        id="overlapping-allreduce-a-launch-parameter",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "overlapping_allreduce": False}, {"pytorch": "1.10.2"},
+        [("warning", "model_parallel.overlapping_allreduce: overlapping_allreduce was a launch "
+          "parameter of the library's first releases (1.1 ran it); later ones take it in "
+          "smp.DistributedModel(...) and refuse unknown launch parameters. Whether library 1.7.0 "
+          "still reads it here is not documented. Fix: if the job fails with an unrecognised "
+          "parameter, remove it here and write smp.DistributedModel(model, "
+          "overlapping_allreduce=False) in the script.")],
+        id="overlapping-allreduce-undocumented",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "overlapping_allreduce": True}, {"pytorch": "1.12.1"},
+        [("warning", "model_parallel.overlapping_allreduce: overlapping_allreduce was a launch "
+          "parameter of the library's first releases (1.1 ran it); later ones take it in "
+          "smp.DistributedModel(...) and refuse unknown launch parameters. Whether library 1.13.0 "
+          "still reads it here is not documented. Fix: if the job fails with an unrecognised "
+          "parameter, remove it here and write smp.DistributedModel(model, "
+          "overlapping_allreduce=True) in the script.")],
+        id="overlapping-allreduce-before-validation",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "overlapping_allreduce": True}, {"pytorch": None},
+        [("warning", "model_parallel.overlapping_allreduce: overlapping_allreduce was a launch "
+          "parameter of the library's first releases (1.1 ran it); later ones take it in "
+          "smp.DistributedModel(...) and refuse unknown launch parameters. Whether this "
+          "container's library still reads it here is not documented. Fix: if the job fails with "
+          "an unrecognised parameter, remove it here and write smp.DistributedModel(model, "
+          "overlapping_allreduce=True) in the script.")],
+        id="overlapping-allreduce-own-image",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "hybrid_shard_degree": 2}, {},
+        [("error", "model_parallel.hybrid_shard_degree: hybrid_shard_degree is an option of the "
+          f"model parallel library v2 (PyTorch containers {V2_CONTAINERS}), but the PyTorch "
+          "1.13.1 container runs the library v1, which does not know it. Fix: in the library v1 "
+          "write sharded_data_parallel_degree, or use framework_version 2.5.1 for the library "
+          "v2.")],
+        id="v2-option-with-a-counterpart",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "activation_loading_horizon": 2, "sm_activation_offloading": True}, {},
+        [("error", "model_parallel.sm_activation_offloading: sm_activation_offloading is an option "
+          f"of the model parallel library v2 (PyTorch containers {V2_CONTAINERS}), but the "
+          "PyTorch 1.13.1 container runs the library v1, which does not know it. Fix: in the "
+          "library v1 write offload_activations, or use framework_version 2.5.1 for the library "
+          "v2.")],
+        id="v2-option-beside-a-v1-one",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "tensor_parallel_degree": 2, "ddp": False}, {},
+        [("error", "model_parallel.ddp: ddp is False, but tensor parallelism (degree 2) and data "
+          "parallelism across 2 model replicas needs DDP. Fix: set model_parallel.ddp=True; or "
+          "remove model_parallel.ddp (it is set for you).")],
+        id="ddp-off-with-tensor-and-data",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 8, "ddp": False}, {"count": 2},
+        [("error", "model_parallel.ddp: ddp is False, but data parallelism across 2 model replicas "
+          "needs DDP. Fix: set model_parallel.ddp=True; or remove model_parallel.ddp (it is set "
+          "for you).")],
+        id="ddp-off-with-2-replicas",
+    ),
+    pytest.param({"pipeline_parallel_degree": 8, "ddp": False}, {}, [], id="ddp-off-one-replica"),
+    pytest.param(
+        {"pipeline_parallel_degree": 4, "tensor_parallel_degree": 2, "ddp": False}, {},
+        [("error", "model_parallel.ddp: ddp is False, but tensor parallelism (degree 2) needs DDP. "
+          "Fix: set model_parallel.ddp=True; or remove model_parallel.ddp (it is set for you).")],
+        id="ddp-off-with-tensor",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "ddp": False, "horovod": True}, {"count": 2}, [],
+        id="horovod-replicas-without-ddp",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "ddp_port": 1234, "horovod": True}, {},
+        [("error", "model_parallel.ddp_port: ddp_port configures DDP, which is off (horovod is "
+          "True). Fix: set model_parallel.ddp=True; or remove model_parallel.ddp_port.")],
+        id="ddp-port-under-horovod",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 8, "ddp_dist_backend": "nccl", "ddp": False}, {},
+        [("error", "model_parallel.ddp_dist_backend: ddp_dist_backend configures DDP, which is off "
+          "(ddp is False). Fix: set model_parallel.ddp=True; or remove "
+          "model_parallel.ddp_dist_backend.")],
+        id="ddp-backend-without-ddp",
+    ),
+    pytest.param(
+        {**PIPELINE_2, "ddp_port": 1234, "ddp_dist_backend": "nccl", "ddp": True}, {}, [],
+        id="ddp-options-with-ddp",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 8, "ddp": True, "horovod": True}, {},
+        [("error", "model_parallel.horovod: horovod cannot be combined with DDP (ddp is True). "
+          "Fix: remove model_parallel.horovod (with PyTorch, ddp: True is the documented "
+          "data-parallel engine).")],
+        id="horovod-with-ddp",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 4, "tensor_parallel_degree": 2, "horovod": True}, {},
+        [("error", "model_parallel.horovod: horovod cannot be combined with DDP (tensor "
+          "parallelism (degree 2) needs DDP). Fix: remove model_parallel.horovod (with PyTorch, "
+          "ddp: True is the documented data-parallel engine).")],
+        id="horovod-with-tensor",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 8, "horovod": True}, {}, [], id="horovod-alone",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 3}, {},
+        [("error", "model_parallel.pipeline_parallel_degree: pipeline (3) x tensor (1) = 3 "
+          "processes per model replica, but the job has 8 (1 x ml.p3.16xlarge, 8 GPUs each). "
+          "Fix: lower the degrees so their product divides 8, or use more instances.")],
+        id="replica-not-dividing",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 8}, {"instance": "ml.g4dn.12xlarge"},
+        [("error", "model_parallel.pipeline_parallel_degree: pipeline (8) x tensor (1) = 8 "
+          "processes per model replica, but the job has 4 (1 x ml.g4dn.12xlarge, 4 GPUs each). "
+          "Fix: lower the degrees so their product divides 4, or use ml.p3.16xlarge (8 GPUs).")],
+        id="bigger-instance",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 3, "processes_per_host": 4}, {},
+        [("error", "model_parallel.pipeline_parallel_degree: pipeline (3) x tensor (1) = 3 "
+          "processes per model replica, but the job has 4 (1 x ml.p3.16xlarge, 4 processes "
+          "each). Fix: lower the degrees so their product divides 4, or use more instances.")],
+        id="fewer-processes-than-gpus",
+    ),
+    pytest.param(
+        {"sharded_data_parallel_degree": 3}, {"instance": "ml.p4d.24xlarge"},
+        [("error", "model_parallel.sharded_data_parallel_degree: sharded data parallel degree (3) "
+          "does not divide the data-parallel degree (8 = world 8 / (pipeline 1 x tensor 1)). Fix: "
+          "set model_parallel.sharded_data_parallel_degree=2; or use a degree that divides 8.")],
+        id="sharded-not-dividing",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("options", "job", "expected"), V1_VERDICTS)
+def test_v1_verdicts_whole(options, job, expected):
+    assert v1(options, **job) == expected
+
+
+def test_v1_fixes_change_the_option_at_its_path():
+    assert v1_fixes(PIPELINE_2, instance="ml.p5.48xlarge") == [
+        [(("instance_type", "ml.p4d.24xlarge"),), (("instance_type", "ml.p4de.24xlarge"),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "auto_partition": False}) == [
+        [((f"{MP}.default_partition", 0),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "auto_partition": False, "default_partition": 3}) == [
+        [((f"{MP}.default_partition", 1),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "placement_strategy": "PDT"}) == [
+        [((f"{MP}.placement_strategy", "cluster"),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "placement_strategy": "TDP"}) == [
+        [((f"{MP}.placement_strategy", "spread"),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "microbatches": 2, "active_microbatches": 3}) == [
+        [((f"{MP}.active_microbatches", 2),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "prescaled_batch": True, "optimize": "memory"}) == [
+        [((f"{MP}.optimize", "speed"),), ((f"{MP}.prescaled_batch", REMOVE),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "sdp_max_live_parameters": 10}) == [
+        [((f"{MP}.sdp_max_live_parameters", REMOVE),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "load_partition": True}) == [
+        [((f"{MP}.load_partition", REMOVE),)]
+    ]
+    assert v1_fixes({"pipeline_parallel_degree": 8, "ddp": False}, count=2) == [
+        [((f"{MP}.ddp", True),), ((f"{MP}.ddp", REMOVE),)]
+    ]
+    assert v1_fixes({**PIPELINE_2, "ddp_port": 1234, "ddp": False}, count=2)[-1] == [
+        ((f"{MP}.ddp", True),), ((f"{MP}.ddp_port", REMOVE),)
+    ]
+    assert v1_fixes({"pipeline_parallel_degree": 8, "ddp": True, "horovod": True}) == [
+        [((f"{MP}.horovod", REMOVE),)]
+    ]
+
+
+def _v1_in_context(**fields: Any) -> list[tuple[str, str]]:
+    return said(_model_parallel_rules(context(instance_type="ml.p3.16xlarge", **fields)))
+
+
+def test_torchrun_beside_v1_options_is_refused_for_mpi():
+    found = _v1_in_context(
+        model_parallel=PIPELINE_2, distribution={"torch_distributed": {"enabled": True}}
+    )
+    assert found == [
+        ("error", "distribution.torch_distributed: torch_distributed launches the model parallel "
+         "library v2, but the PyTorch 1.13.1 container has the library v1, which MPI launches. "
+         "Fix: remove torch_distributed (MPI is set up for you), or use framework_version 2.5.1 "
+         "for the library v2."),
+    ]  # fmt: skip
+    assert _v1_in_context(model_parallel=PIPELINE_2) == []
+
+
+def test_options_written_in_the_distribution_are_reported_where_they_were_written():
+    parameters = {"pipeline_parallel_degree": 3, "microbatches": 2, "active_microbatches": 3}
+    block = {
+        "mpi": {"enabled": True},
+        "smdistributed": {"modelparallel": {"enabled": True, "parameters": parameters}},
+    }
+    at = "distribution.smdistributed.modelparallel.parameters"
+    assert _v1_in_context(distribution=block) == [
+        ("error", f"{at}.pipeline_parallel_degree: pipeline (3) x tensor (1) = 3 processes per "
+         "model replica, but the job has 8 (1 x ml.p3.16xlarge, 8 GPUs each). Fix: lower the "
+         "degrees so their product divides 8, or use more instances."),
+        ("error", f"{at}.active_microbatches: active_microbatches (3) exceeds microbatches (2). "
+         f"Fix: set {at}.active_microbatches=2; or use active_microbatches <= 2."),
+    ]  # fmt: skip
