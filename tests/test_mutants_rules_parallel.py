@@ -1097,6 +1097,36 @@ V1_VERDICTS = [
         id="bigger-instance",
     ),
     pytest.param(
+        {"pipeline_parallel_degree": 4}, {"instance": "ml.p3.2xlarge"},
+        [(NOT_LISTED[0], NOT_LISTED[1].format("ml.p3.2xlarge")),
+         ("error", "model_parallel.pipeline_parallel_degree: pipeline (4) x tensor (1) = 4 "
+          "processes per model replica, but the job has 1 (1 x ml.p3.2xlarge, 1 GPU each). Fix: "
+          "lower the degrees so their product divides 1, or use ml.p3.16xlarge (8 GPUs).")],
+        id="bigger-instance-of-the-same-family-first",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 2, "processes_per_host": 2}, {"instance": "ml.p3.2xlarge"},
+        [(NOT_LISTED[0], NOT_LISTED[1].format("ml.p3.2xlarge")),
+         ("error", "model_parallel.processes_per_host: 2 processes per host, but ml.p3.2xlarge has "
+          "1 GPU; the library needs one GPU per process. Fix: set "
+          "model_parallel.processes_per_host=1; or use ml.p3.16xlarge (8 GPUs).")],
+        id="more-processes-than-gpus",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 2, "processes_per_host": 16}, {},
+        [("error", "model_parallel.processes_per_host: 16 processes per host, but ml.p3.16xlarge "
+          "has 8 GPUs; the library needs one GPU per process. Fix: set "
+          "model_parallel.processes_per_host=8; or use more instances.")],
+        id="more-processes-than-any-instance-has",
+    ),
+    pytest.param(
+        {"pipeline_parallel_degree": 2, "processes_per_host": 1}, {},
+        [("error", "model_parallel.pipeline_parallel_degree: pipeline (2) x tensor (1) = 2 "
+          "processes per model replica, but the job has 1 (1 x ml.p3.16xlarge, 1 process each). "
+          "Fix: lower the degrees so their product divides 1, or use more instances.")],
+        id="one-process-per-host",
+    ),
+    pytest.param(
         {"pipeline_parallel_degree": 3, "processes_per_host": 4}, {},
         [("error", "model_parallel.pipeline_parallel_degree: pipeline (3) x tensor (1) = 3 "
           "processes per model replica, but the job has 4 (1 x ml.p3.16xlarge, 4 processes "

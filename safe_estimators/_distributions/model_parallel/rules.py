@@ -41,7 +41,15 @@ from safe_estimators._distributions.model_parallel.hardware import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, join_path, removing, run_rules, setting, warning
+from safe_estimators._problems import (
+    Problem,
+    count,
+    join_path,
+    removing,
+    run_rules,
+    setting,
+    warning,
+)
 
 # The ids of the rules below are smp-v1-<name> (see _problems.rule_id).
 RULE_PREFIX = "smp-v1"
@@ -84,7 +92,11 @@ class JobV1:
 
     def cluster(self) -> str:
         per_host = self.layout.processes_per_host
-        each = f"{self.gpus} GPUs each" if per_host == self.gpus else f"{per_host} processes each"
+        each = (
+            f"{count(self.gpus, 'GPU')} each"
+            if per_host == self.gpus
+            else f"{per_host} process{'' if per_host == 1 else 'es'} each"
+        )
         return f"{self.instance_count} x {self.instance_type}, {each}"
 
 
@@ -216,7 +228,8 @@ def _rule_processes_per_host(job: JobV1) -> list[Problem]:
     return [
         Problem(
             job.where("processes_per_host"),
-            f"{per_host} processes per host, but {job.instance_type} has {job.gpus} GPUs; "
+            f"{per_host} processes per host, but {job.instance_type} has "
+            f"{count(job.gpus, 'GPU')}; "
             "the library needs one GPU per process.",
             f"use {_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
             fixes=(setting((job.where("processes_per_host"), job.gpus)),),
