@@ -1218,3 +1218,39 @@ def test_options_written_in_the_distribution_are_reported_where_they_were_writte
         ("error", f"{at}.active_microbatches: active_microbatches (3) exceeds microbatches (2). "
          f"Fix: set {at}.active_microbatches=2; or use active_microbatches <= 2."),
     ]  # fmt: skip
+
+
+def test_a_shell_entry_point_on_trainium_is_told_to_point_at_the_script_first():
+    found = _no_launcher(
+        entry_point="run.sh", instance_type="ml.trn1.2xlarge", framework_version="2.1.0",
+        py_version="py310",
+    )  # fmt: skip
+    assert found == [
+        ("warning", "distribution: is not set, but the job has 2 NeuronCores (1 x ml.trn1.2xlarge, "
+         "2 NeuronCores each): SageMaker starts one training process per instance, so unless the "
+         "script spreads itself over them, 1 NeuronCore sits idle. torchrun starts .py scripts "
+         "only, and entry_point is 'run.sh'. Fix: point entry_point at the .py training script, "
+         "then add distribution={'torch_distributed': {'enabled': True}}; or keep one process per "
+         "instance if the script is written for one NeuronCore."),
+    ]  # fmt: skip
+
+
+def test_an_old_hugging_face_container_names_its_pytorch_version_and_the_nearest_for_torchrun(
+    plain,
+):
+    old = {"transformers_version": "4.17.0", "pytorch_version": "1.10.2", "py_version": "py38"}
+    ctx = context(**{**HF, **old}, entry_point=plain, instance_type="ml.p3.8xlarge")
+    [problem] = distribution.no_launcher(ctx)
+    assert said([problem]) == [
+        ("warning", "distribution: is not set, but the job has 4 GPUs (1 x ml.p3.8xlarge, 4 GPUs "
+         "each): SageMaker starts one training process per instance, so unless the script "
+         "spreads itself over them, 3 GPUs sit idle. The SageMaker SDK refuses torchrun with "
+         "pytorch_version='1.10.2' on ml.p3.8xlarge. Fix: set transformers_version='4.26.0', "
+         "pytorch_version='1.13.1', py_version='py39' (the nearest that torchrun takes) and "
+         f"{TORCHRUN_FIX}; or {MPI_FIX}; or use a single GPU."),
+    ]  # fmt: skip
+    assert changes(problem) == [
+        (("transformers_version", "4.26.0"), ("pytorch_version", "1.13.1"), ("py_version", "py39"),
+         ("distribution.torch_distributed", {"enabled": True})),
+        (("distribution.mpi", {"enabled": True}),),
+    ]  # fmt: skip
