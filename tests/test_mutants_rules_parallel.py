@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from conftest import ROLE
 
@@ -21,7 +22,7 @@ from safe_estimators._distributions.model_parallel import check_model_parallel, 
 from safe_estimators._problems import REMOVE, Problem
 from safe_estimators._resolve import _lookup, _model_parallel, _model_parallel_rules
 from safe_estimators._rules import compiler, construction, distribution
-from safe_estimators._spec import instance_type_name, structure_spec
+from safe_estimators._spec import TrainerWords, instance_type_name, structure_spec
 
 SCRIPT = str(Path(__file__).parent / "fixtures" / "jobs" / "train.py")
 PT = {"estimator": "pytorch", "framework_version": "1.13.1", "py_version": "py39"}
@@ -1254,3 +1255,28 @@ def test_an_old_hugging_face_container_names_its_pytorch_version_and_the_nearest
          ("distribution.torch_distributed", {"enabled": True})),
         (("distribution.mpi", {"enabled": True}),),
     ]  # fmt: skip
+
+
+def test_the_script_is_read_for_its_own_spreading_only_where_devices_would_idle():
+    # Two single-GPU instances idle nothing: the Trainer's DataParallel has one GPU to use.
+    assert _no_launcher(instance_type="ml.p3.2xlarge", instance_count=2) == [
+        ("warning", "distribution: is not set, but the job has 2 GPUs (2 x ml.p3.2xlarge, 1 GPU "
+         "each): SageMaker starts one training process per instance, so the 2 instances train "
+         f"independent copies. Fix: {TORCHRUN_FIX}; or use a single GPU."),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("words", "warned"),
+    [
+        ({"command": "torchrun --nproc_per_node 4 train.py"}, False),
+        ({"launcher": "Torchrun"}, False),
+        ({"command": "torchrun --nproc_per_node 4 train.py", "launcher": "Torchrun"}, False),
+        ({}, True),
+    ],
+)
+def test_a_model_trainer_command_or_launcher_starts_the_processes_itself(plain, words, warned):
+    ctx = context(entry_point=plain, instance_type="ml.p3.8xlarge")
+    spec = attrs.evolve(ctx.spec, trainer=TrainerWords(**words))
+    found = list(distribution.no_launcher(attrs.evolve(ctx, spec=spec)))
+    assert [p.severity for p in found] == (["warning"] if warned else [])
