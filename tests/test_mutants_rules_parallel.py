@@ -1280,3 +1280,12 @@ def test_a_model_trainer_command_or_launcher_starts_the_processes_itself(plain, 
     spec = attrs.evolve(ctx.spec, trainer=TrainerWords(**words))
     found = list(distribution.no_launcher(attrs.evolve(ctx, spec=spec)))
     assert [p.severity for p in found] == (["warning"] if warned else [])
+
+
+def test_a_profiler_config_written_as_a_mapping_asks_for_the_profiler():
+    # A spec file's mapping has no disable_profiler attribute: it asks for the profiler.
+    found = _asked(profiler_config={"system_monitor_interval_millis": 500})
+    assert found == [
+        (PROFILER_KEPT[0], PROFILER_KEPT[1].format(what="profiler_config",
+                                                   fix="remove profiler_config; or "))
+    ]  # fmt: skip
