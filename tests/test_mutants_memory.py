@@ -13,15 +13,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import test_memory_script_adapters as adapters
 import test_memory_verdicts as verdicts
+import yaml
 from test_memory import on_p4d
 
 import safe_estimators
 from safe_estimators import ConfigError, ModelShape
+from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._memory.layout import MemoryLayout
 from safe_estimators._memory.rule import memory_problems
+from safe_estimators._resolve import check_arguments
+from safe_estimators._rules.preferences import _processes_per_node
+from safe_estimators._spec_files.read import read_spec
+
+SDK3 = sdk_generation() >= 3
 
 
 def test_an_error_under_every_reading_names_the_8_bytes_reading_in_full(tmp_path: Path) -> None:
@@ -155,3 +163,115 @@ def test_an_error_no_single_change_fixes_says_what_is_left():
         "no single change found makes it fit; shard over more instances, use tensor or "
         "pipeline parallelism, or a smaller model."
     )
+
+
+# --- Compute.instance_preferences: one process count per node for every preferred type -------
+# The list's own checks run on sagemaker 3 only (test_instance_preferences); the processes per
+# node are judged here on the context of a ModelTrainer spec, which both generations read.
+
+
+def _trainer_context(folder: Path, kinds: list[str], **options: Any) -> Any:
+    (folder / "train.py").write_text(
+        "import torch.distributed as dist\ndist.init_process_group('nccl')\n"
+    )
+    data = {
+        "estimator": "pytorch", "target": "model_trainer", "entry_point": "train.py",
+        "framework_version": "2.3.0", "py_version": "py311", "role": verdicts.ROLE,
+        "compute": {"instance_preferences": [{"instance_type": k} for k in kinds],
+                    "instance_count": 2},
+        **options,
+    }  # fmt: skip
+    (folder / "job.yaml").write_text(yaml.safe_dump(data))
+    arguments, _ = read_spec(folder / "job.yaml")
+    ctx, _, _ = check_arguments(arguments)
+    assert [kind for kind, _ in ctx.spec.trainer.preferences] == kinds
+    return ctx
+
+
+def _per_node(ctx: Any) -> list[tuple[str, str, str, str]]:
+    kinds = [kind for kind, _ in ctx.spec.trainer.preferences]
+    return [(p.severity, p.path, p.message, p.hint) for p in _processes_per_node(ctx, kinds)]
+
+
+TORCHRUN = {"distribution": {"torch_distributed": {"enabled": True}}}
+PER_NODE_HINT = (
+    "prefer types with the same accelerator count (ml.p5.48xlarge and ml.p5en.48xlarge, say), "
+    "or give one ModelTrainer job per count."
+)
+
+
+@pytest.mark.both_sdks
+def test_preferred_types_with_other_gpu_counts_under_torchrun_are_an_error(tmp_path):
+    ctx = _trainer_context(tmp_path, ["ml.p4d.24xlarge", "ml.g6e.12xlarge"], **TORCHRUN)
+    assert _per_node(ctx) == [(
+        "error",
+        "compute.instance_preferences",
+        "lists types with different accelerator counts (ml.p4d.24xlarge has 8 GPUs, "
+        "ml.g6e.12xlarge has 4 GPUs); the job's launcher starts one number of processes per "
+        "node, fixed in the request (8, from ml.p4d.24xlarge): on a type with fewer the extra "
+        "processes have no accelerator, on one with more they sit idle.",
+        PER_NODE_HINT,
+    )]  # fmt: skip
+
+
+@pytest.mark.both_sdks
+def test_the_count_sent_is_the_first_preferences_and_neuroncores_count(tmp_path):
+    kinds = ["ml.trn1.2xlarge", "ml.trn1.32xlarge", "ml.trn2.48xlarge"]
+    [(_, _, message, _)] = _per_node(_trainer_context(tmp_path, kinds, distributed={"mpi": {}}))
+    assert message.startswith(
+        "lists types with different accelerator counts (ml.trn1.2xlarge has 2 NeuronCores, "
+        "ml.trn1.32xlarge has 32 NeuronCores, ml.trn2.48xlarge has 64 NeuronCores); the job's "
+        "launcher starts one number of processes per node, fixed in the request (2, from "
+        "ml.trn1.2xlarge): "
+    )
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        ["ml.p5.48xlarge", "ml.p4d.24xlarge", "ml.g5.48xlarge"],  # 8 GPUs each
+        ["ml.p4d.24xlarge", "ml.c5.18xlarge"],  # the CPU type starts no GPU process
+    ],
+)
+def test_preferred_types_with_one_accelerator_count_are_not_refused(tmp_path, kinds):
+    assert _per_node(_trainer_context(tmp_path, kinds, **TORCHRUN)) == []
+
+
+@pytest.mark.both_sdks
+def test_different_counts_without_a_launcher_are_not_refused(tmp_path):
+    # One process per instance: the script's own, whatever the type's accelerators.
+    assert _per_node(_trainer_context(tmp_path, ["ml.p4d.24xlarge", "ml.g6e.12xlarge"])) == []
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize("launcher", ["torchrun", "mpi"])
+def test_a_process_count_the_spec_file_gives_is_the_users_to_size(tmp_path, launcher):
+    # Sent as given (distributed.json says 4): not the first type's 8 GPUs the error would claim.
+    given = {"distributed": {launcher: {"process_count_per_node": 4}}}
+    ctx = _trainer_context(tmp_path, ["ml.p4d.24xlarge", "ml.g6e.12xlarge"], **given)
+    assert _per_node(ctx) == []
+    unsized = {"distributed": {launcher: {"mpi_additional_options": ["-x", "A"]}}}
+    ctx = _trainer_context(tmp_path, ["ml.p4d.24xlarge", "ml.g6e.12xlarge"], **unsized)
+    assert [severity for severity, *_ in _per_node(ctx)] == ["error"]
+
+
+@pytest.mark.both_sdks
+def test_a_process_count_a_torchrun_object_gives_is_the_users_to_size(tmp_path):
+    ctx = _trainer_context(tmp_path, ["ml.p4d.24xlarge", "ml.g6e.12xlarge"], **TORCHRUN)
+    words = ctx.spec.trainer
+
+    def given(distributed: Any) -> Any:
+        trainer = attrs.evolve(words, given={**words.given, "distributed": distributed})
+        return attrs.evolve(ctx, spec=attrs.evolve(ctx.spec, trainer=trainer))
+
+    assert _per_node(given(_torchrun_class()(process_count_per_node=4))) == []
+    assert [severity for severity, *_ in _per_node(given(_torchrun_class()()))] == ["error"]
+
+
+def _torchrun_class() -> Any:
+    if SDK3:
+        from sagemaker.train.distributed import Torchrun
+    else:
+        from sagemaker.modules.distributed import Torchrun
+    return Torchrun

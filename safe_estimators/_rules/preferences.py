@@ -121,7 +121,10 @@ def _processes_per_node(ctx: Context, kinds: list[str]) -> Iterator[Problem]:
     launcher = next((k for k in ("torch_distributed", "mpi") if k in ctx.launchers), None)
     if launcher is None:
         return
-    given = _fields(words.given.get("distributed"))
+    distributed = words.given.get("distributed")
+    if isinstance(distributed, Mapping):  # a spec file's {torchrun: {...}} or {mpi: {...}}
+        distributed = next(iter(distributed.values()), None)
+    given = _fields(distributed)
     if given.get("process_count_per_node") is not None:
         return  # the user's number: each type's own rules judge it against its accelerators
     counts = {kind: _accelerators(kind) for kind in kinds}
