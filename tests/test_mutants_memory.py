@@ -22,11 +22,22 @@ from test_memory import on_p4d
 
 import safe_estimators
 from safe_estimators import ConfigError, ModelShape
+from safe_estimators._facts.limits import training_plan_instance_types
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._memory.layout import MemoryLayout
 from safe_estimators._memory.rule import memory_problems
+from safe_estimators._problems import REMOVE
 from safe_estimators._resolve import check_arguments
+from safe_estimators._rules.capacity import (
+    job_created_in,
+    max_pending_on_cpu,
+    plan_region_problem,
+    training_plan_instance_type,
+    training_plan_region,
+    volume_key_on_local_storage,
+)
 from safe_estimators._rules.preferences import _processes_per_node
+from safe_estimators._rules.resources import instance_storage, warm_pool, warm_pool_injections
 from safe_estimators._spec_files.read import read_spec
 
 SDK3 = sdk_generation() >= 3
@@ -275,3 +286,375 @@ def _torchrun_class() -> Any:
     else:
         from sagemaker.modules.distributed import Torchrun
     return Torchrun
+
+
+# --- warm pools and instance storage (_rules/resources) --------------------------------------
+
+
+def _context(folder: Path, **options: Any) -> Any:
+    """The rules' context of a job in the estimator's words, built as a ModelTrainer (both
+    generations of the SDK have it)."""
+    (folder / "train.py").write_text("print('hello')\n")
+    data = {
+        "estimator": "pytorch", "target": "model_trainer", "entry_point": "train.py",
+        "framework_version": "2.3.0", "py_version": "py311", "role": verdicts.ROLE, **options,
+    }  # fmt: skip
+    (folder / "job.yaml").write_text(yaml.safe_dump(data))
+    arguments, _ = read_spec(folder / "job.yaml")
+    ctx, _, _ = check_arguments(arguments)
+    return ctx
+
+
+def _said(problems: Any) -> list[tuple[str, str, str, str, list[Any]]]:
+    return [(p.severity, p.path, p.message, p.hint, [f.changes for f in p.fixes]) for p in problems]
+
+
+SPOT = {"use_spot_instances": True, "max_wait": 90000, "checkpoint_s3_uri": "s3://b/ckpt"}
+GROUPS = [
+    {"instance_group_name": "train", "instance_type": "ml.g5.xlarge", "instance_count": 1},
+    {"instance_group_name": "data", "instance_type": "ml.c5.xlarge", "instance_count": 1},
+]
+WARM_POOLS = "AWS's 'Train Using SageMaker Managed Warm Pools' page"
+
+
+@pytest.mark.both_sdks
+def test_a_warm_pool_beside_spot_and_past_the_hour_says_both_in_full(tmp_path):
+    ctx = _context(
+        tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=3601, **SPOT
+    )
+    assert _said(warm_pool(ctx)) == [
+        (
+            "warning",
+            "keep_alive_period_in_seconds",
+            f"is 3601 s with use_spot_instances=True; warm pools cannot be used with managed "
+            f"spot training ({WARM_POOLS}, Considerations): no pool is retained, or "
+            "CreateTrainingJob refuses the job.",
+            "remove keep_alive_period_in_seconds; or train on on-demand instances "
+            "(use_spot_instances=False, without max_wait).",
+            [
+                (("keep_alive_period_in_seconds", REMOVE),),
+                (("use_spot_instances", False), ("max_wait", REMOVE)),
+            ],
+        ),
+        (
+            "warning",
+            "keep_alive_period_in_seconds",
+            f"is 3601 s; {WARM_POOLS} limits the keep-alive period to 3600 s, though the API "
+            "accepts up to 21600 s.",
+            "set keep_alive_period_in_seconds=3600; or keep it only if your account is known to "
+            "accept more.",
+            [(("keep_alive_period_in_seconds", 3600),)],
+        ),
+    ]
+
+
+@pytest.mark.both_sdks
+def test_a_warm_pool_with_instance_groups_says_so_in_full(tmp_path):
+    ctx = _context(tmp_path, instance_groups=GROUPS, keep_alive_period_in_seconds=1)
+    assert _said(warm_pool(ctx)) == [
+        (
+            "warning",
+            "keep_alive_period_in_seconds",
+            f"is 1 s with instance_groups; warm pools cannot be used with heterogeneous "
+            f"clusters ({WARM_POOLS}, Considerations): no pool is retained, or "
+            "CreateTrainingJob refuses the job.",
+            "remove keep_alive_period_in_seconds; or use one instance_type and instance_count.",
+            [(("keep_alive_period_in_seconds", REMOVE),)],
+        )
+    ]
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize("seconds", [0, 3600])
+def test_no_warm_pool_or_one_within_the_hour_on_demand_is_not_warned_about(tmp_path, seconds):
+    ctx = _context(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=seconds)
+    assert list(warm_pool(ctx)) == []
+
+
+@pytest.mark.both_sdks
+def test_a_keep_alive_of_0_is_no_warm_pool_even_beside_spot(tmp_path):
+    ctx = _context(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=0, **SPOT)
+    assert list(warm_pool(ctx)) == []
+    assert warm_pool_injections(ctx) == []
+
+
+@pytest.mark.both_sdks
+def test_the_smallest_warm_pool_is_recorded_with_the_quota_it_needs(tmp_path):
+    ctx = _context(tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds=1)
+    [injection] = warm_pool_injections(ctx)
+    assert (injection.path, injection.value, injection.reason) == (
+        "keep_alive_period_in_seconds",
+        1,
+        "kept as given: a warm pool of ml.g5.xlarge for 1 s after the job. The default "
+        "warm-pool quota of an account is 0 per instance type: the job runs either way, but "
+        "nothing is retained until a Service Quotas increase for 'ml.g5.xlarge for training "
+        "warm pool usage' is granted.",
+    )
+
+
+def _storage_verdicts(folder: Path, instance_type: str, size: Any) -> list[str]:
+    ctx = _context(folder, instance_type=instance_type, volume_size=size)
+    return [p.severity for p in instance_storage(ctx)]
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize(
+    ("instance_type", "size", "expected"),
+    [
+        ("ml.g5.2xlarge", 450, []),  # one 450 GB disk: exactly its size
+        ("ml.g5.2xlarge", 451, ["error"]),
+        ("ml.g6.12xlarge", 940, []),  # 4 x 940 GB
+        ("ml.g6.12xlarge", 941, ["warning"]),
+        ("ml.g6.12xlarge", 3760, ["warning"]),  # all four disks, exactly
+        ("ml.g6.12xlarge", 3761, ["error"]),
+        ("ml.p3.16xlarge", 5000, []),  # EBS only
+        ("ml.m5.xlarge", 5000, []),
+    ],
+)
+def test_volume_size_at_the_nvme_boundaries(tmp_path, instance_type, size, expected):
+    assert _storage_verdicts(tmp_path, instance_type, size) == expected
+
+
+@pytest.mark.both_sdks
+def test_a_volume_above_one_nvme_disk_of_several_is_a_warning_in_full(tmp_path):
+    ctx = _context(tmp_path, instance_type="ml.g6.12xlarge", volume_size=941)
+    assert _said(instance_storage(ctx)) == [
+        (
+            "warning",
+            "volume_size",
+            "is 941 GB, more than one NVMe disk of ml.g6.12xlarge (4 x 940 GB, 3760 GB in all); "
+            "SageMaker refuses a volume_size above the NVMe volume's size, and the documentation "
+            "does not say whether that is one disk or all of them.",
+            "remove volume_size (SageMaker uses all of ml.g6.12xlarge's NVMe storage); or pick "
+            "an EBS-backed type for a larger volume.",
+            [(("volume_size", REMOVE),)],
+        )
+    ]
+
+
+@pytest.mark.both_sdks
+def test_a_volume_above_the_only_nvme_disk_is_an_error_in_full(tmp_path):
+    ctx = _context(tmp_path, instance_type="ml.g5.2xlarge", volume_size=451)
+    assert _said(instance_storage(ctx)) == [
+        (
+            "error",
+            "volume_size",
+            "is 451 GB, more than the NVMe instance storage of ml.g5.2xlarge (one 450 GB disk, "
+            "450 GB in all), which SageMaker uses instead of an EBS volume; it refuses the job "
+            "(Invalid VolumeSizeInGB).",
+            "remove volume_size (SageMaker uses all of ml.g5.2xlarge's NVMe storage); or pick "
+            "an EBS-backed type for a larger volume.",
+            [(("volume_size", REMOVE),)],
+        )
+    ]
+
+
+@pytest.mark.both_sdks
+def test_the_volume_is_checked_against_every_instance_group(tmp_path):
+    groups = [
+        {"instance_group_name": "a", "instance_type": "ml.g5.2xlarge", "instance_count": 1},
+        {"instance_group_name": "b", "instance_type": "ml.g5.xlarge", "instance_count": 1},
+        {"instance_group_name": "c", "instance_type": "ml.m5.xlarge", "instance_count": 1},
+    ]
+    ctx = _context(tmp_path, instance_groups=groups, volume_size=300)
+    [problem] = instance_storage(ctx)  # 300 GB: within g5.2xlarge's 450, over g5.xlarge's 250
+    assert problem.message.startswith("is 300 GB, more than the NVMe instance storage of ml.g5.xl")
+
+
+@pytest.mark.both_sdks
+def test_a_warm_pool_or_volume_not_given_as_a_number_is_left_to_the_type_checks(tmp_path):
+    ctx = _context(
+        tmp_path, instance_type="ml.g5.xlarge", keep_alive_period_in_seconds="1800",
+        volume_size="1000", **SPOT,
+    )  # fmt: skip
+    assert (list(warm_pool(ctx)), warm_pool_injections(ctx), list(instance_storage(ctx))) == (
+        [],
+        [],
+        [],
+    )
+
+
+# --- training plans, volume keys, pending time (_rules/capacity) -----------------------------
+
+PLAN = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/my-plan"
+EU_PLAN = "arn:aws:sagemaker:eu-west-1:111122223333:training-plan/my-plan"
+KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+MIXED_GROUPS = [
+    {"instance_group_name": "a", "instance_type": "ml.p5.48xlarge", "instance_count": 1},
+    {"instance_group_name": "b", "instance_type": "ml.nope.xlarge", "instance_count": 1},
+    {"instance_group_name": "c", "instance_type": "ml.g5.xlarge", "instance_count": 1},
+]
+
+
+@pytest.mark.both_sdks
+def test_a_plan_on_a_group_no_plan_reserves_is_refused_at_that_group_in_full(tmp_path):
+    # The unknown ml.nope.xlarge is the instance_groups rules' to report, not this one's.
+    ctx = _context(tmp_path, instance_groups=MIXED_GROUPS, training_plan=PLAN)
+    reservable = ", ".join(sorted(training_plan_instance_types()))
+    assert "ml.p5.48xlarge" in reservable and "ml.g5.xlarge" not in reservable
+    assert _said(training_plan_instance_type(ctx)) == [
+        (
+            "error",
+            "instance_groups.2.instance_type",
+            f"is ml.g5.xlarge, and the job runs on training plan {PLAN!r}; a training plan "
+            f"reserves only {reservable} (botocore's ReservedCapacityInstanceType), and the "
+            "job's instance type must match its plan's (AWS's user guide, 'Create a training "
+            "job using the API, AWS CLI, SageMaker SDK'): CreateTrainingJob refuses this job.",
+            "remove training_plan (on-demand capacity); or run on the instance type your plan "
+            "reserved.",
+            [(("training_plan", REMOVE),)],
+        )
+    ]
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize("plan", ["", None])
+def test_no_plan_is_no_plan_problem(tmp_path, plan):
+    ctx = _context(tmp_path, instance_type="ml.g5.xlarge", training_plan=plan)
+    assert list(training_plan_instance_type(ctx)) == []
+
+
+@pytest.mark.both_sdks
+def test_a_volume_key_is_refused_on_each_group_with_local_storage_in_full(tmp_path):
+    ctx = _context(tmp_path, instance_groups=MIXED_GROUPS, volume_kms_key=KEY)
+
+    def refused(at: str, kind: str, storage: str) -> tuple[Any, ...]:
+        return (
+            "error",
+            "volume_kms_key",
+            f"is set, and {at} {kind} has local NVMe storage ({storage}), which SageMaker "
+            "encrypts with the instance's hardware module; botocore's documentation of "
+            "ResourceConfig.VolumeKmsKeyId: a VolumeKmsKeyId cannot be requested with an "
+            "instance type that has local storage, so CreateTrainingJob refuses the job.",
+            f"remove volume_kms_key ({kind}'s storage is encrypted by the instance); or pick an "
+            "EBS-backed instance type to encrypt the volume with your key.",
+            [(("volume_kms_key", REMOVE),)],
+        )
+
+    assert _said(volume_key_on_local_storage(ctx)) == [
+        refused("instance_groups.0.instance_type", "ml.p5.48xlarge", "8 x 3800 GB"),
+        refused("instance_groups.2.instance_type", "ml.g5.xlarge", "1 x 250 GB"),
+    ]
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize(
+    ("instance_type", "key"),
+    [("ml.p3.16xlarge", KEY), ("ml.nope.xlarge", KEY), ("ml.g5.xlarge", ""), ("ml.g5.xlarge", 7)],
+)
+def test_no_volume_key_problem_without_local_storage_or_a_key(tmp_path, instance_type, key):
+    ctx = _context(tmp_path, instance_type=instance_type, volume_kms_key=key)
+    assert list(volume_key_on_local_storage(ctx)) == []
+
+
+def _trainer_words_context(folder: Path, instance_type: str, stopping: Any) -> Any:
+    ctx = _context(folder, compute={"instance_type": instance_type})
+    words = ctx.spec.trainer
+    trainer = attrs.evolve(words, given={**words.given, "stopping_condition": stopping})
+    return attrs.evolve(ctx, spec=attrs.evolve(ctx.spec, trainer=trainer))
+
+
+PENDING_ON_CPU = (
+    "warning",
+    "stopping_condition.max_pending_time_in_seconds",
+    "is 7200 s, and instance_type ml.m5.xlarge has no GPU or other accelerator; botocore's "
+    "documentation of MaxPendingTimeInSeconds: it has no effect on jobs that request CPU-only "
+    "instance types, so the job may wait longer.",
+    "remove it on a CPU instance type (it limits the wait for accelerated capacity, such as a "
+    "training plan's).",
+    [],
+)
+
+
+@pytest.mark.both_sdks
+def test_a_pending_limit_on_a_cpu_type_is_a_warning_in_full_from_a_file_or_an_object(tmp_path):
+    as_written = {"max_runtime_in_seconds": 3600, "max_pending_time_in_seconds": 7200}
+    ctx = _trainer_words_context(tmp_path, "ml.m5.xlarge", as_written)
+    assert _said(max_pending_on_cpu(ctx)) == [PENDING_ON_CPU]
+    ctx = _trainer_words_context(
+        tmp_path, "ml.m5.xlarge", _stopping_condition_class()(**as_written)
+    )
+    assert _said(max_pending_on_cpu(ctx)) == [PENDING_ON_CPU]
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize(
+    ("instance_type", "stopping"),
+    [
+        ("ml.g5.xlarge", {"max_pending_time_in_seconds": 7200}),  # a GPU type: it applies
+        ("ml.m5.xlarge", {"max_runtime_in_seconds": 3600}),
+        ("ml.m5.xlarge", {"max_pending_time_in_seconds": "7200"}),
+        ("ml.m5.xlarge", None),
+    ],
+)
+def test_no_pending_limit_problem_where_it_applies_or_is_absent(tmp_path, instance_type, stopping):
+    ctx = _trainer_words_context(tmp_path, instance_type, stopping)
+    assert list(max_pending_on_cpu(ctx)) == []
+
+
+@pytest.mark.both_sdks
+def test_a_pending_limit_in_the_estimators_words_is_not_modeltrainers(tmp_path):
+    ctx = _context(tmp_path, instance_type="ml.m5.xlarge", target="estimator")
+    assert ctx.spec.trainer is None
+    assert list(max_pending_on_cpu(ctx)) == []
+
+
+def _stopping_condition_class() -> Any:
+    if SDK3:
+        from sagemaker.core.training.configs import StoppingCondition
+    else:
+        from sagemaker.modules.configs import StoppingCondition
+    return StoppingCondition
+
+
+@pytest.mark.both_sdks
+def test_a_plan_of_another_region_says_where_to_create_the_job_in_full():
+    problem = plan_region_problem("compute.training_plan_arn", EU_PLAN, "us-west-2")
+    assert problem is not None
+    assert (problem.severity, problem.path, problem.message, problem.hint) == (
+        "error",
+        "compute.training_plan_arn",
+        "is a training plan of eu-west-1 (its ARN says so), and the job is created in "
+        "us-west-2: a plan reserves capacity in its own region only, so CreateTrainingJob in "
+        "us-west-2 cannot run on it.",
+        "create the job in eu-west-1 (AWS_REGION, or the session's region), or use a training "
+        "plan of us-west-2.",
+    )
+
+
+@pytest.mark.both_sdks
+@pytest.mark.parametrize(
+    ("plan", "region"),
+    [
+        (EU_PLAN, None),  # validate: no region known
+        (EU_PLAN, ""),
+        (PLAN, "us-west-2"),  # the plan's own region
+        ("my-plan", "us-west-2"),  # a name, not an ARN
+        (EU_PLAN.replace("111122223333", "11112222333"), "us-west-2"),  # 11-digit account
+        (EU_PLAN.replace("arn:", "xarn:"), "us-west-2"),
+        (EU_PLAN.replace(":training-plan/", ":training-job/"), "us-west-2"),
+        (EU_PLAN.replace("my-plan", ""), "us-west-2"),
+        (7, "us-west-2"),
+    ],
+)
+def test_no_region_problem_unless_a_plan_arn_names_another_region(plan, region):
+    assert plan_region_problem("training_plan", plan, region) is None
+
+
+@pytest.mark.both_sdks
+def test_a_plan_arn_of_another_partition_names_its_region():
+    plan = "arn:aws-cn:sagemaker:cn-north-1:111122223333:training-plan/my-plan"
+    problem = plan_region_problem("training_plan", plan, "cn-northwest-1")
+    assert problem is not None and problem.message.startswith("is a training plan of cn-north-1 ")
+
+
+@pytest.mark.both_sdks
+def test_the_plan_region_rule_speaks_only_where_the_jobs_region_is_known(tmp_path):
+    ctx = _context(tmp_path, instance_type="ml.p5.48xlarge", training_plan=EU_PLAN)
+    assert list(training_plan_region(ctx)) == []
+    with job_created_in("us-west-2"):
+        [problem] = training_plan_region(ctx)
+    assert problem.path == "training_plan"
+    assert problem.message == plan_region_problem("training_plan", EU_PLAN, "us-west-2").message
+    with job_created_in("eu-west-1"):
+        assert list(training_plan_region(ctx)) == []
