@@ -18,12 +18,13 @@ import pytest
 import test_memory_script_adapters as adapters
 import test_memory_verdicts as verdicts
 import yaml
-from test_memory import on_p4d
+from test_memory import LLAMA_2_7B, complete, on_p4d
 
 import safe_estimators
-from safe_estimators import ConfigError, ModelShape
+from safe_estimators import ConfigError, MemoryEstimate, ModelShape
 from safe_estimators._facts.limits import training_plan_instance_types
 from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._memory.accounting import estimate
 from safe_estimators._memory.layout import MemoryLayout
 from safe_estimators._memory.rule import memory_problems
 from safe_estimators._problems import REMOVE
@@ -658,3 +659,109 @@ def test_the_plan_region_rule_speaks_only_where_the_jobs_region_is_known(tmp_pat
     assert problem.message == plan_region_problem("training_plan", EU_PLAN, "us-west-2").message
     with job_created_in("eu-west-1"):
         assert list(training_plan_region(ctx)) == []
+
+
+# --- the estimate as plan, --json and the notebook show it (_memory/accounting) --------------
+
+
+def test_the_estimate_of_llama_2_7b_sharded_over_a_p4d_reads_in_full():
+    # 6,442,717,184 parameters (counted from the architecture), bf16 Adam over 8 shards: 2 + 2
+    # + 12 bytes each / 8. Activations: 32 checkpointed layer inputs (2sbh each) plus one layer's
+    # 34sbh while it is recomputed (a fused attention keeps no scores). Overhead: the CUDA
+    # context and one gathered layer at 4 bytes per parameter.
+    job = on_p4d(
+        LLAMA_2_7B, MemoryLayout(world_size=8, gpus_per_instance=8, launcher="SMP v2", shard=8)
+    )
+    result = job.estimate()
+    sbh = 4096 * 4096
+    assert result.activations == 32 * 2 * sbh + 34 * sbh - 2 * sbh
+    assert str(result) == (
+        "16.0 GB per accelerator (37% of 42.9 GB per A100 of ml.p4d.24xlarge): weights 1.6 GB "
+        "+ gradients 1.6 GB + optimizer states 9.7 GB + activations 1.6 GB + overhead 1.5 GB "
+        "= 16.0 GB"
+    )
+    assert result.to_dict() == {
+        "weights": 1_610_679_296,
+        "gradients": 1_610_679_296,
+        "optimizer_states": 9_664_075_776,
+        "activations": 1_610_612_736,
+        "overhead": 1_471_971_328,
+        "model_states": 12_885_434_368,
+        "total": 15_968_018_432,
+        "device_memory": 40 * 1024**3,
+        "fits": True,
+        "instance_type": "ml.p4d.24xlarge",
+        "accelerator": "A100",
+        "layout": "SMP v2 over 8 accelerators, sharded 8",
+        "notes": [
+            "parameters 6,442,717,184 counted from the architecture (assuming as many key/value "
+            "heads as attention heads (give key_value_heads); an MLP 4 x hidden_size wide (give "
+            "intermediate_size); an MLP of two matrices (give model_type: a gated one has "
+            "three); tied input and output embeddings (give tied_embeddings))"
+        ],
+    }
+
+
+def test_an_estimate_without_the_architecture_says_what_it_left_out():
+    # Quantization on a full fine-tune, sharding with no hidden_size, no activations: each noted.
+    shape = complete(ModelShape(parameters="7B", precision="bf16", quantization="4bit"))
+    result = estimate(shape, MemoryLayout(world_size=8, shard=8))
+    assert result.notes == (
+        "the layer gathered at a time by sharding is not counted (no hidden_size)",
+        "quantization 4bit not counted: every parameter is trainable (give "
+        "trainable_parameters, the adapters' count)",
+        "activations not estimated: give layers, hidden_size, attention_heads, sequence_length "
+        "and micro_batch_size (or config)",
+    )
+    assert (result.weights, result.overhead) == (7e9 * 2 / 8, 666_632_192)
+    assert str(result) == (
+        "14.7 GB per accelerator: weights 1.8 GB + gradients 1.8 GB + optimizer states 10.5 GB "
+        "+ activations not estimated + overhead 0.7 GB = 14.7 GB"
+    )
+    assert result.to_dict()["activations"] is None
+    assert (result.to_dict()["device_memory"], result.to_dict()["fits"]) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("shape", "note"),
+    [
+        (
+            ModelShape(parameters="7B", trainable_parameters="20M", precision="bf16",
+                       hidden_size=4096, vocab_size=32000, quantization="4bit"),
+            "frozen weights counted at 4bit, except the embeddings",
+        ),
+        (
+            ModelShape(parameters="7B", trainable_parameters="20M", precision="bf16",
+                       quantization="8bit"),
+            "frozen weights counted at 8bit, the embeddings among them (vocab_size and "
+            "hidden_size not known)",
+        ),
+    ],
+)  # fmt: skip
+def test_quantized_frozen_weights_are_noted_with_what_was_counted(shape, note):
+    assert note in estimate(complete(shape), MemoryLayout()).notes
+
+
+def _bare(total: int, device: int | None, **where: Any) -> MemoryEstimate:
+    return MemoryEstimate(
+        weights=total, gradients=0, optimizer_states=0, activations=0, overhead=0,
+        device_memory=device, **where,
+    )  # fmt: skip
+
+
+def test_an_estimate_fits_up_to_the_last_byte_and_is_tight_above_90_percent():
+    assert (_bare(1000, 1000).fits, _bare(1001, 1000).fits) == (True, False)
+    assert (_bare(900, 1000).tight, _bare(901, 1000).tight) == (False, True)
+    assert _bare(1001, 1000).tight is False  # not fitting is not tight, it is over
+    assert (_bare(500, 1000).fraction, _bare(500, None).fraction) == (0.5, None)
+    assert (_bare(500, None).fits, _bare(500, None).tight) == (None, False)
+
+
+def test_the_device_is_named_as_far_as_it_is_known():
+    gb_40 = 40 * 1024**3
+    assert _bare(1, gb_40, accelerator="A100", instance_type="ml.p4d.24xlarge").device() == (
+        "42.9 GB per A100 of ml.p4d.24xlarge"
+    )
+    assert _bare(1, gb_40).device() == "42.9 GB per accelerator"
+    assert _bare(1, None).device() == "an unknown device memory"
+    assert str(_bare(10**9, gb_40)).startswith("1.0 GB per accelerator (2% of 42.9 GB per ")
