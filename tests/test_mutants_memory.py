@@ -20,13 +20,14 @@ import test_memory_verdicts as verdicts
 import yaml
 from test_memory import LLAMA_2_7B, complete, on_p4d
 
+import instance_catalog
 import safe_estimators
 from safe_estimators import ConfigError, MemoryEstimate, ModelShape
 from safe_estimators._facts.limits import training_plan_instance_types
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._memory.accounting import estimate
 from safe_estimators._memory.layout import MemoryLayout
-from safe_estimators._memory.rule import memory_problems
+from safe_estimators._memory.rule import job_estimate, memory_problems, shape_of_job
 from safe_estimators._problems import REMOVE
 from safe_estimators._resolve import check_arguments
 from safe_estimators._rules.capacity import (
@@ -765,3 +766,96 @@ def test_the_device_is_named_as_far_as_it_is_known():
     assert _bare(1, gb_40).device() == "42.9 GB per accelerator"
     assert _bare(1, None).device() == "an unknown device memory"
     assert str(_bare(10**9, gb_40)).startswith("1.0 GB per accelerator (2% of 42.9 GB per ")
+
+
+# --- the job's estimate: what the launcher's options and the instance add (_memory/rule) -----
+
+BATCH_8 = {"per_device_train_batch_size": 8}
+
+
+@pytest.mark.parametrize(
+    ("options", "batch", "precision", "notes"),
+    [
+        (
+            {"microbatches": 4, "fp16": True, "pipeline_parallel_degree": 2},
+            2,
+            "fp16",
+            ("micro_batch_size 2 from hyperparameters.per_device_train_batch_size / 4 "
+             "microbatches", "precision fp16 from the model-parallel options"),
+        ),
+        (
+            {"bf16": True},
+            8,
+            "bf16",
+            ("micro_batch_size 8 from hyperparameters.per_device_train_batch_size",
+             "precision bf16 from the model-parallel options"),
+        ),
+        (
+            {"fp16_params": True},
+            8,
+            "fp16",
+            ("micro_batch_size 8 from hyperparameters.per_device_train_batch_size",
+             "precision fp16 from the model-parallel options"),
+        ),
+        (
+            None,
+            8,
+            "fp32",
+            ("micro_batch_size 8 from hyperparameters.per_device_train_batch_size",
+             "precision fp32 (no bf16/fp16 given)"),
+        ),
+    ],
+)  # fmt: skip
+def test_the_model_parallel_options_give_the_precision_and_split_the_batch(
+    options, batch, precision, notes
+):
+    model_parallel = None if options is None else safe_estimators.ModelParallel(**options)
+    shape, problems = shape_of_job(ModelShape(parameters="7B"), BATCH_8, model_parallel)
+    assert (shape.micro_batch_size, shape.precision, shape.notes, problems) == (
+        batch,
+        precision,
+        notes,
+        [],
+    )
+
+
+def _job_estimate(shape: ModelShape | None, instance: str | None, count: int = 2) -> Any:
+    return job_estimate(
+        shape, instance=None if instance is None else instance_catalog.get(instance),
+        instance_count=count, hyperparameters={}, distribution=None, model_parallel=None,
+    )  # fmt: skip
+
+
+def test_a_model_with_nothing_to_count_is_a_warning_and_no_estimate():
+    job, result, [problem] = _job_estimate(ModelShape(layers=2), "ml.g5.xlarge")
+    assert (job, result) == (None, None)
+    assert (problem.severity, problem.path, problem.message, problem.hint) == (
+        "warning",
+        "model",
+        "gives neither parameters nor the architecture to count them from, so no memory "
+        "estimate is made.",
+        'add parameters (e.g. "7B"), or layers and hidden_size, or config.',
+    )
+    assert _job_estimate(None, "ml.g5.xlarge") == (None, None, [])
+
+
+@pytest.mark.parametrize("instance", ["ml.m5.xlarge", None])
+def test_a_cpu_or_unknown_instance_gets_an_estimate_but_no_verdict(instance):
+    job, result, problems = _job_estimate(ModelShape(parameters="7B"), instance)
+    assert (job, problems) == (None, [])
+    assert (result.device_memory, result.instance_type, result.fits) == (None, None, None)
+    assert result.model_states == 7e9 * 16
+
+
+def test_a_trainium_job_is_estimated_per_neuroncore_of_every_instance():
+    job, result, problems = _job_estimate(ModelShape(parameters="7B"), "ml.trn1.32xlarge")
+    assert problems == [] and job is not None and job.instance_count == 2
+    assert (result.layout, result.accelerator, result.device_memory) == (
+        "data-parallel over 64 accelerators",
+        "Trainium NeuronCore",
+        16 * 1024**3,
+    )
+    assert memory_problems(job, result)[0].message.startswith(
+        "the job needs about 112.7 GB per accelerator, more than the 17.2 GB per Trainium "
+        "NeuronCore of ml.trn1.32xlarge: "
+    )
