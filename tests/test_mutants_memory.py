@@ -859,3 +859,68 @@ def test_a_trainium_job_is_estimated_per_neuroncore_of_every_instance():
         "the job needs about 112.7 GB per accelerator, more than the 17.2 GB per Trainium "
         "NeuronCore of ml.trn1.32xlarge: "
     )
+
+
+# --- several unseen things at once: how the verdict joins them --------------------------------
+
+SHARDS_UNSEEN = "import my_trainer_lib\nmy_trainer_lib.wrap(model)\n"
+QUANTIZED_UNLESS = (
+    "the script loads the frozen weights quantized (bitsandbytes 4-bit, as QLoRA does): "
+    "model.quantization does not say"
+)
+SHARDED_UNLESS = (
+    "the training script shards the model states itself (FSDP FULL_SHARD, DeepSpeed ZeRO-3): "
+    "the launcher does not say, and the script cannot tell: it imports my_trainer_lib, which "
+    "may shard"
+)
+
+
+def _lora_under_torchrun(folder: Path, config: dict[str, Any], instance_type: str) -> Any:
+    # LoRA adapters on weights loaded with arguments out of sight, wrapped by a library the
+    # checks cannot read: the 4-bit load and the sharding are both unseen.
+    load = "torch_dtype=torch.bfloat16, **loading"
+    (folder / "train.py").write_text(verdicts.LORA.format(load=load) + SHARDS_UNSEEN)
+    (folder / "config.json").write_text(json.dumps(config))
+    return safe_estimators.pytorch(
+        entry_point="train.py", source_dir=str(folder), role=verdicts.ROLE,
+        instance_type=instance_type, instance_count=1, framework_version="2.3.0",
+        py_version="py311", distribution=verdicts.TORCHRUN,
+        model={"config": str(folder / "config.json"), "sequence_length": 2048,
+               "micro_batch_size": 1, "precision": "bf16", "activation_checkpointing": True},
+    )  # fmt: skip
+
+
+def test_either_unseen_thing_alone_would_fit_so_the_warning_names_each(tmp_path):
+    # Llama-3.1-8B's 16.1 GB of frozen bf16 weights on 4 T4s: in 4 bits, or sharded over 4.
+    estimator = _lora_under_torchrun(tmp_path, verdicts.LLAMA_3_1_8B, "ml.g4dn.12xlarge")
+    assert verdicts.memory_warnings(estimator) == [
+        "the job needs about 18.8 GB per accelerator, more than the 17.2 GB per T4 of "
+        "ml.g4dn.12xlarge: model states 16.2 GB (weights + gradients + optimizer states); "
+        "weights 16.1 GB + gradients 0.0 GB + optimizer states 0.1 GB + activations 2.0 GB + "
+        "overhead 0.7 GB = 18.8 GB (data-parallel over 4 accelerators), unless "
+        f"{QUANTIZED_UNLESS}; or unless {SHARDED_UNLESS}."
+    ]
+
+
+def test_only_both_unseen_things_together_fit_so_the_warning_says_all_must_hold(tmp_path):
+    # Llama-3.3-70B on 8 A10Gs: 141 GB of frozen weights, 17.6 GB each sharded (beside 4.5 GB
+    # of activations), 40 GB in 4 bits; both: about 5 GB.
+    estimator = _lora_under_torchrun(tmp_path, verdicts.LLAMA_3_3_70B, "ml.g5.48xlarge")
+    assert verdicts.memory_warnings(estimator) == [
+        "the job needs about 146.7 GB per accelerator, more than the 24.0 GB per A10G of "
+        "ml.g5.48xlarge: model states 141.6 GB (weights + gradients + optimizer states); "
+        "weights 141.1 GB + gradients 0.1 GB + optimizer states 0.4 GB + activations 4.5 GB + "
+        "overhead 0.7 GB = 146.7 GB (data-parallel over 8 accelerators), unless all of these "
+        f"hold: {QUANTIZED_UNLESS}; and {SHARDED_UNLESS}."
+    ]
+
+
+def test_an_error_under_both_unseen_things_names_each_reading_assumed(tmp_path):
+    message = _model_error(
+        lambda: _lora_under_torchrun(tmp_path, verdicts.LLAMA_3_3_70B, "ml.g4dn.12xlarge")
+    )
+    assert message.endswith(
+        " = 146.7 GB (data-parallel over 4 accelerators). It cannot fit under any reading of "
+        "what the checks cannot see: even with the frozen weights in 4 bits (QLoRA); with the "
+        "model states sharded over all 4 GPUs, it needs 19.8 GB per accelerator."
+    )
