@@ -924,3 +924,24 @@ def test_an_error_under_both_unseen_things_names_each_reading_assumed(tmp_path):
         "what the checks cannot see: even with the frozen weights in 4 bits (QLoRA); with the "
         "model states sharded over all 4 GPUs, it needs 19.8 GB per accelerator."
     )
+
+
+def test_a_tight_warnings_fixes_bring_the_job_under_90_percent_not_just_under_the_device():
+    # Llama-2-7B's shape at micro-batch 22 (sequence 3072): 95% of an A100. A micro-batch of 21
+    # would fit the device at 39.7 GB (93%), still above 90%; the fix offered is 20 (38.5 GB).
+    shape = ModelShape(
+        layers=32, hidden_size=4096, attention_heads=32, sequence_length=3072,
+        micro_batch_size=22, precision="bf16", activation_checkpointing=True,
+    )  # fmt: skip
+    job = on_p4d(shape, attrs.evolve(P4D_SMP_V2, shard=8))
+    [problem] = memory_problems(job, job.estimate())
+    assert (problem.severity, problem.hint) == (
+        "warning",
+        "use ml.p4de.24xlarge: 85.9 GB per A100, 8 per instance (-> 40.9 GB per accelerator); "
+        "or lower the micro-batch from 22 to 20 per process (raise gradient accumulation to "
+        "keep the global batch) (-> 38.5 GB per accelerator).",
+    )
+    assert problem.message.startswith(
+        "the job needs about 40.9 GB per accelerator, 95% of the 42.9 GB per A100 of "
+        "ml.p4d.24xlarge, above 90%: "
+    )
