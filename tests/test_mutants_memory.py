@@ -245,6 +245,9 @@ def test_the_count_sent_is_the_first_preferences_and_neuroncores_count(tmp_path)
     [
         ["ml.p5.48xlarge", "ml.p4d.24xlarge", "ml.g5.48xlarge"],  # 8 GPUs each
         ["ml.p4d.24xlarge", "ml.c5.18xlarge"],  # the CPU type starts no GPU process
+        # First a CPU type: the request fixes no count (distributed.json's is null), so each
+        # node's driver starts one process per GPU it has.
+        ["ml.c5.18xlarge", "ml.p4d.24xlarge", "ml.g6e.12xlarge"],
     ],
 )
 def test_preferred_types_with_one_accelerator_count_are_not_refused(tmp_path, kinds):
@@ -945,3 +948,14 @@ def test_a_tight_warnings_fixes_bring_the_job_under_90_percent_not_just_under_th
         "the job needs about 40.9 GB per accelerator, 95% of the 42.9 GB per A100 of "
         "ml.p4d.24xlarge, above 90%: "
     )
+
+
+@pytest.mark.both_sdks
+def test_a_distributed_block_naming_no_launcher_leaves_the_estimators_distribution_judged(
+    tmp_path,
+):
+    # `distributed: {}` is refused by the spec's own check; the torchrun distribution beside it
+    # still fixes 8 processes per node from the first type.
+    options = {**TORCHRUN, "distributed": {}}
+    ctx = _trainer_context(tmp_path, ["ml.p4d.24xlarge", "ml.g6e.12xlarge"], **options)
+    assert [severity for severity, *_ in _per_node(ctx)] == ["error"]

@@ -129,11 +129,15 @@ def _processes_per_node(ctx: Context, kinds: list[str]) -> Iterator[Problem]:
         return  # the user's number: each type's own rules judge it against its accelerators
     counts = {kind: _accelerators(kind) for kind in kinds}
     known = {kind: found for kind, found in counts.items() if found is not None}
+    first = kinds[0]
+    if first not in known:
+        # The first type has no accelerators (or is unknown: its own run says so): the request
+        # fixes no count, and each node's driver starts one process per accelerator it has.
+        return
     if len({count for count, _ in known.values()}) <= 1:
         return
     shown = ", ".join(f"{kind} has {count} {what}" for kind, (count, what) in known.items())
-    first = kinds[0]
-    sent = known.get(first, next(iter(known.values())))[0]
+    sent = known[first][0]
     yield Problem(
         AT,
         f"lists types with different accelerator counts ({shown}); the job's launcher starts "
