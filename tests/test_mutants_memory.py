@@ -438,6 +438,15 @@ def test_a_volume_above_one_nvme_disk_of_several_is_a_warning_in_full(tmp_path):
 
 
 @pytest.mark.both_sdks
+def test_two_nvme_disks_are_counted_as_two(tmp_path):
+    ctx = _context(tmp_path, instance_type="ml.g6e.12xlarge", volume_size=1901)
+    [problem] = instance_storage(ctx)
+    assert problem.message.startswith(
+        "is 1901 GB, more than one NVMe disk of ml.g6e.12xlarge (2 x 1900 GB, 3800 GB in all); "
+    )
+
+
+@pytest.mark.both_sdks
 def test_a_volume_above_the_only_nvme_disk_is_an_error_in_full(tmp_path):
     ctx = _context(tmp_path, instance_type="ml.g5.2xlarge", volume_size=451)
     assert _said(instance_storage(ctx)) == [
