@@ -25,7 +25,7 @@ import safe_estimators
 from safe_estimators import ConfigError, MemoryEstimate, ModelShape
 from safe_estimators._facts.limits import training_plan_instance_types
 from safe_estimators._facts.sdk_files import sdk_generation
-from safe_estimators._memory.accounting import estimate
+from safe_estimators._memory.accounting import checkpointed_layer, estimate
 from safe_estimators._memory.layout import MemoryLayout
 from safe_estimators._memory.rule import job_estimate, memory_problems, shape_of_job
 from safe_estimators._problems import REMOVE
@@ -968,3 +968,13 @@ def test_a_distributed_block_naming_no_launcher_leaves_the_estimators_distributi
     options = {**TORCHRUN, "distributed": {}}
     ctx = _trainer_context(tmp_path, ["ml.p4d.24xlarge", "ml.g6e.12xlarge"], **options)
     assert [severity for severity, *_ in _per_node(ctx)] == ["error"]
+
+
+def test_a_checkpointed_layer_input_is_divided_by_tensor_parallelism_only_with_sequence_parallel():
+    # Table 2: full recomputation keeps 2sbh per layer; only sequence parallelism splits it
+    # over the tensor-parallel ranks.
+    s, b, h = 4096, 1, 4096
+    assert checkpointed_layer(s, b, h) == 2 * s * b * h
+    assert checkpointed_layer(s, b, h, tensor=2) == 2 * s * b * h
+    assert checkpointed_layer(s, b, h, sequence_parallel=True) == 2 * s * b * h
+    assert checkpointed_layer(s, b, h, tensor=2, sequence_parallel=True) == s * b * h
