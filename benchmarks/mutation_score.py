@@ -1,11 +1,13 @@
 """The mutation score of ``./dev mutate``, per mutated module, as a Markdown table.
 
-    python benchmarks/mutation_score.py [MUTANTS_DIR ...]
+    python benchmarks/mutation_score.py [MUTANTS_DIR[=MODULE,...] ...]
 
 Reads mutmut's result files (``mutants/**/*.py.meta``: each mutant's exit code). With several
-folders (copies of one run in which some mutants were run again), a mutant's result is the
-last folder's that has one. The score counts a mutant as killed when a test failed on it or it
-timed out (mutmut's own score); a mutant no test of its module calls, or not run, is not killed.
+folders (copies of one run, in each of which some modules were run again), each folder given
+with modules supplies those modules' results, overriding the folders before it.
+
+The score counts a mutant as killed when a test failed on it or it timed out (mutmut's own
+score); a mutant no test of its module calls, or one not run, is not killed.
 """
 
 from __future__ import annotations
@@ -27,19 +29,18 @@ def _status(code: int | None) -> str:
     return _STATUS.get(code, "other")
 
 
-def results(folders: list[Path]) -> dict[str, dict[str, int | None]]:
-    """module -> mutant -> exit code (None: not run), the last folder's result winning."""
+def results(folders: list[str]) -> dict[str, dict[str, int | None]]:
+    """module -> mutant -> exit code (None: not run)."""
     merged: dict[str, dict[str, int | None]] = {}
-    for folder in folders:
+    for given in folders:
+        name, _, listed = given.partition("=")
+        folder, wanted = Path(name), tuple(m for m in listed.split(",") if m)
         for meta in sorted(folder.rglob("*.py.meta")):
             module = ".".join(meta.relative_to(folder).with_suffix("").with_suffix("").parts)
             module = module.removesuffix(".__init__")
-            codes = json.loads(meta.read_text())["exit_code_by_key"]
-            mine = merged.setdefault(module, {})
-            for mutant, code in codes.items():
-                if code is not None or mutant not in mine:
-                    mine[mutant] = code
-    return merged
+            if not wanted or module in wanted:
+                merged[module] = json.loads(meta.read_text())["exit_code_by_key"]
+    return dict(sorted(merged.items()))
 
 
 def table(merged: dict[str, dict[str, int | None]]) -> str:
@@ -64,7 +65,7 @@ def _row(name: str, counts: Counter[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folders", nargs="*", type=Path, default=[Path("mutants")])
+    parser.add_argument("folders", nargs="*", default=["mutants"])
     print(table(results(parser.parse_args().folders)))
 
 

@@ -63,14 +63,16 @@ class FineTuningContext:
         return f"{self.spec.technique}{kind}"
 
 
-def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flat(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The hyperparameters ``overrides`` adds, as the SDK's ``flatten_resolved_recipe`` reads
+    them (``train/recipe_resolver.py``): each leaf by its own key (a later one of the same name
+    wins), mappings walked; a list is not sent."""
     out: dict[str, Any] = {}
     for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            out.update(_flat(value, f"{name}."))
-        else:
-            out[str(key)] = value  # the SDK's flatten_resolved_recipe keeps the leaf's own name
+        if isinstance(value, Mapping):
+            out.update(_flat(value))
+        elif not isinstance(value, list):
+            out[str(key)] = value
     return out
 
 
@@ -180,9 +182,11 @@ def fine_tuning_region(ctx: FineTuningContext) -> Iterator[Problem]:
     if ctx.region is None or model is None:
         return
     if _is_package_arn(model):
-        regions = tuple(
-            dict.fromkeys([*facts.customization_regions("nova"), *facts.customization_regions("")])
-        )
+        # customization_regions picks its list by whether the name holds "nova" in any case:
+        # "NOVA" or "XXnovaXX" for "nova", or any other name for "", picks the same list.
+        nova = facts.customization_regions("nova")  # pragma: no mutate
+        other = facts.customization_regions("")  # pragma: no mutate
+        regions = tuple(dict.fromkeys([*nova, *other]))
     else:
         regions = facts.customization_regions(model)
     if regions and ctx.region not in regions:

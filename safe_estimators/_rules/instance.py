@@ -17,7 +17,7 @@ from safe_estimators._facts.versions import (
     parse_version,
 )
 from safe_estimators._problems import Fix, Problem, count, did_you_mean, setting, warning
-from safe_estimators._rules.pipelines import described
+from safe_estimators._rules.pipelines import _is_parameter, described
 
 
 def instance_type_known(ctx: Context) -> Iterator[Problem]:
@@ -65,13 +65,21 @@ def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
     if not ctx.parameterised:
         return
     parameter = ctx.spec.instance_type
-    name = getattr(parameter, "name", "the parameter")
+    # Read only for a pipeline parameter (one with a default_value, or _is_parameter), which
+    # always has a name: no message shows the fallback.
+    name = getattr(parameter, "name", "the parameter")  # pragma: no mutate
     if not ctx.instance_name:
-        fix = f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge')."
+        if _is_parameter(parameter):
+            fix = f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge')."
+        else:  # a Join or an execution variable has no default to give
+            fix = (
+                "pass a pipeline parameter with a default instead: ParameterString("
+                "'TrainingInstanceType', default_value='ml.p3.8xlarge')."
+            )
         if ctx.gpu_derived:
             yield Problem(
                 "instance_type",
-                f"is the pipeline parameter {name!r} without a default_value; the values "
+                f"is {described(parameter)} without a default_value; the values "
                 "derived from its GPU count, fixed in the pipeline definition now, cannot be "
                 "computed.",
                 fix,
@@ -181,6 +189,8 @@ def _choices(ctx: Context, name: str) -> str:
         return _listed(base.known, f"for transformers {outer.version}: PyTorch")
     if base is not None and base.py_versions:
         return _listed(base.py_versions, f"for {label} {base.version}:")
+    if base is not None and not base.known:  # the SDK builds these transformers on the other one
+        return _first(name, f"the SDK has no {label} container for transformers {outer.version}")
     return _first(name, _listed(base.known if base else outer.known, label))
 
 

@@ -91,13 +91,16 @@ def remote_processes(ctx: RemoteContext) -> Iterator[Problem]:
     if ctx.launcher is None or spec.nproc_per_node is None or devices is None:
         return
     count, kind = devices
-    name = ctx.instance.name if ctx.instance is not None else spec.instance_type
+    # devices is None without a catalog entry, and the entry is looked up by the exact name: both
+    # branches name the same type, so no mutant of the condition can be told apart.
+    name = ctx.instance.name if ctx.instance else spec.instance_type  # pragma: no mutate
     if spec.nproc_per_node > count:
+        extra = spec.nproc_per_node - count
         yield Problem(
             "nproc_per_node",
             f"is {spec.nproc_per_node} with {ctx.launcher}, but {name} has {count} {kind}: "
-            f"{spec.nproc_per_node - count} processes per instance would share or lack an "
-            "accelerator, which NCCL refuses and cuda:<local rank> cannot name.",
+            f"{extra} {'process' if extra == 1 else 'processes'} per instance would share or "
+            "lack an accelerator, which NCCL refuses and cuda:<local rank> cannot name.",
             f"use an instance type with {spec.nproc_per_node} {kind}.",
             fixes=(
                 setting(("nproc_per_node", count)),
@@ -105,10 +108,11 @@ def remote_processes(ctx: RemoteContext) -> Iterator[Problem]:
             ),
         )
     elif spec.nproc_per_node < count:
+        idle = count - spec.nproc_per_node
         yield warning(
             "nproc_per_node",
             f"is {spec.nproc_per_node} with {ctx.launcher}, and {name} has {count} {kind}: "
-            f"{count - spec.nproc_per_node} sit idle while the job is billed for all.",
+            f"{idle} {'sits' if idle == 1 else 'sit'} idle while the job is billed for all.",
             "use a smaller instance type.",
             fixes=(setting(("nproc_per_node", count)), removing("nproc_per_node")),
         )
@@ -280,7 +284,8 @@ def remote_injections(ctx: RemoteContext) -> tuple[dict[str, Any], list[Injectio
     if ctx.launcher is None or ctx.spec.nproc_per_node is not None or devices is None:
         return {}, []
     count, kind = devices
-    name = ctx.instance.name if ctx.instance is not None else ctx.spec.instance_type
+    # As in remote_processes: both branches name the same type.
+    name = ctx.instance.name if ctx.instance else ctx.spec.instance_type  # pragma: no mutate
     return {"nproc_per_node": count}, [
         Injection(
             "nproc_per_node",
