@@ -978,3 +978,33 @@ def test_a_checkpointed_layer_input_is_divided_by_tensor_parallelism_only_with_s
     assert checkpointed_layer(s, b, h, tensor=2) == 2 * s * b * h
     assert checkpointed_layer(s, b, h, sequence_parallel=True) == 2 * s * b * h
     assert checkpointed_layer(s, b, h, tensor=2, sequence_parallel=True) == s * b * h
+
+
+def _activations(layout: MemoryLayout, **shape: Any) -> int:
+    given = {
+        "parameters": "1B", "layers": 2, "hidden_size": 1024, "attention_heads": 8,
+        "sequence_length": 512, "micro_batch_size": 3, "precision": "bf16", **shape,
+    }  # fmt: skip
+    return estimate(complete(ModelShape(**given)), layout).activations
+
+
+def test_activations_without_checkpointing_follow_table_2_in_every_layout_term():
+    # Two layers of 34sbh + 5as^2b (Korthikanti et al., Table 2) at 2 bytes per value; no
+    # vocabulary, so no logits.
+    s, b, h, a = 512, 3, 1024, 8
+    sbh, scores = s * b * h, 5 * a * s * s * b
+    unfused = {"fused_attention": False}
+    assert _activations(MemoryLayout(), **unfused) == 2 * (34 * sbh + scores)
+    assert _activations(MemoryLayout(), precision="fp32", **unfused) == 2 * 2 * (
+        34 * sbh + scores
+    )
+    # Tensor parallelism over 2 splits the 24sbh inside and the scores; sequence parallelism the
+    # 10sbh outside too.
+    assert _activations(MemoryLayout(tensor=2), **unfused) == 2 * (
+        10 * sbh + (24 * sbh + scores) / 2
+    )
+    assert _activations(MemoryLayout(tensor=2, sequence_parallel=True), **unfused) == 2 * (
+        (34 * sbh + scores) / 2
+    )
+    # DataParallel scatters the micro-batch of 3 over 2 GPUs: 2 on the first (fused attention).
+    assert _activations(MemoryLayout(batch_split=2)) == 2 * 34 * s * 2 * h
