@@ -1008,3 +1008,12 @@ def test_activations_without_checkpointing_follow_table_2_in_every_layout_term()
     )
     # DataParallel scatters the micro-batch of 3 over 2 GPUs: 2 on the first (fused attention).
     assert _activations(MemoryLayout(batch_split=2)) == 2 * 34 * s * 2 * h
+
+
+def test_checkpointed_activations_in_fp32_split_by_sequence_parallelism():
+    # Per layer 2sbh at 4 bytes over 2 tensor ranks (2sbh bytes), plus one layer recomputed in
+    # full: 34sbh at 4 bytes over 2 ranks, less its input counted already.
+    sbh = 512 * 3 * 1024
+    layout = MemoryLayout(tensor=2, sequence_parallel=True)
+    got = _activations(layout, precision="fp32", activation_checkpointing=True)
+    assert got == 2 * 2 * sbh + (34 * sbh - 2 * sbh)
