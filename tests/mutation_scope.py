@@ -46,10 +46,15 @@ TESTS_OF: dict[str, tuple[str, ...]] = {
         "test_mutants_memory.py",
     ),
     "safe_estimators._rules.resources": ("test_platform.py", "test_mutants_memory.py"),
-    "safe_estimators._rules.capacity": ("test_capacity.py", "test_plan_region.py"),
+    "safe_estimators._rules.capacity": (
+        "test_capacity.py",
+        "test_plan_region.py",
+        "test_mutants_memory.py",
+    ),
     "safe_estimators._rules.preferences": (
         "test_instance_preferences.py",
         "test_preference_memory.py",
+        "test_mutants_memory.py",
     ),
     # containment and reading the spec
     "safe_estimators._spec_files.read": (
