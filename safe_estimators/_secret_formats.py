@@ -318,7 +318,8 @@ def _extent(text: str, match: re.Match[str]) -> int:
     the text), any other token over the characters tokens are made of."""
     if match.group().startswith("-----BEGIN"):
         end = text.find(_PEM_END, match.end())
-        if end < 0:
+        # Equivalent when mutated to <= 0 or < 1: it is searched for after the BEGIN line.
+        if end < 0:  # pragma: no mutate
             return len(text)
         close = text.find("-----", end + len(_PEM_END))
         return len(text) if close < 0 else close + 5
@@ -370,8 +371,11 @@ def _masked_entry(entry: re.Match[str]) -> str:
 
 
 # NAME=value inside a text: a name not inside a longer word (so a name starts only where a word
-# does: linear), a value up to a space, quote or separator.
-_NAMED_ASSIGNMENT = _lazy(r"""(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,127})=([^\s'",;&…]+)""")
+# does: linear), after a command line's "-" or "--" if any (--password=hunter2), a value up to a
+# space, quote or separator.
+_NAMED_ASSIGNMENT = _lazy(
+    r"""(?<![A-Za-z0-9_.-])-{0,2}([A-Za-z_][A-Za-z0-9_.-]{0,127})=([^\s'",;&…]+)"""
+)
 
 
 def _masked_assignment(assignment: re.Match[str]) -> str:
@@ -379,7 +383,8 @@ def _masked_assignment(assignment: re.Match[str]) -> str:
     end = assignment.end()
     if assignment.string[end : end + 1] == "…" or not (secret_name(name) and _holds_secret(value)):
         return assignment.group()  # masked already, or not a secret
-    return f"{name}={value[: _shown_length(len(value))]}…"
+    written = assignment.group()[: assignment.start(2) - assignment.start()]  # "--name="
+    return f"{written}{value[: _shown_length(len(value))]}…"
 
 
 def _shown_length(length: int) -> int:
@@ -562,7 +567,8 @@ def _names_a_secret(text: str) -> bool:
 _NOT_SECRETS = frozenset(("", "true", "false", "none", "null", "yes", "no", "0", "1"))
 # A value that points at a secret (a file, an S3 object) rather than holding it.
 _POINTER = ("/", "./", "~/", "s3://", "file://")
-_WORDS = _lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# An encoding's name is one word (B64, base64: TRAILING_WORDS), not a word and a number.
+_WORDS = _lazy(r"(?i:base64|b64)(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # NAME=value in a list of arguments or a command line (-x HF_TOKEN=..., Password=...;).
 _ASSIGNMENT = _lazy(r"([A-Za-z_][A-Za-z0-9_.-]{0,127})=(.*)", re.S)
 # -x, --flag, --flag=value (not "-----BEGIN ...", not "-1").
@@ -572,7 +578,8 @@ _SEPARATORS = _lazy(r"[\s;&?]+")
 
 
 def name_words(key: str) -> list[str]:
-    """``"dbPassword"``, ``"DB_PASSWORD"``, ``"db-password"`` all give ``["db", "password"]``."""
+    """``"dbPassword"``, ``"DB_PASSWORD"``, ``"db-password"`` all give ``["db", "password"]``;
+    ``"TOKEN_B64"`` gives ``["token", "b64"]``."""
     return [w.lower() for w in _WORDS().findall(key)]
 
 
@@ -583,7 +590,8 @@ def secret_name(key: object, *, numeric: bool = False) -> bool:
     """
     if not isinstance(key, str):
         return False
-    if len(key) > _MEMO_MAX:
+    # Equivalent when mutated: the memo and the function give the same answer (only memory).
+    if len(key) > _MEMO_MAX:  # pragma: no mutate
         return _secret_name(key, numeric)
     return _memo_secret_name(key, numeric)
 
@@ -631,7 +639,8 @@ _memo_secret_name = functools.lru_cache(maxsize=4096)(_secret_name)
 
 
 def _value_kind(text: str, aws_context: bool) -> str | None:
-    if len(text) > _MEMO_MAX or (len(text) < _SHORTEST and "@" not in text):
+    # Equivalent when mutated: either way gives the same kind (the memo saves time only).
+    if len(text) > _MEMO_MAX or (len(text) < _SHORTEST and "@" not in text):  # pragma: no mutate
         return _find_value_kind(text, aws_context)  # too long to keep, or too short to need it
     return _memo_value_kind(text, aws_context)
 
@@ -759,10 +768,12 @@ def _text_entry(key: str, text: str) -> Any:
     token = _name_token(key) if _may_hold_token(key) else None
     kind = _secret_kind(key, text, False)
     entry = (token, kind) if token or kind else _CLEAN
-    if len(key) <= _MEMO_MAX and len(text) <= _MEMO_MAX:
-        if len(_TEXT_ENTRIES) >= _MEMO_ENTRIES:
+    # Equivalent when mutated: what is remembered, when it is forgotten, or a None remembered
+    # (a miss: the caller computes it again) changes the time taken, not the entry.
+    if len(key) <= _MEMO_MAX and len(text) <= _MEMO_MAX:  # pragma: no mutate
+        if len(_TEXT_ENTRIES) >= _MEMO_ENTRIES:  # pragma: no mutate
             _TEXT_ENTRIES.clear()
-        _TEXT_ENTRIES[key, text] = entry
+        _TEXT_ENTRIES[key, text] = entry  # pragma: no mutate
     return entry
 
 
@@ -771,10 +782,11 @@ def _number_entry(key: str) -> Any:
     token = _name_token(key) if _may_hold_token(key) else None
     named = _secret_name(key, True)
     entry = (token, named) if token or named else _CLEAN
-    if len(key) <= _MEMO_MAX:
-        if len(_NUMBER_ENTRIES) >= _MEMO_ENTRIES:
+    # Equivalent when mutated, as in _text_entry.
+    if len(key) <= _MEMO_MAX:  # pragma: no mutate
+        if len(_NUMBER_ENTRIES) >= _MEMO_ENTRIES:  # pragma: no mutate
             _NUMBER_ENTRIES.clear()
-        _NUMBER_ENTRIES[key] = entry
+        _NUMBER_ENTRIES[key] = entry  # pragma: no mutate
     return entry
 
 
@@ -793,8 +805,9 @@ def _name_token(key: str) -> str | None:
     if token is None and ("=" in key or " " in key):
         # A name that is a command line's words or an assignment: password=Xk9#mP2vL8qR4wT6.
         token = _argument_kind(_SEPARATORS().split(key))
-    if len(key) <= _MEMO_MAX:
-        if len(_NAME_TOKENS) >= _MEMO_ENTRIES:
+    # Equivalent when mutated: what is remembered and when it is forgotten (not what).
+    if len(key) <= _MEMO_MAX:  # pragma: no mutate
+        if len(_NAME_TOKENS) >= _MEMO_ENTRIES:  # pragma: no mutate
             _NAME_TOKENS.clear()
         _NAME_TOKENS[key] = token
     return token
@@ -805,7 +818,8 @@ def _judged(key: str, item: Any, aws: bool) -> str | None:
     kind_of = type(item)
     if kind_of is str:
         if aws and _aws_tells(item):
-            if len(key) <= _MEMO_MAX and len(item) <= _MEMO_MAX:
+            # Equivalent when mutated: the memo and _secret_kind give the same kind.
+            if len(key) <= _MEMO_MAX and len(item) <= _MEMO_MAX:  # pragma: no mutate
                 return _memo_secret_kind(key, item, True)
             return _secret_kind(key, item, True)
         entry = _TEXT_ENTRIES.get((key, item)) or _text_entry(key, item)

@@ -46,10 +46,15 @@ TESTS_OF: dict[str, tuple[str, ...]] = {
         "test_mutants_memory.py",
     ),
     "safe_estimators._rules.resources": ("test_platform.py", "test_mutants_memory.py"),
-    "safe_estimators._rules.capacity": ("test_capacity.py", "test_plan_region.py"),
+    "safe_estimators._rules.capacity": (
+        "test_capacity.py",
+        "test_plan_region.py",
+        "test_mutants_memory.py",
+    ),
     "safe_estimators._rules.preferences": (
         "test_instance_preferences.py",
         "test_preference_memory.py",
+        "test_mutants_memory.py",
     ),
     # containment and reading the spec
     "safe_estimators._spec_files.read": (
@@ -58,13 +63,14 @@ TESTS_OF: dict[str, tuple[str, ...]] = {
         "test_trainer_file_containment.py",
         "test_mutants_containment.py",
     ),
-    "safe_estimators._bounds": (
-        "test_mutants_bounds.py",
-        "test_mutants_containment.py",
-    ),
-    "safe_estimators._rules": ("test_verdict.py", "test_mutants_containment.py"),
-    "safe_estimators._rules.cache": ("test_verdict.py", "test_mutants_containment.py"),
-    "safe_estimators._rules.inputs": ("test_verdict.py", "test_mutants_containment.py"),
+    # _bounds' own tests call each function at its limits (under a second in all); the spec
+    # readers' tests would add two seconds to every surviving mutant of quote or real_path
+    "safe_estimators._bounds": ("test_mutants_bounds.py",),
+    # the runner and these two rules are pinned whole in test_mutants_containment.py (1.5 s);
+    # test_verdict.py (3.4 s) validates whole jobs and would run for every survivor
+    "safe_estimators._rules": ("test_mutants_containment.py",),
+    "safe_estimators._rules.cache": ("test_mutants_containment.py",),
+    "safe_estimators._rules.inputs": ("test_mutants_containment.py",),
     "safe_estimators._rules.source": ("test_spec_loading.py", "test_mutants_containment.py"),
     # model parallelism, launchers, Training Compiler, construction
     "safe_estimators._distributions.model_parallel.rules": (
@@ -79,7 +85,8 @@ TESTS_OF: dict[str, tuple[str, ...]] = {
         "test_factories_compiler.py",
         "test_mutants_rules_parallel.py",
     ),
-    "safe_estimators._rules.construction": ("test_verdict.py", "test_mutants_rules_parallel.py"),
+    # test_verdict.py calls these rules in 47 tests (3.4 s) and tests none of their verdicts
+    "safe_estimators._rules.construction": ("test_mutants_rules_parallel.py",),
     # instance types, framework versions, containers
     # their verdicts, messages and fixes case by case, under a second per function (with
     # test_platform.py's catalog sweeps a surviving mutant cost 4 s)

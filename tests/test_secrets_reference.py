@@ -43,15 +43,15 @@ _QUOTED_ENTRY = re.compile(r"""(['"])([A-Za-z0-9_.-]{1,128})\1: (['"])([^'"\\\n]
 # NAME=value: the name where a word starts, the value up to a separator; one masked already
 # ("…" after it) is left alone.
 _ASSIGNED = re.compile(
-    r"""(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,127})=([^\s'",;&…]+)(?![^\s'",;&])"""
+    r"""(?<![A-Za-z0-9_.-])(-{0,2})([A-Za-z_][A-Za-z0-9_.-]{0,127})=([^\s'",;&…]+)(?![^\s'",;&])"""
 )
 
 
 def _reference_assignment(found: re.Match[str]) -> str:
-    name, value = found.group(1), found.group(2)
+    dashes, name, value = found.group(1), found.group(2), found.group(3)
     if not (secrets.secret_name(name) and _holds_secret(value)):
         return found.group()
-    return f"{name}={value[: secrets._shown_length(len(value))]}…"
+    return f"{dashes}{name}={value[: secrets._shown_length(len(value))]}…"
 
 
 def reference_tokens(text: str, aws_context: bool = False) -> list[tuple[str, int, int]]:

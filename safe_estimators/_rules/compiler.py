@@ -16,9 +16,14 @@ _COMPILER_TYPES = ("ml.g5.xlarge", "ml.p3.2xlarge", "ml.p4d.24xlarge")
 
 
 def _compiler_off(spec: JobSpec) -> Fix:
-    """Training Compiler off, under the name the job turned it on with."""
-    name = "training_compiler" if spec.training_compiler is not None else "compiler_config"
-    return removing(name, why="Training Compiler off")
+    """Training Compiler off, under the name the job turned it on with. The spec reads
+    compiler_config (AWS's spelling) into training_compiler as well, so that one goes too."""
+    if spec.compiler_config is None:
+        return removing("training_compiler", why="Training Compiler off")
+    return Fix(
+        (("compiler_config", REMOVE), ("training_compiler", REMOVE)),
+        "remove compiler_config (Training Compiler off)",
+    )
 
 
 @only_for(ESTIMATOR)

@@ -121,16 +121,23 @@ def _processes_per_node(ctx: Context, kinds: list[str]) -> Iterator[Problem]:
     launcher = next((k for k in ("torch_distributed", "mpi") if k in ctx.launchers), None)
     if launcher is None:
         return
-    given = _fields(words.given.get("distributed"))
+    distributed = words.given.get("distributed")
+    if isinstance(distributed, Mapping):  # a spec file's {torchrun: {...}} or {mpi: {...}}
+        distributed = next(iter(distributed.values()), None)
+    given = _fields(distributed)
     if given.get("process_count_per_node") is not None:
         return  # the user's number: each type's own rules judge it against its accelerators
     counts = {kind: _accelerators(kind) for kind in kinds}
     known = {kind: found for kind, found in counts.items() if found is not None}
+    first = kinds[0]
+    if first not in known:
+        # The first type has no accelerators (or is unknown: its own run says so): the request
+        # fixes no count, and each node's driver starts one process per accelerator it has.
+        return
     if len({count for count, _ in known.values()}) <= 1:
         return
     shown = ", ".join(f"{kind} has {count} {what}" for kind, (count, what) in known.items())
-    first = kinds[0]
-    sent = known.get(first, next(iter(known.values())))[0]
+    sent = known[first][0]
     yield Problem(
         AT,
         f"lists types with different accelerator counts ({shown}); the job's launcher starts "

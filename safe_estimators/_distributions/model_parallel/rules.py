@@ -41,7 +41,15 @@ from safe_estimators._distributions.model_parallel.hardware import (
 from safe_estimators._distributions.model_parallel.layout import ParallelLayout, layout_of
 from safe_estimators._distributions.model_parallel.options import ModelParallel, set_options
 from safe_estimators._facts.versions import parse_version
-from safe_estimators._problems import Problem, join_path, removing, run_rules, setting, warning
+from safe_estimators._problems import (
+    Problem,
+    count,
+    join_path,
+    removing,
+    run_rules,
+    setting,
+    warning,
+)
 
 # The ids of the rules below are smp-v1-<name> (see _problems.rule_id).
 RULE_PREFIX = "smp-v1"
@@ -84,7 +92,11 @@ class JobV1:
 
     def cluster(self) -> str:
         per_host = self.layout.processes_per_host
-        each = f"{self.gpus} GPUs each" if per_host == self.gpus else f"{per_host} processes each"
+        each = (
+            f"{count(self.gpus, 'GPU')} each"
+            if per_host == self.gpus
+            else f"{per_host} process{'' if per_host == 1 else 'es'} each"
+        )
         return f"{self.instance_count} x {self.instance_type}, {each}"
 
 
@@ -216,7 +228,8 @@ def _rule_processes_per_host(job: JobV1) -> list[Problem]:
     return [
         Problem(
             job.where("processes_per_host"),
-            f"{per_host} processes per host, but {job.instance_type} has {job.gpus} GPUs; "
+            f"{per_host} processes per host, but {job.instance_type} has "
+            f"{count(job.gpus, 'GPU')}; "
             "the library needs one GPU per process.",
             f"use {_bigger_instance(job, lambda gpus: gpus >= per_host)}.",
             fixes=(setting((job.where("processes_per_host"), job.gpus)),),
@@ -335,7 +348,7 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
             Problem(
                 job.where("ddp"),
                 f"ddp is False, but {' and '.join(reasons)} needs DDP.",
-                "",
+                "",  # pragma: no mutate (the default hint: without it, the same call)
                 fixes=(
                     setting((job.where("ddp"), True)),
                     removing(job.where("ddp"), why="it is set for you"),
@@ -349,7 +362,7 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
                     job.where(name),
                     f"{name} configures DDP, which is off "
                     f"({'horovod is True' if mp.horovod else 'ddp is False'}).",
-                    "",
+                    "",  # pragma: no mutate (the default hint: without it, the same call)
                     fixes=(setting((job.where("ddp"), True)), removing(job.where(name))),
                 )
             )
@@ -359,7 +372,7 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
             Problem(
                 job.where("horovod"),
                 f"horovod cannot be combined with DDP ({why}).",
-                "",
+                "",  # pragma: no mutate (the default hint: without it, the same call)
                 fixes=(
                     removing(job.where("horovod"),
                              why="with PyTorch, ddp: True is the documented data-parallel engine"),
@@ -439,7 +452,7 @@ def _rule_placement(job: JobV1) -> list[Problem]:
             f"placement_strategy {placement!r} is documented by the library, but the SageMaker "
             "SDK's validate_mp_config accepts only 'cluster' (= 'DPT') and 'spread' (= 'TPD'), "
             "so there is no way to launch it through the SDK.",
-            "",
+            "",  # pragma: no mutate (the default hint: without it, the same call)
             fixes=(
                 setting((job.where("placement_strategy"), PLACEMENT_ROUTES[nearest]),
                         why=f"the nearest accepted placement, = {nearest!r}"),
@@ -529,7 +542,7 @@ def _rule_option_combinations(job: JobV1) -> list[Problem]:
                 job.where("prescaled_batch"),
                 "prescaled_batch requires optimize 'speed' (the library's schema), and optimize "
                 "is 'memory'.",
-                "",
+                "",  # pragma: no mutate (the default hint: without it, the same call)
                 fixes=(
                     setting((job.where("optimize"), "speed")),
                     removing(job.where("prescaled_batch")),
@@ -561,7 +574,7 @@ def _rule_not_launch_options(job: JobV1) -> list[Problem]:
         warning(
             job.where(name),
             f"{name} only affects TensorFlow; this is a PyTorch job.",
-            "",
+            "",  # pragma: no mutate (the default hint: without it, the same call)
             fixes=(removing(job.where(name)),),
         )
         for name in TENSORFLOW_ONLY
