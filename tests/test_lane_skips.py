@@ -19,6 +19,7 @@ OTHER = "sdk2_only" if SDK3 else "sdk3_only"
 
 def _run(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
+    shutil.copy(CONFTEST.parent / "mutation_scope.py", tmp_path)  # the conftest imports it
     (tmp_path / "test_scratch.py").write_text(source)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
