@@ -152,6 +152,11 @@ def note_read(path: str | os.PathLike[str]) -> None:
         found.append(os.path.abspath(path))
 
 
+# How every checked file is opened: without blocking (a FIFO would wait for a writer) and not
+# inherited by a process started while it is open (the getattr defaults: platforms without them).
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def read_contained(
     path: str | os.PathLike[str], limit: int, root: str | os.PathLike[str] | None
 ) -> bytes:
@@ -164,13 +169,7 @@ def read_contained(
     or ``/dev/zero`` is refused without a byte read, as is a link that leaves ``root``.
     """
     note_read(path)
-    # The getattr defaults are for platforms without these flags; on Linux both exist, so a
-    # changed default is the same call, and a lost O_CLOEXEC shows only in a process started
-    # while the file is open: no test can tell these mutants apart (a lost O_NONBLOCK hangs the
-    # FIFO test: a timeout, not a verdict).
-    # pragma: no mutate start
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    # pragma: no mutate end
+    fd = os.open(path, READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

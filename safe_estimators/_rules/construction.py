@@ -24,7 +24,6 @@ def huggingface_versions_agree(ctx: Context) -> Iterator[Problem]:
             "tensorflow_version",
             f"is given beside pytorch_version ({spec.pytorch_version!r}); the Hugging Face "
             "estimator runs one base framework and refuses both (ValueError).",
-            "",  # pragma: no mutate (the default hint: without it, the same call)
             fixes=(
                 removing("tensorflow_version", why="a PyTorch container"),
                 removing("pytorch_version", why="a TensorFlow container"),
@@ -60,7 +59,6 @@ def xla_needs_the_compiler(ctx: Context) -> Iterator[Problem]:
         "distribution.pytorchxla",
         "runs only with SageMaker Training Compiler; without it the SageMaker SDK refuses the "
         "PyTorch/XLA distribution (ValueError).",
-        "",  # pragma: no mutate (the default hint: without it, the same call)
         fixes=(
             setting(("training_compiler", True)),
             Fix(
@@ -81,7 +79,6 @@ def local_gpu_single_instance(ctx: Context) -> Iterator[Problem]:
             "instance_count",
             f"is {count} with instance_type 'local_gpu'; the SageMaker SDK runs distributed "
             "training in local mode on CPU only ('local') and refuses this (RuntimeError).",
-            "",  # pragma: no mutate (the default hint: without it, the same call)
             fixes=(
                 setting(("instance_count", 1)),
                 setting(("instance_type", "local"), why="a multi-container test on CPU"),

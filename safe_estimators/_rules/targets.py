@@ -228,7 +228,6 @@ def _launchers(ctx: Context) -> Iterator[Problem]:
             "distribution.mpi",
             "and torch_distributed are both enabled; ModelTrainer takes one launcher "
             "(distributed=Torchrun(...) or MPI(...)), and the estimator would ignore mpi here.",
-            "",  # pragma: no mutate (the hint's default: the fixes say it)
             fixes=(
                 removing("distribution.mpi", why="torchrun starts one process per GPU"),
                 removing("distribution.torch_distributed"),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from safe_estimators._bounds import (
     MAX_SPEC_BYTES,
+    READ_FLAGS,
     is_inside,
     quote,
     read_at_most,
@@ -86,11 +87,7 @@ def _read_bounded(file: str | os.PathLike[str]) -> bytes:
     Opened without blocking (a FIFO would wait forever for a writer) and checked on the open
     descriptor, so that the file cannot be swapped between the check and the read.
     """
-    # As in _bounds.read_contained: on Linux the getattr defaults are never taken, so no test
-    # can tell this line's mutants apart.
-    # pragma: no mutate start
-    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    # pragma: no mutate end
+    fd = os.open(file, READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

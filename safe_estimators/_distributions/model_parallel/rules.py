@@ -348,7 +348,6 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
             Problem(
                 job.where("ddp"),
                 f"ddp is False, but {' and '.join(reasons)} needs DDP.",
-                "",  # pragma: no mutate (the default hint: without it, the same call)
                 fixes=(
                     setting((job.where("ddp"), True)),
                     removing(job.where("ddp"), why="it is set for you"),
@@ -362,7 +361,6 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
                     job.where(name),
                     f"{name} configures DDP, which is off "
                     f"({'horovod is True' if mp.horovod else 'ddp is False'}).",
-                    "",  # pragma: no mutate (the default hint: without it, the same call)
                     fixes=(setting((job.where("ddp"), True)), removing(job.where(name))),
                 )
             )
@@ -372,7 +370,6 @@ def _rule_ddp(job: JobV1) -> list[Problem]:
             Problem(
                 job.where("horovod"),
                 f"horovod cannot be combined with DDP ({why}).",
-                "",  # pragma: no mutate (the default hint: without it, the same call)
                 fixes=(
                     removing(job.where("horovod"),
                              why="with PyTorch, ddp: True is the documented data-parallel engine"),
@@ -452,7 +449,6 @@ def _rule_placement(job: JobV1) -> list[Problem]:
             f"placement_strategy {placement!r} is documented by the library, but the SageMaker "
             "SDK's validate_mp_config accepts only 'cluster' (= 'DPT') and 'spread' (= 'TPD'), "
             "so there is no way to launch it through the SDK.",
-            "",  # pragma: no mutate (the default hint: without it, the same call)
             fixes=(
                 setting((job.where("placement_strategy"), PLACEMENT_ROUTES[nearest]),
                         why=f"the nearest accepted placement, = {nearest!r}"),
@@ -542,7 +538,6 @@ def _rule_option_combinations(job: JobV1) -> list[Problem]:
                 job.where("prescaled_batch"),
                 "prescaled_batch requires optimize 'speed' (the library's schema), and optimize "
                 "is 'memory'.",
-                "",  # pragma: no mutate (the default hint: without it, the same call)
                 fixes=(
                     setting((job.where("optimize"), "speed")),
                     removing(job.where("prescaled_batch")),
@@ -574,7 +569,6 @@ def _rule_not_launch_options(job: JobV1) -> list[Problem]:
         warning(
             job.where(name),
             f"{name} only affects TensorFlow; this is a PyTorch job.",
-            "",  # pragma: no mutate (the default hint: without it, the same call)
             fixes=(removing(job.where(name)),),
         )
         for name in TENSORFLOW_ONLY
