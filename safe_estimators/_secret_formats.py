@@ -340,12 +340,15 @@ _BODY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 def mask_text(text: str) -> str:
     """``text`` with every suspected credential cut to its first characters (``ghp_…``): the
     token formats, the values a quoted mapping in it holds under a secret's name
-    (``{'password': 'hunter2'}``, as ``repr`` writes one), and those assigned to one
-    (``password=hunter2``, a hyperparameter's name or a command line's word)."""
+    (``{'password': 'hunter2'}``, as ``repr`` writes one), those assigned to one
+    (``password=hunter2``, a hyperparameter's name or a command line's word) and those after a
+    command line's flag named for one (``--password hunter2``)."""
     if ": " in text and ("'" in text or '"' in text):
         text = _QUOTED_ENTRY().sub(_masked_entry, text)
     if "=" in text:
         text = _NAMED_ASSIGNMENT().sub(_masked_assignment, text)
+    if "-" in text and (" " in text or "\t" in text):
+        text = _FLAG_WITH_VALUE().sub(_masked_flag_value, text)
     parts: list[str] = []
     pos = 0
     for _, start, end in find_tokens(text):
@@ -384,6 +387,23 @@ def _masked_assignment(assignment: re.Match[str]) -> str:
     if assignment.string[end : end + 1] == "…" or not (secret_name(name) and _holds_secret(value)):
         return assignment.group()  # masked already, or not a secret
     written = assignment.group()[: assignment.start(2) - assignment.start()]  # "--name="
+    return f"{written}{value[: _shown_length(len(value))]}…"
+
+
+# A command line's flag and the word after it (--password hunter2, -p hunter2): the flag where
+# a word starts, a value that is no flag itself, up to a space, quote or separator.
+_FLAG_WITH_VALUE = _lazy(
+    r"(?<![A-Za-z0-9_.-])-{1,2}([A-Za-z_][A-Za-z0-9_.-]{0,127})[ \t]{1,4}"
+    r"""([^\s'",;&…-][^\s'",;&…]*)"""
+)
+
+
+def _masked_flag_value(flag: re.Match[str]) -> str:
+    name, value = flag.group(1), flag.group(2)
+    end = flag.end()
+    if flag.string[end : end + 1] == "…" or not (secret_name(name) and _holds_secret(value)):
+        return flag.group()  # masked already, or not a secret
+    written = flag.group()[: flag.start(2) - flag.start()]  # "--name "
     return f"{written}{value[: _shown_length(len(value))]}…"
 
 

@@ -1544,6 +1544,23 @@ GPU = [
         id="PyTorch 2.0.1 on a B200: either of two CUDA builds",
     ),
     pytest.param(
+        dict(instance_type="ml.p6-b200.48xlarge", framework_version="2.6.0", py_version="py312"),
+        [
+            (
+                "warning",
+                "framework_version",
+                "the PyTorch 2.6.0 image (CUDA 12.6 or CUDA 12.8) may have no kernel for "
+                "ml.p6-b200.48xlarge's B200 (compute capability 10.0): its PyTorch wheel is "
+                "AWS's own, whose compiled architectures no source lists: the CUDA 12.6 build "
+                "predates the GPU (only PTX JIT-compiled at start could run it), the CUDA 12.8 "
+                "build is new enough for it, and no source says which of them the image is.",
+                "use an image built for the B200: framework_version='2.7.1', py_version='py312'.",
+                (),
+            ),
+        ],
+        id="PyTorch 2.6.0 on a B200: one build predates it, the other does not",
+    ),
+    pytest.param(
         dict(instance_type="ml.p5.48xlarge", framework_version="2.5.1", py_version="py311"),
         [],
         id="PyTorch 2.5.1 on an H100",
@@ -1679,8 +1696,9 @@ GPU = [
                 "tensorflow_version",
                 "the Hugging Face transformers 4.11.0 with TensorFlow 2.5.1 image (CUDA 11.2) "
                 "may have no kernel for ml.p6-b200.48xlarge's B200 (compute capability 10.0): "
-                "its PyTorch wheel is AWS's own, whose compiled architectures no source lists, "
-                "and its CUDA predates the GPU, so only PTX JIT-compiled at start could run it.",
+                "its TensorFlow build is AWS's own, whose compiled architectures no source "
+                "lists, and its CUDA predates the GPU, so only PTX JIT-compiled at start could "
+                "run it.",
                 "use an image built for the B200: transformers_version='4.56.2', "
                 "pytorch_version='2.8.0', py_version='py312'.",
                 (),
@@ -1702,8 +1720,8 @@ GPU = [
                 "tensorflow_version",
                 "the Hugging Face transformers 4.11.0 with TensorFlow 2.5.1 image (CUDA 11.2) "
                 "may have no kernel for ml.p5.48xlarge's H100 (compute capability 9.0): its "
-                "PyTorch wheel is AWS's own, whose compiled architectures no source lists, and "
-                "its CUDA predates the GPU, so only PTX JIT-compiled at start could run it.",
+                "TensorFlow build is AWS's own, whose compiled architectures no source lists, "
+                "and its CUDA predates the GPU, so only PTX JIT-compiled at start could run it.",
                 "use an image built for the H100: transformers_version='4.56.2', "
                 "pytorch_version='2.8.0', py_version='py312'.",
                 (),

@@ -1093,6 +1093,39 @@ def test_a_hyperparameter_is_measured_as_the_sdk_sends_it() -> None:
     ]
 
 
+def _long_default(path: str, length: int, limit: int) -> Problem:
+    return warning(
+        path,
+        f"the pipeline parameter's default is {length} characters; CreateTrainingJob takes "
+        f"{limit} at most, so every execution that keeps the default fails.",
+        "give a shorter default (put large values in a file in source_dir or S3 and pass its "
+        "path), or override it at each execution.",
+    )
+
+
+@pytest.mark.parametrize("target", ["estimator", "model_trainer"])
+def test_a_pipeline_parameters_default_is_measured_as_each_execution_sends_it(
+    target: str,
+) -> None:
+    # The SDK sends the parameter's reference (no JSON quotes); each execution its value.
+    at_limit = {
+        "hyperparameters": {"v": ParameterString("V", default_value="x" * 2500)},
+        "environment": {"E": ParameterString("E", default_value="y" * 512)},
+    }
+    assert found(safety.api_limits, target=target, **at_limit) == []
+    over = {
+        "hyperparameters": {"v": ParameterString("V", default_value="x" * 2501)},
+        "environment": {"E": ParameterString("E", default_value="y" * 513)},
+    }
+    assert found(safety.api_limits, target=target, **over) == [
+        _long_default("hyperparameters.v", 2501, 2500),
+        _long_default("environment.E", 513, 512),
+    ]
+    # no default: each execution gives the value, nothing to measure
+    unknown = {"v": ParameterString("V")}
+    assert found(safety.api_limits, target=target, hyperparameters=unknown) == []
+
+
 @pytest.mark.parametrize("value", [object(), {1, 2}])
 def test_a_value_json_cannot_encode_is_refused(value: object) -> None:
     assert found(safety.api_limits, hyperparameters={"v": value}) == [
@@ -1442,15 +1475,22 @@ def test_torchrun_and_mpi_together_are_one_launcher_too_many() -> None:
         ) == []
     mpi_off = {"torch_distributed": {"enabled": True}, "mpi": {"enabled": False}}
     assert found(targets.model_trainer_counterparts, **TRAINER, **P4D, distribution=mpi_off) == []
-    # the model parallel library v2 runs on torchrun
+    # the model parallel library v2 runs on torchrun: only mpi is there to remove
     smp_v2 = {"framework_version": "2.2.0", "py_version": "py310", **P4D}
-    assert found(
+    [problem] = found(
         targets.model_trainer_counterparts,
         **TRAINER,
         **smp_v2,
         model_parallel={"hybrid_shard_degree": 2},
         distribution={"mpi": {"enabled": True}},
-    ) == [problem]
+    )
+    assert problem == Problem(
+        "distribution.mpi",
+        "is enabled with SMP v2, which runs under torchrun only (ModelTrainer: "
+        "distributed=Torchrun(smp=SMP(...))); ModelTrainer takes one launcher.",
+        "remove distribution.mpi (torchrun starts one process per GPU).",
+    )
+    assert [fix.changes for fix in problem.fixes] == [(("distribution.mpi", REMOVE),)]
 
 
 def test_local_mode_and_a_parameter_instance_type_have_no_counterpart() -> None:

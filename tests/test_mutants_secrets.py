@@ -893,7 +893,8 @@ def test_masked_plain_writes_plain_text_to_print_as_data():
     assert masked_plain(GH) == "ghp_…" and type(masked_plain(GH)) is str
     # a name that assigns a secret shows the name; one that masking leaves whole is cut
     assert masked_plain({"password=abcdefghij": 1}) == {"password=ab…": 1}
-    assert masked_plain({"--token abcdefgh": 1}) == {"--t…": 1}
+    assert masked_plain({"--token abcdefgh": 1}) == {"--token a…": 1}
+    assert masked_plain({"--token      abcdefgh": 1}) == {"--to…": 1}
     assert masked_plain({"x": "abcd", "token": "abcd"}) == {"x": "abcd", "token": "…"}
 
 
@@ -1124,6 +1125,16 @@ def test_a_token_in_lower_case_is_found(text, kind):
         ("-password=hunter22", "-password=h…"),
         ("train.py --epochs=3 --hub-token=Xk9mPq2Lw7", "train.py --epochs=3 --hub-token=Xk…"),
         ("--epochs=3 --lr=0.1", "--epochs=3 --lr=0.1"),
+        # the flag and the word after it, as a shell splits them
+        ("train.py --password hunter22 --lr 0.1", "train.py --password h… --lr 0.1"),
+        ("-pwd \tXk9mP", "-pwd \tX…"),
+        ("--pwd Xk9mP.", "--pwd X…"),
+        ("--hub_token ${HF_TOKEN} --lr 0.1", "--hub_token ${HF_TOKEN} --lr 0.1"),
+        ("--password --lr 0.1", "--password --lr 0.1"),
+        ("--password true", "--password true"),
+        ("--password h…", "--password h…"),
+        ("x--password hunter22", "x--password hunter22"),
+        ("--epochs 3 --lr 0.1", "--epochs 3 --lr 0.1"),
     ],
 )
 def test_a_command_lines_assignment_to_a_secret_name_is_masked(text: str, shown: str) -> None:
@@ -1133,3 +1144,9 @@ def test_a_command_lines_assignment_to_a_secret_name_is_masked(text: str, shown:
 
     assert mask_text(text) == shown
     assert masked_texts({text: [text]}) == {shown: [shown]}
+
+
+def test_a_name_that_is_a_flag_and_its_secret_is_cut_in_the_path() -> None:
+    assert [path for path, _, _ in find_secrets("hyperparameters", {"--pwd Xk9mP": 1})] == [
+        "hyperparameters.--pwd X…"
+    ]

@@ -54,6 +54,20 @@ def _reference_assignment(found: re.Match[str]) -> str:
     return f"{dashes}{name}={value[: secrets._shown_length(len(value))]}…"
 
 
+# --name value: the flag where a word starts, a value that is no flag, up to a separator.
+_FLAG_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_.-])(-{1,2}[A-Za-z_][A-Za-z0-9_.-]{0,127}[ \t]{1,4})"
+    r"""([^\s'",;&…-][^\s'",;&…]*)(?!…)"""
+)
+
+
+def _reference_flag_value(found: re.Match[str]) -> str:
+    flag, value = found.group(1), found.group(2)
+    if not (secrets.secret_name(flag.strip().lstrip("-")) and _holds_secret(value)):
+        return found.group()
+    return f"{flag}{value[: secrets._shown_length(len(value))]}…"
+
+
 def reference_tokens(text: str, aws_context: bool = False) -> list[tuple[str, int, int]]:
     spans: list[tuple[int, int, str]] = []
     pos = 0
@@ -91,6 +105,7 @@ def reference_mask(text: str) -> str:
         text = _QUOTED_ENTRY.sub(secrets._masked_entry, text)
     if "=" in text:
         text = _ASSIGNED.sub(_reference_assignment, text)
+    text = _FLAG_VALUE.sub(_reference_flag_value, text)
     parts: list[str] = []
     pos = 0
     for _, start, end in reference_tokens(text):

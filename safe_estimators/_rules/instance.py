@@ -17,7 +17,7 @@ from safe_estimators._facts.versions import (
     parse_version,
 )
 from safe_estimators._problems import Fix, Problem, count, did_you_mean, setting, warning
-from safe_estimators._rules.pipelines import _is_parameter, described
+from safe_estimators._rules.pipelines import described, is_parameter
 
 
 def instance_type_known(ctx: Context) -> Iterator[Problem]:
@@ -65,11 +65,11 @@ def pipeline_parameter_instance_type(ctx: Context) -> Iterator[Problem]:
     if not ctx.parameterised:
         return
     parameter = ctx.spec.instance_type
-    # Read only for a pipeline parameter (one with a default_value, or _is_parameter), which
+    # Read only for a pipeline parameter (one with a default_value, or is_parameter), which
     # always has a name: no message shows the fallback.
     name = getattr(parameter, "name", "the parameter")  # pragma: no mutate
     if not ctx.instance_name:
-        if _is_parameter(parameter):
+        if is_parameter(parameter):
             fix = f"give it a default: ParameterString({name!r}, default_value='ml.p3.8xlarge')."
         else:  # a Join or an execution variable has no default to give
             fix = (

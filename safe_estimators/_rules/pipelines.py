@@ -30,9 +30,11 @@ _CHECKED: dict[str, str] = {
 }
 
 
-def _is_parameter(variable: object) -> bool:
-    # ParameterString and the rest are functools.partial objects of one Parameter class: known
-    # by the parameter_type every parameter carries, not by a class name.
+def is_parameter(variable: object) -> bool:
+    """``variable`` is a SageMaker Pipelines parameter (ParameterString, ParameterInteger, ...).
+
+    They are functools.partial objects of one Parameter class: known by the parameter_type every
+    parameter carries, not by a class name."""
     return hasattr(variable, "parameter_type") and isinstance(getattr(variable, "name", None), str)
 
 
@@ -40,7 +42,7 @@ def described(variable: object) -> str:
     """``the pipeline parameter 'Name'``, ``the ExecutionVariable 'PipelineExecutionId'`` or
     ``a Join`` (a variable without a name)."""
     name = getattr(variable, "name", None)
-    if _is_parameter(variable):
+    if is_parameter(variable):
         return f"the pipeline parameter {name!r}"
     kind = type(variable).__name__
     return f"the {kind} {name!r}" if isinstance(name, str) else f"a {kind}"
@@ -79,7 +81,7 @@ def unknown_pipeline_values(ctx: Context) -> Iterator[Problem]:
 
 
 def _unknown_hint(variable: object) -> str:
-    if _is_parameter(variable):
+    if is_parameter(variable):
         return "give the parameter a default_value to have it checked now."
     return "nothing to change if its run-time value is valid: only SageMaker can check it."
 

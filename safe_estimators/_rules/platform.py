@@ -186,13 +186,27 @@ def _image_verdict(
             fix,
         )
         return
-    yield warning(
-        field,
-        f"the {label} image ({cudas}) may have no kernel for {gpu}: its PyTorch wheel is "
-        f"AWS's own, whose compiled architectures no source lists, and its CUDA predates "
-        "the GPU, so only PTX JIT-compiled at start could run it.",
-        fix,
-    )
+    framework = "TensorFlow build" if ctx.trains_tensorflow else "PyTorch wheel"
+    readings = {one.cuda: cuda.verdict(one, capability) for one in builds}
+    # Only a build whose architectures no source lists can be in doubt.
+    own = f"its {framework} is AWS's own, whose compiled architectures no source lists"
+    if set(readings.values()) == {"doubt"}:
+        why = (
+            f"{own}, and its CUDA predates the GPU, so only PTX JIT-compiled at start could "
+            "run it"
+        )
+    else:
+        # Builds read apart (PyTorch 2.6.0: CUDA 12.6 predates a B200, 12.8 does not), and no
+        # source says which one the SDK's image is.
+        said = {
+            "doubt": "predates the GPU (only PTX JIT-compiled at start could run it)",
+            "no-kernel": "has no kernel for it",
+            "runs": "is new enough for it",
+        }
+        each = ", ".join(f"the CUDA {c} build {said[found]}" for c, found in readings.items())
+        known = any(one.known for one in builds)
+        why = f"{'' if known else own + ': '}{each}, and no source says which of them the image is"
+    yield warning(field, f"the {label} image ({cudas}) may have no kernel for {gpu}: {why}.", fix)
 
 
 def _why(builds: tuple[cuda.Build, ...], capability: str) -> str:

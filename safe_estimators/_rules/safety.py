@@ -25,7 +25,7 @@ from safe_estimators._facts import tables
 from safe_estimators._facts.code_paths import remote_source_dir
 from safe_estimators._facts.limits import MapLimit, environment_limit, hyperparameters_limit
 from safe_estimators._facts.reserved import sdk_hyperparameters
-from safe_estimators._problems import Problem, join_path, setting
+from safe_estimators._problems import Problem, join_path, setting, warning
 from safe_estimators._secrets import secrets_in_options
 from safe_estimators._spec import JobSpec, value_of
 
@@ -164,7 +164,7 @@ def _tree_problems(path: str, folder: str, tree: Tree) -> Iterator[Problem]:
             path,
             f"{quote(link)} is a link to a folder that holds it; the SDK packages {name} "
             "following links, so it would descend into it again and again until the system "
-            "refuses the path (\"Too many levels of symbolic links\").",
+            'refuses the path ("Too many levels of symbolic links").',
             "remove the link.",
         )
     if tree.too_deep:
@@ -263,6 +263,29 @@ def api_limits(ctx: Context) -> Iterator[Problem]:
             hyper[str(key)] = encoded
     added = sdk_hyperparameters(ctx.launchers, ctx.target)
     yield from _map_limits("hyperparameters", hyper, hyperparameters_limit(), added)
+    yield from _parameter_defaults(
+        "hyperparameters", ctx.spec.hyperparameters, hyperparameters_limit()
+    )
     env = {k: v for k, v in ctx.spec.environment.items() if isinstance(v, str)}
     injected = frozenset({"GPU_NUM_DEVICES"} if ctx.compiler and ctx.gpus_per_instance else ())
     yield from _map_limits("environment", env, environment_limit(), injected)
+    yield from _parameter_defaults("environment", ctx.spec.environment, environment_limit())
+
+
+def _parameter_defaults(
+    name: str, entries: Mapping[str, object], limit: MapLimit
+) -> Iterator[Problem]:
+    """A pipeline parameter is sent as its value at each execution (the SDK writes its reference,
+    not its JSON): a default over the limit fails every execution that keeps it."""
+    for key, value in entries.items():
+        default = getattr(value, "default_value", None) if hasattr(value, "to_string") else None
+        if default is None or len(str(default)) <= limit.value_max:
+            continue
+        yield warning(
+            join_path(name, str(key)),
+            f"the pipeline parameter's default is {len(str(default))} characters; "
+            f"CreateTrainingJob takes {limit.value_max} at most, so every execution that keeps "
+            "the default fails.",
+            "give a shorter default (put large values in a file in source_dir or S3 and pass "
+            "its path), or override it at each execution.",
+        )

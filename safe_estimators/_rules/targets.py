@@ -222,8 +222,9 @@ def _launchers(ctx: Context) -> Iterator[Problem]:
                 what,
                 "use torch_distributed or mpi" if key != "instance_groups" else "remove it",
             )
-    torchrun_on = torchrun.enabled(d) or ctx.model_parallel_library == 2
-    if torchrun_on and is_enabled(d.get("mpi")):
+    if not is_enabled(d.get("mpi")):
+        return
+    if torchrun.enabled(d):
         yield Problem(
             "distribution.mpi",
             "and torch_distributed are both enabled; ModelTrainer takes one launcher "
@@ -232,6 +233,15 @@ def _launchers(ctx: Context) -> Iterator[Problem]:
                 removing("distribution.mpi", why="torchrun starts one process per GPU"),
                 removing("distribution.torch_distributed"),
             ),
+        )
+    elif ctx.model_parallel_library == 2:
+        # SMP v2 is started by torchrun (Torchrun(smp=SMP(...))): there is no torch_distributed
+        # to remove, only the mpi that cannot go with it.
+        yield Problem(
+            "distribution.mpi",
+            "is enabled with SMP v2, which runs under torchrun only (ModelTrainer: "
+            "distributed=Torchrun(smp=SMP(...))); ModelTrainer takes one launcher.",
+            fixes=(removing("distribution.mpi", why="torchrun starts one process per GPU"),),
         )
 
 

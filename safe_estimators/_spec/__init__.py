@@ -618,6 +618,16 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
             problems.append(
                 Problem(join_path(path, required), "is required but missing.", "add it.")
             )
+    if fields.get("entry_point") == "" and not (recipe or (words is not None and words.command)):
+        # The SDK packs no script (fit() fails to add "" to the archive, or the container is
+        # told to run sagemaker_program "" and exits): nothing of the job can run.
+        problems.append(
+            Problem(
+                join_path(path, "entry_point"),
+                "is empty: there is no training script to upload or run.",
+                "give the training script's path (train.py), relative to source_dir if set.",
+            )
+        )
     runnable = kind in ESTIMATORS and "entry_point" in fields
     runnable = runnable and ("instance_type" in fields or grouped)
     machines = "instance_type" if "instance_type" in fields else "instance_groups"

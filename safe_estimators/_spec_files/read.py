@@ -565,6 +565,7 @@ def relative_to_file(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
         out["source_dir"] = _under(folder, source_dir)
     elif (
         isinstance(out.get("entry_point"), str)
+        and out["entry_point"]  # "" names no file: refused as it is written
         and source_dir is None
         and not s3_entry_point(out["entry_point"])  # refused as it is written
     ):
