@@ -20,7 +20,7 @@ from botocore.stub import Stubber
 
 from safe_estimators._preflight import PreflightResult, run_job
 from safe_estimators._preflight.guard import ALLOWED, Clients, ReadOnlyViolation, seen_calls
-from safe_estimators._preflight.job import Job, from_request, from_trainer
+from safe_estimators._preflight.job import Instances, Job, from_request, from_trainer
 from safe_estimators._preflight.runner import run
 
 REGION = "us-west-2"
@@ -773,6 +773,63 @@ def test_a_serverless_fine_tuning_job_and_its_spec_file_are_preflighted_without_
         (p.path, p.message) for p in result.problems
     ]
     assert from_file.source == str(spec)
+
+
+def test_a_fine_tuning_jobs_vpc_and_plan_are_reported_where_the_trainer_takes_them(account):
+    # A fine-tuning trainer takes them as networking= and compute=: the estimator's keywords
+    # (subnets, training_plan) are no argument of it.
+    _, subnet, group = _vpc(account)
+    _plan(account, Status="Expired")
+    job = Job(
+        region=REGION,
+        instances=(Instances("ml.p5.48xlarge", 1, "compute.instance_type"),),
+        subnets=(subnet, "subnet-0123456789abcdef0"),
+        security_groups=(group, "sg-0123456789abcdef0"),
+        training_plan=PLAN,
+        subnets_path="networking.subnets",
+        security_groups_path="networking.security_group_ids",
+        training_plan_path="compute.training_plan_arn",
+    )
+    errors = {p.path: p.message for p in account.run(job).errors}
+    assert set(errors) == {
+        "networking.subnets.0",
+        "networking.subnets.1",
+        "networking.security_group_ids.1",
+        "compute.training_plan_arn",
+    }
+    assert "has no route to S3" in errors["networking.subnets.0"]
+    assert "the training plan 'p5-week' is Expired" in errors["compute.training_plan_arn"]
+    # and a check that could not finish is named there too
+    assert job.written("subnets") == "networking.subnets"
+    assert job.written("role") == "role"
+
+
+@pytest.mark.both_sdks
+@needs_trainers
+def test_a_fine_tuning_trainers_networking_and_plan_are_read_at_their_own_paths(
+    fine_tuning_region,
+):
+    from sagemaker.core.shapes import VpcConfig
+    from sagemaker.core.training.configs import TrainingJobCompute
+
+    import safe_estimators
+    from safe_estimators._preflight.job import from_fine_tuning
+
+    compute = TrainingJobCompute(
+        instance_type="ml.p5.48xlarge", instance_count=1, training_plan_arn=PLAN
+    )
+    networking = VpcConfig(subnets=["subnet-0123456789abcdef0"], security_group_ids=["sg-1"])
+    checked = safe_estimators.sft_trainer(
+        model=FT_MODEL, compute=compute, role=f"arn:aws:iam::{ACCOUNT}:role/Nobody",
+        networking=networking,
+    )  # fmt: skip
+    job = from_fine_tuning(checked._job, REGION)
+    assert job.subnets == ("subnet-0123456789abcdef0",)
+    assert (job.subnets_path, job.security_groups_path, job.training_plan_path) == (
+        "networking.subnets",
+        "networking.security_group_ids",
+        "compute.training_plan_arn",
+    )
 
 
 def _message(result: PreflightResult, path: str) -> str:

@@ -12,21 +12,20 @@ from __future__ import annotations
 from safe_estimators._preflight.context import Context
 from safe_estimators._problems import Problem, count, warning
 
-PATH = "training_plan"
-
 
 def check(ctx: Context) -> list[Problem]:
     job = ctx.job
     arn = job.training_plan
     if not arn or not job.remote:
         return []
+    path = job.training_plan_path
     name = arn.rpartition("/")[2]
-    plan = ctx.call(PATH, "sagemaker", "DescribeTrainingPlan", lane="plans", TrainingPlanName=name)
+    plan = ctx.call(path, "sagemaker", "DescribeTrainingPlan", lane="plans", TrainingPlanName=name)
     status = plan.get("Status")
     if status in ("Expired", "Failed"):
         return [
             Problem(
-                PATH,
+                path,
                 f"the training plan {name!r} is {status}: it reserves no capacity any more.",
                 "use an active training plan (aws sagemaker list-training-plans), or none.",
             )
@@ -36,7 +35,7 @@ def check(ctx: Context) -> list[Problem]:
     if "training-job" not in targets:
         problems.append(
             Problem(
-                PATH,
+                path,
                 f"the training plan {name!r} reserves capacity for {', '.join(targets)}, not "
                 "for training jobs.",
                 "use a plan created with TargetResources training-job.",
@@ -61,7 +60,7 @@ def check(ctx: Context) -> list[Problem]:
         start = plan.get("StartTime")
         problems.append(
             warning(
-                PATH,
+                path,
                 f"the training plan {name!r} is {status}"
                 + (f" (it starts {start:%Y-%m-%d %H:%M %Z})" if start else "")
                 + ": the job waits for it.",
@@ -74,7 +73,7 @@ def check(ctx: Context) -> list[Problem]:
     if status == "Active" and isinstance(available, int) and available < wanted:
         problems.append(
             warning(
-                PATH,
+                path,
                 f"the training plan {name!r} has {count(available, 'free instance')} now "
                 f"(of {plan.get('TotalInstanceCount')}); the job asks for {wanted}: it waits "
                 "until other jobs on the plan end.",

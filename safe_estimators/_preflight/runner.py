@@ -108,7 +108,7 @@ def run(
         if isinstance(exc, ReadOnlyViolation):
             raise exc
         if isinstance(exc, CouldNotCheck | ClientError | BotoCoreError):
-            problems.append(_could_not(name, path, exc))
+            problems.append(_could_not(name, job.written(path), exc))
         elif exc is not None:
             raise exc
         elif name == "price":
