@@ -42,7 +42,7 @@ def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Prob
         if spec is None:
             return None, problems
         studio = bool(os.environ.get(STUDIO_IMAGE_VARIABLE))
-        ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio)
+        ctx = RemoteContext(spec, _lookup(spec.instance_type), local_python(), studio, _workdir())
         return ctx, problems + check_remote(ctx)
 
     ctx, problems = checked(arguments)
@@ -66,6 +66,13 @@ def check_remote_arguments(arguments: Mapping[str, Any]) -> tuple[Any, list[Prob
             problem = attrs.evolve(problem, hint=fix_hint(kept, own_hint(problem)), fixes=kept)
         kept_problems.append(problem)
     return ctx, kept_problems
+
+
+def _workdir() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed under the process
+        return None
 
 
 def resolve_remote_arguments(

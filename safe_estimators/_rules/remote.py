@@ -14,12 +14,22 @@ generations (``sagemaker.remote_function`` in 2.x, ``sagemaker.core.remote_funct
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
 import instance_catalog
+from safe_estimators._bounds import (
+    MAX_PROBLEMS,
+    is_inside,
+    quote,
+    real_path,
+    too_wide_to_package,
+    walk_tree,
+)
 from safe_estimators._context import Rule
 from safe_estimators._facts.remote_function import (
     default_image_python_versions,
@@ -36,12 +46,15 @@ from safe_estimators._spec.remote import RemoteFunctionSpec
 @attrs.frozen
 class RemoteContext:
     """What the remote rules look at: the spec, its catalog entry, and the two facts of the
-    machine that defines the function (its Python, and whether Studio names an image)."""
+    machine that defines the function (its Python, whether Studio names an image, and its working
+    directory)."""
 
     spec: RemoteFunctionSpec
     instance: instance_catalog.InstanceType | None
     local_python: str
     studio_image: bool
+    # The folder the function is called from (os.getcwd()), which include_local_workdir copies.
+    workdir: str | None = None
 
     @property
     def launcher(self) -> str | None:
@@ -258,6 +271,136 @@ def remote_secrets(ctx: RemoteContext) -> Iterator[Problem]:
     yield from secrets_in_options(options, tuple(spec.accept_exposure))
 
 
+_WORKDIR = "include_local_workdir"
+_WORKDIR_HINT = (
+    "start Python in the project's folder (or os.chdir to it) before calling the function, or "
+    "pass custom_file_filter=CustomFileFilter(ignore_name_patterns=[...]) naming what to leave "
+    "out."
+)
+
+
+def remote_workdir(ctx: RemoteContext) -> Iterator[Problem]:
+    """``include_local_workdir``: at each call the SDK copies the working directory into the
+    job's workspace with ``shutil.copytree``, which follows links: with its default filter every
+    ``.py`` file under it (links that lead nowhere are skipped), with a ``CustomFileFilter``
+    every file but the names it ignores, from the folder the filter was made in. A link to a
+    folder that holds it is copied into itself at every level until the path holds more links
+    than the system resolves: the default filter then skips it (the files arrive about 40 times
+    over), a CustomFileFilter's copy fails, and two such links multiply the copies without end.
+    A home folder, the disk root or a Python environment under it is copied whole, at every
+    call."""
+    spec = ctx.spec
+    if spec.extra.get(_WORKDIR) is not True:
+        return
+    file_filter = spec.extra.get("custom_file_filter")
+    patterns: tuple[str, ...] = ()
+    if file_filter is None:
+        folder, python_only = ctx.workdir, True
+    elif isinstance(getattr(file_filter, "workdir", None), str):
+        folder, python_only = file_filter.workdir, False
+        given = getattr(file_filter, "ignore_name_patterns", None)
+        listed = given if isinstance(given, list | tuple) else ()
+        patterns = tuple(p for p in listed if isinstance(p, str))
+    else:
+        return  # the user's own function decides what is copied
+    if folder is None or not os.path.isdir(folder):
+        return
+    copied = "every .py file" if python_only else "every file"
+    wide = too_wide_to_package(folder)
+    if wide:
+        yield warning(
+            _WORKDIR,
+            f"the working directory {quote(folder)} {wide}; the SDK copies {copied} under it "
+            "into the job at every call.",
+            _WORKDIR_HINT,
+        )
+        return
+    real = real_path(folder)
+    tree = walk_tree(real, resolved=True)
+
+    def copied_by_sdk(path: str) -> bool:
+        # copytree asks the filter about each folder's names: a name it ignores is not copied,
+        # nor anything under it.
+        parts = os.path.relpath(path, real).split(os.sep)
+        return not any(fnmatch.fnmatch(part, p) for part in parts for p in patterns)
+
+    looping = [link for link in tree.looping_links if copied_by_sdk(link)]
+    broken = [link for link in tree.broken_links if copied_by_sdk(link)]
+    targets = [(link, real_path(link)) for link in looping]
+    multiplying = _multiplying(targets)
+    for link, _ in targets[:MAX_PROBLEMS]:
+        shown = quote(os.path.relpath(link, real))
+        said = (
+            f"{shown} in the working directory is a link to a folder that holds it; the SDK "
+            "copies the working directory following links (shutil.copytree), so it copies that "
+            "folder into itself again at every level"
+        )
+        if multiplying:
+            # Each copy holds two or more links back: the copies multiply (2^40 and more).
+            yield Problem(
+                _WORKDIR,
+                f"{said}, and with the other links back beside it the copies multiply at "
+                "every level: the call never ends.",
+                _LOOP_HINT,
+            )
+        elif python_only:
+            # The default filter skips what it cannot stat: the copy stops where the path
+            # holds more links than the system resolves (40 on Linux), having copied that
+            # folder's .py files that many times.
+            yield warning(
+                _WORKDIR,
+                f"{said}, until the path holds more links than the system resolves (40 on "
+                "Linux): the job gets those .py files about 40 times over.",
+                _LOOP_HINT,
+            )
+        else:
+            yield Problem(
+                _WORKDIR,
+                f"{said}, until the system refuses the path (too many levels of links); with a "
+                "CustomFileFilter that fails the call.",
+                _LOOP_HINT,
+            )
+    if not python_only:
+        for link in broken[:MAX_PROBLEMS]:
+            yield Problem(
+                _WORKDIR,
+                f"{quote(os.path.relpath(link, real))} in the working directory is a link to "
+                "nothing; with a CustomFileFilter the SDK copies it too (shutil.copytree), and "
+                "the call fails.",
+                "remove the link, or add its name to ignore_name_patterns.",
+            )
+    environment = [path for path in tree.python_files if _SITE_PACKAGES in path]
+    if python_only and environment:
+        yield warning(
+            _WORKDIR,
+            f"the working directory {quote(folder)} holds a Python environment: "
+            f"{len(environment):,} of the {len(tree.python_files):,} .py files the SDK copies "
+            "into the job at every call are under site-packages.",
+            _WORKDIR_HINT,
+        )
+    elif tree.truncated:
+        yield warning(
+            _WORKDIR,
+            f"the working directory {quote(folder)} has {tree.truncated}; the SDK copies "
+            f"{copied} under it into the job at every call.",
+            _WORKDIR_HINT,
+        )
+
+
+_SITE_PACKAGES = f"{os.sep}site-packages{os.sep}"
+_LOOP_HINT = "remove the link, or start Python in a folder without it."
+
+
+def _multiplying(links: list[tuple[str, str]]) -> bool:
+    """Two links or more lead back from inside one of the folders they loop to: each copy of
+    that folder holds them all again."""
+    for _, target in links:
+        back = [link for link, to in links if is_inside(link, target) and is_inside(target, to)]
+        if len(back) > 1:
+            return True
+    return False
+
+
 REMOTE_FUNCTION_RULES: tuple[Rule, ...] = (  # type: ignore[assignment]
     remote_instance_type,
     remote_processes,
@@ -269,6 +412,7 @@ REMOTE_FUNCTION_RULES: tuple[Rule, ...] = (  # type: ignore[assignment]
     remote_spot,
     remote_volume_key,
     remote_secrets,
+    remote_workdir,
 )
 
 

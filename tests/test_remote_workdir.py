@@ -1,0 +1,206 @@
+"""``@remote(include_local_workdir=True)`` copies the folder the function is called from into the
+job at every call (``shutil.copytree``, following links): a link to a folder that holds it fails
+the call, a Python environment under it is copied whole. The failure is the installed SDK's own,
+called against moto."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from safe_estimators._facts.sdk_files import sdk_generation
+from safe_estimators._problems import Problem
+from safe_estimators._resolve.remote import check_remote_arguments
+from safe_estimators._targets.remote import sdk_remote
+
+ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
+IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+BUCKET = "remote-workdir-bucket"
+OPTIONS: dict[str, Any] = {
+    "instance_type": "ml.g5.2xlarge",
+    "role": ROLE,
+    "image_uri": IMAGE,
+    "s3_root_uri": f"s3://{BUCKET}/remote",
+    "include_local_workdir": True,
+}
+LOOP = (
+    "in the working directory is a link to a folder that holds it; the SDK copies the working "
+    "directory following links (shutil.copytree), so it copies that folder into itself again "
+    "at every level"
+)
+HINT = (
+    "start Python in the project's folder (or os.chdir to it) before calling the function, or "
+    "pass custom_file_filter=CustomFileFilter(ignore_name_patterns=[...]) naming what to leave "
+    "out."
+)
+
+
+def _custom_file_filter(patterns: list[str]) -> Any:
+    if sdk_generation() < 3:
+        from sagemaker.remote_function.custom_file_filter import CustomFileFilter
+    else:
+        from sagemaker.train.remote_function.custom_file_filter import CustomFileFilter
+    return CustomFileFilter(ignore_name_patterns=patterns)
+
+
+def _workdir_problems(**options: Any) -> list[Problem]:
+    _, problems = check_remote_arguments({**OPTIONS, **options})
+    return [p for p in problems if p.path == "include_local_workdir"]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder with a script and a package, the working directory."""
+    folder = tmp_path / "project"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "train.py").write_text("import pkg.util\n")
+    (folder / "pkg" / "util.py").write_text("x = 1\n")
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def _call_bare_sdk(**options: Any) -> None:
+    """The installed SDK's own decorator, called against moto."""
+    with mock_aws():
+        boto3.client("s3", region_name="us-west-2").create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
+
+        @sdk_remote("us-west-2")(**{**OPTIONS, **options})
+        def train() -> int:
+            return 1
+
+        train()
+
+
+def test_a_project_folder_is_no_problem_and_the_sdk_copies_it(project: Path) -> None:
+    assert _workdir_problems() == []
+    # moto completes the job at once with no results: the call gets that far.
+    with pytest.raises(Exception, match="results"):
+        _call_bare_sdk()
+
+
+def test_a_link_back_copies_the_folder_40_times_over_with_the_default_filter(
+    project: Path,
+) -> None:
+    (project / "pkg" / "again").symlink_to(project)
+    assert _workdir_problems() == [
+        Problem(
+            "include_local_workdir",
+            f"'pkg/again' {LOOP}, until the path holds more links than the system resolves (40 "
+            "on Linux): the job gets those .py files about 40 times over.",
+            "remove the link, or start Python in a folder without it.",
+            "warning",
+        )
+    ]
+    # The SDK's own call goes through (a waste, not a failure): moto's job has no results.
+    with pytest.raises(Exception, match="results"):
+        _call_bare_sdk()
+    # without include_local_workdir nothing is copied
+    assert _workdir_problems(include_local_workdir=False) == []
+    assert _workdir_problems(include_local_workdir=None) == []
+
+
+def test_a_link_back_fails_a_custom_filters_copy_unless_it_ignores_the_link(
+    project: Path,
+) -> None:
+    (project / "pkg" / "again").symlink_to(project)
+    custom = _custom_file_filter(["*.txt"])
+    assert _workdir_problems(custom_file_filter=custom) == [
+        Problem(
+            "include_local_workdir",
+            f"'pkg/again' {LOOP}, until the system refuses the path (too many levels of links); "
+            "with a CustomFileFilter that fails the call.",
+            "remove the link, or start Python in a folder without it.",
+        )
+    ]
+    with pytest.raises(shutil.Error):
+        _call_bare_sdk(custom_file_filter=custom)
+    assert _workdir_problems(custom_file_filter=_custom_file_filter(["again"])) == []
+    assert _workdir_problems(custom_file_filter=_custom_file_filter(["pkg"])) == []
+
+
+def test_two_links_back_multiply_the_copies_and_the_call_never_ends(project: Path) -> None:
+    # Not called through the SDK: it would copy 2^40 folders.
+    (project / "pkg" / "again").symlink_to(project)
+    (project / "back").symlink_to(project)
+    said = (
+        "and with the other links back beside it the copies multiply at every level: the call "
+        "never ends."
+    )
+    assert [(p.severity, p.message) for p in _workdir_problems()] == [
+        ("error", f"'back' {LOOP}, {said}"),
+        ("error", f"'pkg/again' {LOOP}, {said}"),
+    ]
+    # Two links that each loop in a folder of its own copy each folder 40 times, no more.
+    os.remove(project / "back")
+    (project / "lib").mkdir()
+    (project / "lib" / "self").symlink_to(project / "lib")
+    (project / "pkg" / "again").unlink()
+    (project / "pkg" / "again").symlink_to(project / "pkg")
+    assert [p.severity for p in _workdir_problems()] == ["warning", "warning"]
+
+
+def test_a_link_to_nothing_fails_only_a_custom_filters_copy(project: Path) -> None:
+    (project / "missing.py").symlink_to(project / "gone.py")
+    # the default filter skips what is neither a file nor a folder
+    assert _workdir_problems() == []
+    [problem] = _workdir_problems(custom_file_filter=_custom_file_filter(["*.txt"]))
+    assert problem.severity == "error"
+    assert problem.message == (
+        "'missing.py' in the working directory is a link to nothing; with a "
+        "CustomFileFilter the SDK copies it too (shutil.copytree), and the call fails."
+    )
+    assert _workdir_problems(custom_file_filter=_custom_file_filter(["missing*"])) == []
+
+
+def test_a_python_environment_in_the_working_directory_is_a_warning(project: Path) -> None:
+    packages = project / ".venv" / "lib" / "python3.11" / "site-packages" / "torch"
+    packages.mkdir(parents=True)
+    for n in range(3):
+        (packages / f"m{n}.py").write_text("")
+    assert _workdir_problems() == [
+        Problem(
+            "include_local_workdir",
+            f"the working directory {str(project)!r} holds a Python environment: 3 of the 5 .py "
+            "files the SDK copies into the job at every call are under site-packages.",
+            HINT,
+            "warning",
+        )
+    ]
+    # a filter of the user's own decides what is copied
+    assert _workdir_problems(custom_file_filter=lambda path, names: names) == []
+
+
+def test_a_home_folder_as_the_working_directory_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(home)
+    assert _workdir_problems() == [
+        Problem(
+            "include_local_workdir",
+            f"the working directory {str(home)!r} is a home folder; the SDK copies every .py "
+            "file under it into the job at every call.",
+            HINT,
+            "warning",
+        )
+    ]
+
+
+def test_a_removed_working_directory_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    os.rmdir(gone)
+    assert _workdir_problems() == []
