@@ -62,6 +62,7 @@ TESTS_OF: dict[str, tuple[str, ...]] = {
         "test_paths.py",
         "test_trainer_file_containment.py",
         "test_mutants_containment.py",
+        "test_empty_entry_point.py",
     ),
     # _bounds' own tests call each function at its limits (under a second in all); the spec
     # readers' tests would add two seconds to every surviving mutant of quote or real_path
@@ -105,7 +106,7 @@ TESTS_OF: dict[str, tuple[str, ...]] = {
     # Context (1.5 s). test_remote.py (a minute: the SDK's decorator against moto) and
     # test_fine_tuning.py (sagemaker 3's trainers; mutmut runs in the sagemaker 2 venv, where
     # they are refused before the rules run) would add cost and no kill.
-    "safe_estimators._rules.remote": ("test_mutants_rules_remote.py",),
+    "safe_estimators._rules.remote": ("test_mutants_rules_remote.py", "test_remote_workdir.py"),
     "safe_estimators._rules.fine_tuning": ("test_mutants_rules_remote.py",),
 }
 
