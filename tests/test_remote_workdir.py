@@ -155,10 +155,21 @@ def test_two_links_back_multiply_the_copies_and_the_call_never_ends(project: Pat
     # Two links that each loop in a folder of its own copy each folder 40 times, no more.
     os.remove(project / "back")
     (project / "lib").mkdir()
+    (project / "lib" / "ops.py").write_text("")
     (project / "lib" / "self").symlink_to(project / "lib")
     (project / "pkg" / "again").unlink()
     (project / "pkg" / "again").symlink_to(project / "pkg")
     assert [p.severity for p in _workdir_problems()] == ["warning", "warning"]
+    # a folder without a .py file copied 40 times over is 40 empty folders
+    (project / "lib" / "self").unlink()
+    (project / "data").mkdir()
+    (project / "data" / "rows.csv").write_text("1\n")
+    (project / "data" / "self").symlink_to(project / "data")
+    assert [p.message.split(" ")[0] for p in _workdir_problems()] == ["'pkg/again'"]
+    assert [p.severity for p in _workdir_problems(custom_file_filter=_custom_file_filter([]))] == [
+        "error",
+        "error",
+    ]
 
 
 def test_a_link_to_nothing_fails_only_a_custom_filters_copy(project: Path) -> None:

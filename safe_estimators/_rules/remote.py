@@ -328,7 +328,10 @@ def remote_workdir(ctx: RemoteContext) -> Iterator[Problem]:
     broken = [link for link in tree.broken_links if copied_by_sdk(link)]
     targets = [(link, real_path(link)) for link in looping]
     multiplying = _multiplying(targets)
-    for link, _ in targets[:MAX_PROBLEMS]:
+    for link, target in targets[:MAX_PROBLEMS]:
+        empty = not any(is_inside(path, target) for path in tree.python_files)
+        if python_only and not multiplying and empty:
+            continue  # folders without a .py file: the default filter copies nothing of them
         shown = quote(os.path.relpath(link, real))
         said = (
             f"{shown} in the working directory is a link to a folder that holds it; the SDK "
