@@ -1997,3 +1997,31 @@ def test_the_recipe_image_is_judged_as_aws_builds_it_not_as_pytorchs_wheel():
 def test_the_fixes_offered_are_the_nearest_versions_strictly_above_and_below(current, expected):
     options = ["1.0", "2.0", "3.0", "not-a-version", "4.0"]
     assert platform._around(options, current, key=str) == expected
+
+
+def test_builds_read_apart_say_each_reading_and_name_no_source_where_one_is_known() -> None:
+    # No image of the SDK's tables mixes a known build with a missing kernel today: the rule's
+    # wording is pinned on builds made for it.
+    from safe_estimators._facts.cuda import Build
+    from safe_estimators._rules.platform import _image_verdict
+
+    ctx = _context(instance_type="ml.p3.2xlarge", framework_version="2.7.1", py_version="py312")
+    known = (Build("12.8", ("7.5", "8.0"), (), "a"), Build("12.9", ("7.0",), (), "b"))
+    [problem] = _image_verdict(ctx, "7.0", "X", known, "framework_version", lambda c, v: "fix.")
+    assert (problem.severity, problem.message) == (
+        "warning",
+        "the X image (CUDA 12.8 or CUDA 12.9) may have no kernel for ml.p3.2xlarge's V100 "
+        "(compute capability 7.0): the CUDA 12.8 build has no kernel for it, the CUDA 12.9 "
+        "build is new enough for it, and no source says which of them the image is.",
+    )
+    # one build has no kernel, the other none listed: that one's source is named
+    unknown = (Build("12.8", ("7.5",), (), "a"), Build("12.9"))
+    [problem] = _image_verdict(ctx, "7.0", "X", unknown, "framework_version", lambda c, v: "f.")
+    assert "the CUDA 12.8 build has no kernel for it, the CUDA 12.9 build is new enough" in (
+        problem.message
+    )
+    assert "AWS's own" not in problem.message
+    # the error names its build's architectures for the capability
+    only = (Build("12.8", ("7.5",), (), "a source"),)
+    [problem] = _image_verdict(ctx, "7.0", "X", only, "framework_version", lambda c, v: "f.")
+    assert "its PyTorch build compiles 7.5; no PTX (a source)" in problem.message

@@ -1121,6 +1121,14 @@ def test_a_pipeline_parameters_default_is_measured_as_each_execution_sends_it(
         _long_default("hyperparameters.v", 2501, 2500),
         _long_default("environment.E", 513, 512),
     ]
+    # each parameter on its own: a short default before a long one
+    short_first = {
+        "a": ParameterString("A", default_value="x"),
+        "v": ParameterString("V", default_value="x" * 2501),
+    }
+    assert found(safety.api_limits, target=target, hyperparameters=short_first) == [
+        _long_default("hyperparameters.v", 2501, 2500)
+    ]
     # no default: each execution gives the value, nothing to measure
     unknown = {"v": ParameterString("V")}
     assert found(safety.api_limits, target=target, hyperparameters=unknown) == []

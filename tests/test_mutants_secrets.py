@@ -1133,6 +1133,8 @@ def test_a_token_in_lower_case_is_found(text, kind):
         ("--password --lr 0.1", "--password --lr 0.1"),
         ("--password true", "--password true"),
         ("--password h…", "--password h…"),
+        ("--password hunter22… --lr 1", "--password hunter22… --lr 1"),
+        ("--pwd\tXk9mP", "--pwd\tX…"),
         ("x--password hunter22", "x--password hunter22"),
         ("--epochs 3 --lr 0.1", "--epochs 3 --lr 0.1"),
     ],

@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from safe_estimators import _bounds
 from safe_estimators._facts.sdk_files import sdk_generation
 from safe_estimators._problems import Problem
 from safe_estimators._resolve.remote import check_remote_arguments
@@ -34,6 +36,7 @@ LOOP = (
     "directory following links (shutil.copytree), so it copies that folder into itself again "
     "at every level"
 )
+LOOP_HINT = "remove the link, or start Python in a folder without it."
 HINT = (
     "start Python in the project's folder (or os.chdir to it) before calling the function, or "
     "pass custom_file_filter=CustomFileFilter(ignore_name_patterns=[...]) naming what to leave "
@@ -148,9 +151,9 @@ def test_two_links_back_multiply_the_copies_and_the_call_never_ends(project: Pat
         "and with the other links back beside it the copies multiply at every level: the call "
         "never ends."
     )
-    assert [(p.severity, p.message) for p in _workdir_problems()] == [
-        ("error", f"'back' {LOOP}, {said}"),
-        ("error", f"'pkg/again' {LOOP}, {said}"),
+    assert [(p.severity, p.message, p.hint) for p in _workdir_problems()] == [
+        ("error", f"'back' {LOOP}, {said}", LOOP_HINT),
+        ("error", f"'pkg/again' {LOOP}, {said}", LOOP_HINT),
     ]
     # Two links that each loop in a folder of its own copy each folder 40 times, no more.
     os.remove(project / "back")
@@ -160,16 +163,23 @@ def test_two_links_back_multiply_the_copies_and_the_call_never_ends(project: Pat
     (project / "pkg" / "again").unlink()
     (project / "pkg" / "again").symlink_to(project / "pkg")
     assert [p.severity for p in _workdir_problems()] == ["warning", "warning"]
-    # a folder without a .py file copied 40 times over is 40 empty folders
+    # a folder without a .py file copied 40 times over is 40 empty folders (walked first here:
+    # the links after it are still read)
     (project / "lib" / "self").unlink()
-    (project / "data").mkdir()
-    (project / "data" / "rows.csv").write_text("1\n")
-    (project / "data" / "self").symlink_to(project / "data")
+    (project / "zdata").mkdir()
+    (project / "zdata" / "rows.csv").write_text("1\n")
+    (project / "zdata" / "self").symlink_to(project / "zdata")
     assert [p.message.split(" ")[0] for p in _workdir_problems()] == ["'pkg/again'"]
     assert [p.severity for p in _workdir_problems(custom_file_filter=_custom_file_filter([]))] == [
         "error",
         "error",
     ]
+    # A link back to the top beside one that loops in its own folder: polynomial, not endless.
+    (project / "zdata" / "self").unlink()
+    (project / "pkg" / "again").unlink()
+    (project / "pkg" / "again").symlink_to(project)
+    (project / "lib" / "self").symlink_to(project / "lib")
+    assert [p.severity for p in _workdir_problems()] == ["warning", "warning"]
 
 
 def test_a_link_to_nothing_fails_only_a_custom_filters_copy(project: Path) -> None:
@@ -178,9 +188,10 @@ def test_a_link_to_nothing_fails_only_a_custom_filters_copy(project: Path) -> No
     assert _workdir_problems() == []
     [problem] = _workdir_problems(custom_file_filter=_custom_file_filter(["*.txt"]))
     assert problem.severity == "error"
-    assert problem.message == (
+    assert (problem.message, problem.hint) == (
         "'missing.py' in the working directory is a link to nothing; with a "
-        "CustomFileFilter the SDK copies it too (shutil.copytree), and the call fails."
+        "CustomFileFilter the SDK copies it too (shutil.copytree), and the call fails.",
+        "remove the link, or add its name to ignore_name_patterns.",
     )
     assert _workdir_problems(custom_file_filter=_custom_file_filter(["missing*"])) == []
 
@@ -229,3 +240,64 @@ def test_a_removed_working_directory_is_not_read(
     monkeypatch.chdir(gone)
     os.rmdir(gone)
     assert _workdir_problems() == []
+
+
+def test_a_custom_filter_reads_the_folder_it_was_made_in_and_names_paths_from_there(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / "pkg" / "again").symlink_to(project)
+    custom = _custom_file_filter(["project"])  # a name above the folder copied: ignores nothing
+    monkeypatch.chdir(project.parent)
+    [problem] = _workdir_problems(custom_file_filter=custom)
+    assert problem.message.startswith("'pkg/again' in the working directory")
+    (project / "missing.py").symlink_to(project / "gone.py")
+    assert [p.message.split(" ")[0] for p in _workdir_problems(custom_file_filter=custom)] == [
+        "'pkg/again'",
+        "'missing.py'",
+    ]
+    # patterns of None (the SDK's default) ignore nothing
+    assert len(_workdir_problems(custom_file_filter=_custom_file_filter(None))) == 2
+
+
+def test_a_filter_without_patterns_or_of_another_shape_is_read_safely(project: Path) -> None:
+    (project / "pkg" / "again").symlink_to(project)
+    bare = SimpleNamespace(workdir=str(project))  # no ignore_name_patterns at all
+    assert [p.severity for p in _workdir_problems(custom_file_filter=bare)] == ["error"]
+    odd = SimpleNamespace(workdir=str(project), ignore_name_patterns=5)
+    assert [p.severity for p in _workdir_problems(custom_file_filter=odd)] == ["error"]
+
+
+def test_a_custom_filters_home_folder_says_every_file_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(home)
+    [problem] = _workdir_problems(custom_file_filter=_custom_file_filter([]))
+    assert problem.message == (
+        f"the working directory {str(home)!r} is a home folder; the SDK copies every file under "
+        "it into the job at every call."
+    )
+
+
+@pytest.mark.parametrize(
+    ("custom", "copied"), [(False, "every .py file"), (True, "every file")], ids=["py", "all"]
+)
+def test_a_working_directory_too_large_to_walk_is_a_warning(
+    project: Path, monkeypatch: pytest.MonkeyPatch, custom: bool, copied: str
+) -> None:
+    monkeypatch.setattr(_bounds, "MAX_TREE_ENTRIES", 3)
+    monkeypatch.setattr(_bounds, "_WALKS", {})
+    for n in range(3):
+        (project / f"m{n}.py").write_text("")
+    options = {"custom_file_filter": _custom_file_filter([])} if custom else {}
+    assert _workdir_problems(**options) == [
+        Problem(
+            "include_local_workdir",
+            f"the working directory {str(project)!r} has more than 3 entries; the SDK copies "
+            f"{copied} under it into the job at every call.",
+            HINT,
+            "warning",
+        )
+    ]

@@ -181,7 +181,7 @@ def _image_verdict(
         yield Problem(
             field,
             f"the {label} image ({cudas}) has no kernel that runs on {gpu}: "
-            f"{_why(builds, capability)}, so the job fails at its first CUDA call ('no kernel "
+            f"{_why(builds)}, so the job fails at its first CUDA call ('no kernel "
             "image is available for execution on the device').",
             fix,
         )
@@ -209,7 +209,7 @@ def _image_verdict(
     yield warning(field, f"the {label} image ({cudas}) may have no kernel for {gpu}: {why}.", fix)
 
 
-def _why(builds: tuple[cuda.Build, ...], capability: str) -> str:
+def _why(builds: tuple[cuda.Build, ...]) -> str:
     for one in builds:
         if one.known:
             assert one.cubins is not None

@@ -27,7 +27,7 @@ from safe_estimators._facts.limits import MapLimit, environment_limit, hyperpara
 from safe_estimators._facts.reserved import sdk_hyperparameters
 from safe_estimators._problems import Problem, join_path, setting, warning
 from safe_estimators._secrets import secrets_in_options
-from safe_estimators._spec import JobSpec, value_of
+from safe_estimators._spec import JobSpec, is_pipeline_variable, value_of
 
 
 def spot_training(ctx: Context) -> Iterator[Problem]:
@@ -278,7 +278,7 @@ def _parameter_defaults(
     """A pipeline parameter is sent as its value at each execution (the SDK writes its reference,
     not its JSON): a default over the limit fails every execution that keeps it."""
     for key, value in entries.items():
-        default = getattr(value, "default_value", None) if hasattr(value, "to_string") else None
+        default = value_of(value) if is_pipeline_variable(value) else None
         if default is None or len(str(default)) <= limit.value_max:
             continue
         yield warning(
