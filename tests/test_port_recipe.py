@@ -210,6 +210,24 @@ def test_an_override_of_a_key_the_recipe_lacks_is_left_out_of_an_omegaconf_confi
     _as_planned(_run(code), spec)
 
 
+@sdk3
+def test_a_token_in_the_overrides_is_cut_short_accepted_or_not(tmp_path, capsys):
+    token = "hf_" + "Qw3rTy" * 6
+    recipe = _plain_recipe()
+    recipe["model"]["hf_access_token"] = None
+    write_recipe(tmp_path / "mine.yaml", recipe)
+    overrides = {**OVERRIDES, "model": {**OVERRIDES["model"], "hf_access_token": token}}
+    spec = _spec(
+        tmp_path,
+        training_recipe="mine.yaml",
+        recipe_overrides=overrides,
+        accept_exposure=["recipe_overrides.model.hf_access_token"],
+    )
+    code = _port(capsys, spec)
+    assert token not in code and "cut to their first characters" in code
+    assert _argument(code, "recipe_overrides")["model"]["hf_access_token"] == "hf_Q…"
+
+
 @pytest.mark.sdk2_only  # sagemaker 2's ModelTrainer has no from_recipe
 def test_on_sagemaker_2_port_refuses_a_recipe_job_as_plan_does(tmp_path, capsys):
     write_recipe(tmp_path / "recipes" / "mine.yaml", _plain_recipe())
