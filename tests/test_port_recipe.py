@@ -18,8 +18,8 @@ import yaml
 from recipe_fixtures import gpu_recipe, local_repositories, redirect_environment, write_recipe
 
 import safe_estimators
-from safe_estimators._facts.sdk_files import sdk_version
 from safe_estimators._cli import main
+from safe_estimators._facts.sdk_files import sdk_version
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "hyperpod-recipe" / "job.yaml"
 ROLE = "arn:aws:iam::111122223333:role/SageMakerRole"
