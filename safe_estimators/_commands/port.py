@@ -20,7 +20,7 @@ import keyword
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -29,6 +29,9 @@ from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._secret_formats import mask_text, masked_plain
 from safe_estimators._targets.trainer_args import TrainerArguments
+
+if TYPE_CHECKING:
+    from safe_estimators._resolve import ResolvedJob
 
 # Where each SDK generation keeps ModelTrainer, its configs and its launchers.
 _MODULES = {
@@ -307,10 +310,11 @@ def port(
     region: str | None = None,
     **overrides: Any,
 ) -> str:
-    """The Python code of a bare ModelTrainer that builds the job a spec describes, checked as
-    ``plan`` checks it (raises ConfigError with every problem). The training image is the one
-    of ``region`` (default: the environment's, as plan finds it); with none, ConfigError: the
-    image differs by region, and port does not guess one."""
+    """The Python code of a bare ModelTrainer that builds the job a spec describes (a recipe
+    job's through ``ModelTrainer.from_recipe``, on sagemaker 3), checked as ``plan`` checks it
+    (raises ConfigError with every problem). The training image is the one of ``region``
+    (default: the environment's, as plan finds it); with none, ConfigError: the image differs
+    by region, and port does not guess one."""
     from safe_estimators._commands.plan import REGION_SOURCES, job_region
     from safe_estimators._commands.validate import offline
     from safe_estimators._resolve import resolve_arguments
@@ -360,7 +364,7 @@ def port(
             ) from None
 
 
-def _recipe_call(job: Any) -> RecipeCall | None:
+def _recipe_call(job: ResolvedJob) -> RecipeCall | None:
     """The recipe of a recipe job as from_recipe is to be given it: a local file's path as
     plan found it (relative to where port runs), else the name or URL as the spec wrote it.
     Overrides the installed from_recipe cannot read from a dict (``Recipe.unreadable_overrides``:

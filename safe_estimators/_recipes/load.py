@@ -67,7 +67,8 @@ class Recipe:
     # Overridden keys whose own value sagemaker 3's from_recipe cannot read (an interpolation
     # of a key outside the recipe): it fails on them where the merged recipe handed builds.
     unreadable_overrides: tuple[str, ...] = ()
-    # The overrides sagemaker 3's from_recipe merges: the given ones less the keys it drops.
+    # The overrides sagemaker 3's from_recipe merges: the given ones less the keys it drops
+    # (on sagemaker 2, the given ones).
     kept_overrides: Mapping[str, Any] = attrs.field(factory=dict)
 
 
