@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 import yaml
-from recipe_fixtures import gpu_recipe, local_repositories, redirect_environment, write_recipe
+from recipe_fixtures import (
+    gpu_recipe,
+    local_repositories,
+    redirect_environment,
+    trainium_recipe,
+    write_recipe,
+)
 
 import safe_estimators
 from safe_estimators._cli import main
@@ -156,9 +162,19 @@ def test_a_local_recipe_file_with_the_jobs_configs_sends_the_planned_request(
 ):
     clones()
     write_recipe(tmp_path / "recipes" / "mine.yaml", _plain_recipe())
-    spec = _spec(tmp_path, training_recipe="recipes/mine.yaml", recipe_overrides=OVERRIDES)
+    requirements = tmp_path / "scripts" / "requirements.txt"
+    requirements.parent.mkdir()
+    requirements.write_text("peft\n")
+    spec = _spec(
+        tmp_path,
+        training_recipe="recipes/mine.yaml",
+        recipe_overrides=OVERRIDES,
+        requirements="scripts/requirements.txt",
+        training_image=IMAGE,  # in ModelTrainer's words, as from_recipe takes it
+    )
     code = _port(capsys, spec)
     assert _argument(code, "training_recipe") == str(tmp_path / "recipes" / "mine.yaml")
+    assert _argument(code, "requirements") == str(requirements)  # beside the spec
     # Overrides the bare from_recipe reads are written as the spec gives them, a dict.
     assert _argument(code, "recipe_overrides") == OVERRIDES
     assert "OmegaConf" not in code
@@ -208,6 +224,28 @@ def test_an_override_of_a_key_the_recipe_lacks_is_left_out_of_an_omegaconf_confi
     )
     assert ast.literal_eval(created.args[0]) == {**OVERRIDES, "trainer": {}}
     _as_planned(_run(code), spec)
+
+
+@sdk3
+def test_a_trainium_recipe_is_written_with_the_neuron_image_plan_resolves(
+    clones, tmp_path, capsys
+):
+    clones()
+    recipe = trainium_recipe(nodes=2)
+    recipe["run"]["results_dir"] = "/results"
+    recipe["data"]["train_dir"] = "/opt/ml/input/data/train"
+    write_recipe(tmp_path / "trn.yaml", recipe)
+    spec = _spec(tmp_path, training_recipe="trn.yaml", instance_type="ml.trn1.32xlarge")
+    code = _port(capsys, spec)
+    assert "recipe_overrides" not in code  # none given
+    request = _run(code)
+    _as_planned(request, spec)
+    assert "neuronx" in request["AlgorithmSpecification"]["TrainingImage"]
+    assert request["ResourceConfig"] == {
+        **request["ResourceConfig"],
+        "InstanceType": "ml.trn1.32xlarge",
+        "InstanceCount": 2,
+    }
 
 
 @sdk3
