@@ -1024,7 +1024,10 @@ _COMMANDS = {
     "lint": ("check training scripts, or the scripts of specs", _lint_options),
     "catalog": ("list training instance types", _catalog_options),
     "schema": ("print the JSON Schema of spec files", _schema_options),
-    "port": ("print the Python code of a bare ModelTrainer for the job, offline", _port_options),
+    "port": (
+        "print the Python code of the job's bare ModelTrainer (a recipe's from_recipe), offline",
+        _port_options,
+    ),
     "rule": ("explain a rule: what it checks, why, and its sources", _rule_options),
 }
 

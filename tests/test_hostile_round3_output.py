@@ -474,6 +474,71 @@ def test_port_output_holds_no_call_of_the_inputs_and_sends_its_values(
     assert [environment[f"E{i}"] for i in range(len(_HOSTILE_VALUES))] == _HOSTILE_VALUES
 
 
+# A recipe job is written as ModelTrainer.from_recipe, its overrides as a dict or, where the
+# bare from_recipe cannot read them from one, OmegaConf.create of one.
+_RECIPE_CALLS = _TEMPLATE_CALLS | {"from_recipe", "create"}
+
+
+@pytest.mark.sdk3_only  # ModelTrainer.from_recipe is sagemaker 3's
+@pytest.mark.parametrize("interpolated", [False, True], ids=["dict", "omegaconf"])
+def test_port_of_a_recipe_job_holds_no_call_of_the_inputs_and_sends_its_values(
+    interpolated: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import yaml
+    from recipe_fixtures import gpu_recipe, local_repositories, redirect_environment, write_recipe
+
+    from safe_estimators._targets.model_trainer import (
+        capture_train_request,
+        offline_trainer_session,
+    )
+
+    for key, value in redirect_environment(local_repositories(tmp_path / "repos", {})).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    # Recipe keys and values a YAML file holds (no NUL, no lone surrogate).
+    hostile = [v for v in _HOSTILE_VALUES if "\0" not in v and "\udcff" not in v]
+    recipe = gpu_recipe(nodes=1, fp8=False)
+    recipe["run"]["results_dir"] = "${base_results_dir}/x" if interpolated else "/results"
+    recipe["exp_manager"]["checkpoint_dir"] = "/checkpoints"
+    recipe["extra"] = {v: "x" for v in hostile}
+    recipe_name = PWNED  # a recipe file whose name is a statement in a docstring
+    write_recipe(project / recipe_name, recipe)
+    data = {
+        "estimator": "pytorch", "training_recipe": recipe_name, "instance_type": "ml.p4d.24xlarge",
+        "role": ROLE.split(": ")[1].strip(), "base_job_name": "x",
+        "recipe_overrides": {
+            "run": {"results_dir": "/opt/ml/model"},
+            "model": {"data": {"train_dir": "/opt/ml/input/data/train"}},
+            "extra": {v: v for v in hostile},
+        },
+        "environment": {f"E{i}": v for i, v in enumerate(_HOSTILE_VALUES)},
+        "inputs": {"train": "s3://bucket/x'\"\"\"y"},
+    }  # fmt: skip
+    spec = project / PWNED.replace(".yaml", ".json")
+    spec.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.chdir(project)
+    assert main(["port", spec.name]) == 0
+    code = capsys.readouterr().out
+    calls, names = calls_and_names(code)
+    assert calls <= _RECIPE_CALLS, calls - _RECIPE_CALLS
+    assert not {"__import__", "os", "system", "eval", "exec"} & names
+    assert ("OmegaConf.create(" in code) is interpolated
+    namespace: dict[str, Any] = {"__name__": "ported"}
+    exec(compile(code, "ported.py", "exec"), namespace)
+    trainer = namespace["model_trainer"](offline_trainer_session(None))
+    # The recipe from_recipe saved for the job holds the overrides as given.
+    saved = Path(trainer.source_code.source_dir) / "recipe.yaml"
+    assert yaml.safe_load(saved.read_text())["extra"] == {v: v for v in hostile}
+    request, _ = capture_train_request(trainer)
+    environment = request["Environment"]
+    assert [environment[f"E{i}"] for i in range(len(_HOSTILE_VALUES))] == _HOSTILE_VALUES
+
+
 def test_port_writes_a_name_that_is_no_keyword_argument_as_data() -> None:
     from safe_estimators._commands.port import _call
 

@@ -289,16 +289,22 @@ def test_recipe_jobs_the_model_trainer_target_does_not_build_name_the_estimator(
         assert code == 1 and "training_recipe" in out and "target: estimator" in out
 
 
-def test_port_refuses_a_recipe_job_rather_than_write_a_trainer_without_the_recipe(
+def test_port_writes_a_recipe_job_as_from_recipe_on_3_and_refuses_it_on_2(
     tmp_path, capsys, monkeypatch
 ):
+    # Never a bare ModelTrainer(...), which would run no recipe (tests/test_port_recipe.py runs
+    # the code and compares it with plan).
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(_recipe(interpolated=False)))
     spec = _spec(tmp_path, training_recipe="recipe.yaml")
-    assert main(["port", str(spec)]) == 1
+    code = main(["port", str(spec)])
     out = capsys.readouterr().out
-    assert "training_recipe" in out and "from_recipe" in out
+    if SDK3:
+        assert code == 0, out
+        assert "ModelTrainer.from_recipe(" in out and "ModelTrainer(\n" not in out
+    else:
+        assert code == 1 and "training_recipe" in out and "from_recipe" in out
 
 
 @sdk3

@@ -3,7 +3,10 @@
 For teams moving from the estimators (sagemaker 2.x) to ModelTrainer (sagemaker 3.x): the job
 is checked and resolved as ``plan`` resolves it for the ModelTrainer target, then written out
 as plain SDK code (no safe_estimators import) that builds the same ModelTrainer; a test runs the
-code and compares its request with the plan's.
+code and compares its request with the plan's. A recipe job (``training_recipe``) is written as
+``ModelTrainer.from_recipe(...)`` on sagemaker 3, with the recipe the spec names (a local file
+as plan found it, or the predefined name), its overrides and the recipe image plan resolves;
+sagemaker 2's ModelTrainer has no from_recipe, and port refuses the job there as plan does.
 
 The program is printed in a CI log and may be run: nothing the input chose is ever code in it
 (``tests/test_hostile_round3_output.py`` compiles it for hostile names and values and reads its
@@ -17,7 +20,7 @@ import keyword
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,6 +29,9 @@ from safe_estimators._facts.sdk_files import sdk_generation, sdk_version
 from safe_estimators._problems import ConfigError, Problem
 from safe_estimators._secret_formats import mask_text, masked_plain
 from safe_estimators._targets.trainer_args import TrainerArguments
+
+if TYPE_CHECKING:
+    from safe_estimators._resolve import ResolvedJob
 
 # Where each SDK generation keeps ModelTrainer, its configs and its launchers.
 _MODULES = {
@@ -107,23 +113,41 @@ def _docstring_text(text: str) -> str:
     return repr(str.__str__(text))[1:-1].replace('"', '\\"')
 
 
+@attrs.frozen
+class RecipeCall:
+    """What port writes of a recipe job's ``ModelTrainer.from_recipe``: the recipe as the spec
+    names it, its overrides, and whether they are handed as an OmegaConf config (``port``)."""
+
+    training_recipe: str
+    overrides: Mapping[str, Any] | None
+    as_config: bool = False
+
+
 def trainer_code(
-    arguments: TrainerArguments, image: str, source: str | None, region: str, assumed: str = ""
+    arguments: TrainerArguments,
+    image: str | None,
+    source: str | None,
+    region: str,
+    assumed: str = "",
+    recipe: RecipeCall | None = None,
 ) -> str:
     """The Python code of a bare ModelTrainer with ``arguments`` (the installed generation's
-    imports), as a function ``model_trainer(sagemaker_session=None)``.
+    imports), as a function ``model_trainer(sagemaker_session=None)``; with ``recipe``, made by
+    ``ModelTrainer.from_recipe`` (sagemaker 3).
 
     Every value of the job, and every text the input chose (the spec's file name, option and
     channel names), is written as a literal (``_literal``) or inside the docstring escaped; the
     calls, names and imports are the template's own. What looks like a credential is cut to its
     first characters, as every other output shows it, accepted in ``accept_exposure`` or not.
     """
-    arguments, image, masked = _masked_arguments(arguments, image)
+    arguments, image, recipe, masked = _masked_arguments(arguments, image, recipe)
     generation = 3 if sdk_generation() >= 3 else 2
     trainer_module, configs_module, distributed_module = _MODULES[generation]
     classes: set[str] = set()
-    lines = ["    trainer = ModelTrainer(", "        sagemaker_session=sagemaker_session,"]
-    lines.append(f"        training_image={_literal(image)},")
+    lines = ["    trainer = ModelTrainer("] if recipe is None else _from_recipe_lines(recipe)
+    lines.append("        sagemaker_session=sagemaker_session,")
+    if image is not None:  # a recipe job without one: from_recipe's own (plan refuses it)
+        lines.append(f"        training_image={_literal(image)},")
     keywords: dict[str, str] = {}
     for name, value in arguments.configs.items():
         if name == "source_code":
@@ -176,12 +200,14 @@ def trainer_code(
         lines.append(f"    trainer = trainer.{method}({argument})")
     lines.append("    return trainer")
     what = f"The job in {_docstring_text(mask_text(source))}" if source else "The job"
+    made = "a bare ModelTrainer" if recipe is None else "ModelTrainer.from_recipe"
+    picks = "picks" if recipe is None else "retrieves for the recipe"
     header = [
         f"# Region {_docstring_text(region)}{assumed}: the training image below is that region's.",
-        f'"""{what} as a bare ModelTrainer (written by safe-estimators port for sagemaker '
+        f'"""{what} as {made} (written by safe-estimators port for sagemaker '
         f"{_docstring_text(sdk_version())}).",
         "",
-        f"The training image is the one the SageMaker SDK's estimator picks in "
+        f"The training image is the one the SageMaker SDK's estimator {picks} in "
         f"{_docstring_text(region)}; paths",
         "are relative to the folder safe-estimators port ran in.",
     ]
@@ -192,11 +218,10 @@ def trainer_code(
             "safe-estimators prints them everywhere: put them back, or better, pass the name of",
             "an AWS Secrets Manager secret and read it in the training script.",
         ]
-    header += [
-        '"""',
-        "",
-        f"from {trainer_module} import ModelTrainer",
-    ]
+    header += ['"""', ""]
+    if recipe is not None and recipe.as_config:
+        header.append("from omegaconf import OmegaConf")
+    header.append(f"from {trainer_module} import ModelTrainer")
     if classes:
         header.append(f"from {configs_module} import {', '.join(sorted(classes))}")
     if launchers:
@@ -219,10 +244,37 @@ def trainer_code(
 _LAUNCHERS = frozenset(("Torchrun", "MPI"))
 
 
+def _from_recipe_lines(recipe: RecipeCall) -> list[str]:
+    """The head of the from_recipe call: the recipe and its overrides."""
+    lines = []
+    if recipe.as_config:
+        # Why the overrides are an OmegaConf config: said without any of their keys, which
+        # are the input's text and could end the comment.
+        lines += [
+            f"    # sagemaker {_docstring_text(sdk_version())}'s from_recipe reads the recipe's "
+            "own value of each key",
+            "    # that a dict of overrides names, and fails where that value is an "
+            "interpolation of a key",
+            "    # outside the recipe; it merges an OmegaConf config without that read. The "
+            "keys the recipe",
+            "    # lacks, which it drops from a dict, are left out here.",
+        ]
+    lines += [
+        "    trainer = ModelTrainer.from_recipe(",
+        f"        training_recipe={_literal(recipe.training_recipe)},",
+    ]
+    if recipe.overrides is not None:
+        overrides = _literal(recipe.overrides)
+        if recipe.as_config:
+            overrides = f"OmegaConf.create({overrides})"
+        lines.append(f"        recipe_overrides={overrides},")
+    return lines
+
+
 def _masked_arguments(
-    arguments: TrainerArguments, image: str
-) -> tuple[TrainerArguments, str, bool]:
-    """``arguments`` and ``image`` with what looks like a credential cut short (see
+    arguments: TrainerArguments, image: str | None, recipe: RecipeCall | None = None
+) -> tuple[TrainerArguments, str | None, RecipeCall | None, bool]:
+    """``arguments``, ``image`` and ``recipe`` with what looks like a credential cut short (see
     ``_secret_formats.masked_plain``), and whether anything was."""
     parts = {
         "configs": arguments.configs,
@@ -231,10 +283,14 @@ def _masked_arguments(
         "inputs": list(arguments.inputs),
         "with_calls": arguments.with_calls,
         "image": image,
+        "recipe": [recipe.training_recipe, recipe.overrides] if recipe else None,
     }
     shown = masked_plain(parts)
     if shown is parts:
-        return arguments, image, False
+        return arguments, image, recipe, False
+    if recipe is not None:
+        name, overrides = shown["recipe"]
+        recipe = attrs.evolve(recipe, training_recipe=name, overrides=overrides)
     launcher = arguments.distributed
     changed = attrs.evolve(
         arguments,
@@ -244,7 +300,7 @@ def _masked_arguments(
         inputs=tuple(shown["inputs"]),
         with_calls=shown["with_calls"],
     )
-    return changed, shown["image"], True
+    return changed, shown["image"], recipe, True
 
 
 def port(
@@ -254,37 +310,24 @@ def port(
     region: str | None = None,
     **overrides: Any,
 ) -> str:
-    """The Python code of a bare ModelTrainer that builds the job a spec describes, checked as
-    ``plan`` checks it (raises ConfigError with every problem). The training image is the one
-    of ``region`` (default: the environment's, as plan finds it); with none, ConfigError: the
-    image differs by region, and port does not guess one."""
+    """The Python code of a bare ModelTrainer that builds the job a spec describes (a recipe
+    job's through ``ModelTrainer.from_recipe``, on sagemaker 3), checked as ``plan`` checks it
+    (raises ConfigError with every problem). The training image is the one of ``region``
+    (default: the environment's, as plan finds it); with none, ConfigError: the image differs
+    by region, and port does not guess one."""
     from safe_estimators._commands.plan import REGION_SOURCES, job_region
     from safe_estimators._commands.validate import offline
     from safe_estimators._resolve import resolve_arguments
     from safe_estimators._spec_files.read import job_arguments, offline_problems
-    from safe_estimators._targets.model_trainer import training_image
+    from safe_estimators._targets.model_trainer import recipe_training_image, training_image
     from safe_estimators._targets.trainer_args import trainer_arguments
 
     with offline():
         overrides = {**overrides, "target": "model_trainer"}
         arguments, source, prior = job_arguments(spec_or_path, overrides, project_root=project_root)
         prior += offline_problems(arguments)
+        # A recipe job gets here on sagemaker 3 only: on 2 the checks refuse it, as for plan.
         job = resolve_arguments(arguments, source, prior)
-        if job.kwargs.get("training_recipe") is not None:
-            # A bare ModelTrainer of these arguments would run no recipe at all.
-            raise ConfigError(
-                [
-                    Problem(
-                        "training_recipe",
-                        "port writes a bare ModelTrainer(...), and a recipe job is built by "
-                        "ModelTrainer.from_recipe, which port does not write yet.",
-                        "use safe_estimators.model_trainer(training_recipe=..., ...) or call "
-                        "ModelTrainer.from_recipe with the recipe, its overrides and "
-                        "training_image; plan shows the job it builds.",
-                    )
-                ],
-                source=source,
-            )
         trainer = trainer_arguments(job)
         assumed = " (given)" if region else f" (from {REGION_SOURCES})"
         region = region or job_region()
@@ -301,8 +344,12 @@ def port(
                 source=source,
             )
         try:
-            image = training_image(trainer, region)
-            return trainer_code(trainer, image, source, region, assumed)
+            recipe = _recipe_call(job)
+            if recipe is None:
+                image = training_image(trainer, region)
+            else:
+                image = recipe_training_image(job, trainer.injections, region)
+            return trainer_code(trainer, image, source, region, assumed, recipe)
         except _NotLiteral as exc:
             raise ConfigError(
                 [
@@ -315,3 +362,23 @@ def port(
                 ],
                 source=source,
             ) from None
+
+
+def _recipe_call(job: ResolvedJob) -> RecipeCall | None:
+    """The recipe of a recipe job as from_recipe is to be given it: a local file's path as
+    plan found it (relative to where port runs), else the name or URL as the spec wrote it.
+    Overrides the installed from_recipe cannot read from a dict (``Recipe.unreadable_overrides``:
+    plan hands it the merged recipe instead) are written as an OmegaConf config of the
+    overrides it keeps."""
+    from safe_estimators._recipes.load import is_file_recipe, is_url, load_recipe
+
+    name = job.kwargs.get("training_recipe")
+    if name is None:
+        return None
+    overrides = job.kwargs.get("recipe_overrides")
+    recipe, _ = load_recipe(name, overrides)
+    if is_file_recipe(name) and not is_url(name):
+        name = os.path.normpath(name)
+    if recipe is not None and recipe.unreadable_overrides:
+        return RecipeCall(name, dict(recipe.kept_overrides), as_config=True)
+    return RecipeCall(name, overrides)

@@ -67,6 +67,9 @@ class Recipe:
     # Overridden keys whose own value sagemaker 3's from_recipe cannot read (an interpolation
     # of a key outside the recipe): it fails on them where the merged recipe handed builds.
     unreadable_overrides: tuple[str, ...] = ()
+    # The overrides sagemaker 3's from_recipe merges: the given ones less the keys it drops
+    # (on sagemaker 2, the given ones).
+    kept_overrides: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 def is_file_recipe(value: str) -> bool:
@@ -363,7 +366,15 @@ def _merge_and_resolve(
     handed = OmegaConf.to_yaml(OmegaConf.create(_escaped(data)))
     merged_text = OmegaConf.to_yaml(merged)
     recipe = Recipe(
-        name, path, merged_text, data, recipe_kind(data), handed, unresolved, tuple(unreadable)
+        name,
+        path,
+        merged_text,
+        data,
+        recipe_kind(data),
+        handed,
+        unresolved,
+        tuple(unreadable),
+        kept_overrides=overrides,
     )
     return recipe, notes
 

@@ -337,6 +337,18 @@ def _recipe_image(job: ResolvedJob, region: str) -> str:
         raise _sdk_refused(exc, "resolving the recipe image") from exc
 
 
+def recipe_training_image(
+    job: ResolvedJob, injections: tuple[Injection, ...], region: str
+) -> Any:
+    """The training_image a recipe job's ``from_recipe`` is given: the job's image_uri, else
+    the recipe image the estimator retrieves where it is injected (sagemaker 3's from_recipe
+    would send its placeholder, "dummy_image"), else None."""
+    image = job.kwargs.get("image_uri")
+    if image is None and any(i.path == "training_image" for i in injections):
+        return _recipe_image(job, region)
+    return image
+
+
 def _from_recipe(job: ResolvedJob, kwargs: dict[str, Any], *, offline: bool) -> Any:
     """``ModelTrainer.from_recipe`` handed the recipe we checked, merged, as a local file (no
     clone of the recipes collection). It clones the training adapter (or the Neuron
@@ -390,10 +402,9 @@ def build_model_trainer(
     recipe = job.kwargs.get("training_recipe")
     injections = arguments.injections
     if recipe is not None:
-        image = job.kwargs.get("image_uri")
+        image = recipe_training_image(job, injections, _region(session))
         kwargs = {**_configs(arguments), "sagemaker_session": session}
-        if image is None and any(i.path == "training_image" for i in injections):
-            image = _recipe_image(job, _region(session))
+        if job.kwargs.get("image_uri") is None and image is not None:
             injections = tuple(
                 Injection(i.path, image, i.reason) if i.path == "training_image" else i
                 for i in injections
