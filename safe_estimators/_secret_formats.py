@@ -352,7 +352,8 @@ def mask_text(text: str) -> str:
     if "-" in text and (" " in text or "\t" in text):  # pragma: no mutate
         text = _FLAG_WITH_VALUE().sub(_masked_flag_value, text)
     parts: list[str] = []
-    pos = 0  # pragma: no mutate  (a slice from None is a slice from 0)
+    # Equivalent when mutated to None: a slice from None is a slice from 0.
+    pos = 0  # pragma: no mutate
     for _, start, end in find_tokens(text):
         parts += [text[pos:start], text[start : start + _shown_length(end - start)], "…"]
         pos = end
