@@ -193,6 +193,19 @@ def redirect_environment(repos: dict[str, Path]) -> dict[str, str]:
     return env
 
 
+def use_local_repositories(
+    root: Path, recipes: dict[str, dict[str, Any]], monkeypatch: Any
+) -> dict[str, Path]:
+    """``local_repositories`` made under ``root`` and the environment pointed at them: the SDK's
+    clones (``from_recipe``'s) and our recipes collection; no role lookup while building."""
+    found = local_repositories(root, recipes)
+    for name, value in redirect_environment(found).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SAFE_ESTIMATORS_RECIPES", str(found["launcher"]))
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
+    return found
+
+
 def llmft_recipe(
     *,
     model: str = "meta-llama/Llama-3.3-70B-Instruct",

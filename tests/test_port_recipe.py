@@ -15,13 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from recipe_fixtures import (
-    gpu_recipe,
-    local_repositories,
-    redirect_environment,
-    trainium_recipe,
-    write_recipe,
-)
+from recipe_fixtures import gpu_recipe, trainium_recipe, use_local_repositories, write_recipe
 
 import safe_estimators
 from safe_estimators._cli import main
@@ -43,12 +37,7 @@ def clones(tmp_path, monkeypatch):
     """from_recipe's clones (and a predefined name's collection) read local repositories."""
 
     def make(recipes: dict[str, dict[str, Any]] | None = None) -> dict[str, Path]:
-        found = local_repositories(tmp_path / "repos", recipes or {})
-        for name, value in redirect_environment(found).items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setenv("SAFE_ESTIMATORS_RECIPES", str(found["launcher"]))
-        monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
-        return found
+        return use_local_repositories(tmp_path / "repos", recipes or {}, monkeypatch)
 
     return make
 

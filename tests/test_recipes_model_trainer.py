@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 import yaml
 from conftest import SDK3
-from recipe_fixtures import gpu_recipe, local_repositories, redirect_environment, trainium_recipe
+from recipe_fixtures import (
+    gpu_recipe,
+    local_repositories,
+    redirect_environment,
+    trainium_recipe,
+    use_local_repositories,
+)
 
 import safe_estimators
 from safe_estimators import ConfigError
@@ -62,14 +68,8 @@ def _recipe(*, interpolated: bool) -> dict[str, Any]:
 @pytest.fixture
 def repos(tmp_path, monkeypatch):
     def make(*, interpolated: bool = False) -> dict[str, Path]:
-        found = local_repositories(
-            tmp_path / "repos", {NAME: _recipe(interpolated=interpolated)}
-        )
-        for name, value in redirect_environment(found).items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setenv("SAFE_ESTIMATORS_RECIPES", str(found["launcher"]))
-        monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
-        return found
+        recipes = {NAME: _recipe(interpolated=interpolated)}
+        return use_local_repositories(tmp_path / "repos", recipes, monkeypatch)
 
     return make
 

@@ -214,13 +214,17 @@ def test_a_python_environment_in_the_working_directory_is_a_warning(project: Pat
     assert _workdir_problems(custom_file_filter=lambda path, names: names) == []
 
 
-def test_a_home_folder_as_the_working_directory_is_a_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(home)
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder of its own, the working directory."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def test_a_home_folder_as_the_working_directory_is_a_warning(home: Path) -> None:
     assert _workdir_problems() == [
         Problem(
             "include_local_workdir",
@@ -267,13 +271,7 @@ def test_a_filter_without_patterns_or_of_another_shape_is_read_safely(project: P
     assert [p.severity for p in _workdir_problems(custom_file_filter=odd)] == ["error"]
 
 
-def test_a_custom_filters_home_folder_says_every_file_is_copied(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(home)
+def test_a_custom_filters_home_folder_says_every_file_is_copied(home: Path) -> None:
     [problem] = _workdir_problems(custom_file_filter=_custom_file_filter([]))
     assert problem.message == (
         f"the working directory {str(home)!r} is a home folder; the SDK copies every file under "
