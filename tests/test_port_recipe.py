@@ -1,6 +1,7 @@
 """`safe-estimators port` of a HyperPod recipe job: on sagemaker 3 the code of
 ``ModelTrainer.from_recipe(...)`` that, run, sends the request plan shows for the ModelTrainer
-target; on sagemaker 2 (whose ModelTrainer has no from_recipe) the same refusal as plan's.
+target; on sagemaker 2 (where the ModelTrainer target leaves recipe jobs to the estimator) the
+same refusal as plan's.
 
 The repositories from_recipe clones while it is built are local ones in tmp
 (tests/recipe_fixtures.py), as in test_recipes_model_trainer.py.
@@ -255,7 +256,7 @@ def test_a_token_in_the_overrides_is_cut_short_accepted_or_not(tmp_path, capsys)
     assert _argument(code, "recipe_overrides")["model"]["hf_access_token"] == "hf_Q…"
 
 
-@pytest.mark.sdk2_only  # sagemaker 2's ModelTrainer has no from_recipe
+@pytest.mark.sdk2_only  # sagemaker 2's recipe jobs are the estimator's (recipe-needs-estimator)
 def test_on_sagemaker_2_port_refuses_a_recipe_job_as_plan_does(tmp_path, capsys):
     write_recipe(tmp_path / "recipes" / "mine.yaml", _plain_recipe())
     spec = _spec(tmp_path, training_recipe="recipes/mine.yaml", recipe_overrides=OVERRIDES)

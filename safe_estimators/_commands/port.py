@@ -6,7 +6,8 @@ as plain SDK code (no safe_estimators import) that builds the same ModelTrainer;
 code and compares its request with the plan's. A recipe job (``training_recipe``) is written as
 ``ModelTrainer.from_recipe(...)`` on sagemaker 3, with the recipe the spec names (a local file
 as plan found it, or the predefined name), its overrides and the recipe image plan resolves;
-sagemaker 2's ModelTrainer has no from_recipe, and port refuses the job there as plan does.
+on sagemaker 2 the ModelTrainer target does not build recipe jobs (the estimator does), and
+port refuses them there as plan does.
 
 The program is printed in a CI log and may be run: nothing the input chose is ever code in it
 (``tests/test_hostile_round3_output.py`` compiles it for hostile names and values and reads its
