@@ -348,9 +348,9 @@ def mask_text(text: str) -> str:
     if ": " in text and ("'" in text or '"' in text):  # pragma: no mutate
         text = _QUOTED_ENTRY().sub(_masked_entry, text)
     if "=" in text:
-        text = _NAMED_ASSIGNMENT().sub(_masked_assignment, text)
+        text = _NAMED_ASSIGNMENT().sub(_masked_named_value, text)
     if "-" in text and (" " in text or "\t" in text):  # pragma: no mutate
-        text = _FLAG_WITH_VALUE().sub(_masked_flag_value, text)
+        text = _FLAG_WITH_VALUE().sub(_masked_named_value, text)
     parts: list[str] = []
     # Equivalent when mutated to None: a slice from None is a slice from 0.
     pos = 0  # pragma: no mutate
@@ -384,12 +384,14 @@ _NAMED_ASSIGNMENT = _lazy(
 )
 
 
-def _masked_assignment(assignment: re.Match[str]) -> str:
-    name, value = assignment.group(1), assignment.group(2)
-    end = assignment.end()
-    if assignment.string[end : end + 1] == "…" or not (secret_name(name) and _holds_secret(value)):
-        return assignment.group()  # masked already, or not a secret
-    written = assignment.group()[: assignment.start(2) - assignment.start()]  # "--name="
+def _masked_named_value(named: re.Match[str]) -> str:
+    """A NAME=value or a flag and its value (group 1 the name, group 2 the value), the value cut
+    short where the name is a secret's."""
+    name, value = named.group(1), named.group(2)
+    end = named.end()
+    if named.string[end : end + 1] == "…" or not (secret_name(name) and _holds_secret(value)):
+        return named.group()  # masked already, or not a secret
+    written = named.group()[: named.start(2) - named.start()]  # "--name=" or "--name "
     return f"{written}{value[: _shown_length(len(value))]}…"
 
 
@@ -399,15 +401,6 @@ _FLAG_WITH_VALUE = _lazy(
     r"(?<![A-Za-z0-9_.-])-{1,2}([A-Za-z_][A-Za-z0-9_.-]{0,127})[ \t]{1,4}"
     r"""([^\s'",;&…-][^\s'",;&…]*)"""
 )
-
-
-def _masked_flag_value(flag: re.Match[str]) -> str:
-    name, value = flag.group(1), flag.group(2)
-    end = flag.end()
-    if flag.string[end : end + 1] == "…" or not (secret_name(name) and _holds_secret(value)):
-        return flag.group()  # masked already, or not a secret
-    written = flag.group()[: flag.start(2) - flag.start()]  # "--name "
-    return f"{written}{value[: _shown_length(len(value))]}…"
 
 
 def _shown_length(length: int) -> int:

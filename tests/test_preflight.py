@@ -786,9 +786,11 @@ def test_a_fine_tuning_jobs_vpc_and_plan_are_reported_where_the_trainer_takes_th
         subnets=(subnet, "subnet-0123456789abcdef0"),
         security_groups=(group, "sg-0123456789abcdef0"),
         training_plan=PLAN,
-        subnets_path="networking.subnets",
-        security_groups_path="networking.security_group_ids",
-        training_plan_path="compute.training_plan_arn",
+        paths=(
+            ("subnets", "networking.subnets"),
+            ("security_group_ids", "networking.security_group_ids"),
+            ("training_plan", "compute.training_plan_arn"),
+        ),
     )
     errors = {p.path: p.message for p in account.run(job).errors}
     assert set(errors) == {
@@ -825,7 +827,8 @@ def test_a_fine_tuning_trainers_networking_and_plan_are_read_at_their_own_paths(
     )  # fmt: skip
     job = from_fine_tuning(checked._job, REGION)
     assert job.subnets == ("subnet-0123456789abcdef0",)
-    assert (job.subnets_path, job.security_groups_path, job.training_plan_path) == (
+    written = ("subnets", "security_group_ids", "training_plan")
+    assert tuple(job.written(path) for path in written) == (
         "networking.subnets",
         "networking.security_group_ids",
         "compute.training_plan_arn",

@@ -61,11 +61,9 @@ class Job:
     security_groups: tuple[str, ...] = ()
     keys: tuple[tuple[str, str], ...] = ()  # (path, key: its id, alias or ARN)
     training_plan: str | None = None
-    # Where the user wrote the VPC and the training plan: the estimator's keywords unless the
-    # trainer names them otherwise (a fine-tuning trainer's networking=, compute=).
-    subnets_path: str = "subnets"
-    security_groups_path: str = "security_group_ids"
-    training_plan_path: str = "training_plan"
+    # (estimator keyword, where the user wrote it) where the trainer names it otherwise: a
+    # fine-tuning trainer's networking= and compute= (see ``written``).
+    paths: tuple[tuple[str, str], ...] = ()
     # Values a plan made up (role, bucket): not the user's, never checked.
     placeholders: frozenset[str] = frozenset()
     # A serverless job (a fine-tuning trainer's with no compute): SageMaker picks and provides
@@ -74,11 +72,7 @@ class Job:
 
     def written(self, path: str) -> str:
         """Where the user wrote what the estimator calls ``path``."""
-        return {
-            "subnets": self.subnets_path,
-            "security_group_ids": self.security_groups_path,
-            "training_plan": self.training_plan_path,
-        }.get(path, path)
+        return dict(self.paths).get(path, path)
 
     @property
     def remote(self) -> bool:
@@ -314,8 +308,10 @@ def from_fine_tuning(job: Any, region: str) -> Job:
         else (),
         keys=(("kms_key_id", key),) if isinstance(key, str) and key else (),
         training_plan=plan,
-        subnets_path="networking.subnets",
-        security_groups_path="networking.security_group_ids",
-        training_plan_path="compute.training_plan_arn",
+        paths=(
+            ("subnets", "networking.subnets"),
+            ("security_group_ids", "networking.security_group_ids"),
+            ("training_plan", "compute.training_plan_arn"),
+        ),
         serverless=compute.kind == "serverless",
     )

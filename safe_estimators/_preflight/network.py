@@ -23,15 +23,16 @@ def check(ctx: Context) -> list[Problem]:
     job = ctx.job
     if not job.subnets or not job.remote:
         return []
+    subnets_at, groups_at = job.written("subnets"), job.written("security_group_ids")
     subnets, groups = ctx.map(
         lambda call: call(),
         [
             lambda: ctx.call(
-                job.subnets_path, "ec2", "DescribeSubnets",
+                subnets_at, "ec2", "DescribeSubnets",
                 Filters=[{"Name": "subnet-id", "Values": list(job.subnets)}],
             ),
             lambda: ctx.call(
-                job.security_groups_path, "ec2", "DescribeSecurityGroups",
+                groups_at, "ec2", "DescribeSecurityGroups",
                 Filters=[{"Name": "group-id", "Values": list(job.security_groups)}],
             ) if job.security_groups else {"SecurityGroups": []},
         ],
@@ -39,7 +40,7 @@ def check(ctx: Context) -> list[Problem]:
     found = {s["SubnetId"]: s for s in subnets.get("Subnets", [])}
     problems = [
         Problem(
-            f"{job.subnets_path}.{n}",
+            f"{subnets_at}.{n}",
             f"the subnet {subnet!r} does not exist in {job.region} (in this account).",
             "name a subnet of the job's VPC in its region (aws ec2 describe-subnets).",
         )
@@ -50,7 +51,7 @@ def check(ctx: Context) -> list[Problem]:
     if len(vpcs) > 1:
         problems.append(
             Problem(
-                job.subnets_path,
+                subnets_at,
                 f"the subnets are in {len(vpcs)} VPCs ({', '.join(vpcs)}); SageMaker needs "
                 "them in one.",
                 "name subnets of one VPC.",
@@ -61,7 +62,7 @@ def check(ctx: Context) -> list[Problem]:
         if group not in seen:
             problems.append(
                 Problem(
-                    f"{job.security_groups_path}.{n}",
+                    f"{groups_at}.{n}",
                     f"the security group {group!r} does not exist in {job.region}.",
                     "name a security group of the job's VPC.",
                 )
@@ -69,7 +70,7 @@ def check(ctx: Context) -> list[Problem]:
         elif vpcs and seen[group]["VpcId"] not in vpcs:
             problems.append(
                 Problem(
-                    f"{job.security_groups_path}.{n}",
+                    f"{groups_at}.{n}",
                     f"the security group {group!r} is in {seen[group]['VpcId']}, the subnets "
                     f"in {', '.join(vpcs)}.",
                     "name a security group of the subnets' VPC.",
@@ -82,15 +83,16 @@ def check(ctx: Context) -> list[Problem]:
 
 def _routes(ctx: Context, vpc: str, subnets: list[str]) -> list[Problem]:
     region = ctx.job.region
+    subnets_at = ctx.job.written("subnets")
     tables, endpoints = ctx.map(
         lambda call: call(),
         [
             lambda: ctx.call(
-                ctx.job.subnets_path, "ec2", "DescribeRouteTables",
+                subnets_at, "ec2", "DescribeRouteTables",
                 Filters=[{"Name": "vpc-id", "Values": [vpc]}], MaxResults=100,
             ),
             lambda: ctx.call(
-                ctx.job.subnets_path, "ec2", "DescribeVpcEndpoints",
+                subnets_at, "ec2", "DescribeVpcEndpoints",
                 Filters=[
                     {"Name": "vpc-id", "Values": [vpc]},
                     {"Name": "service-name", "Values": [f"com.amazonaws.{region}.s3"]},
@@ -133,7 +135,7 @@ def _routes(ctx: Context, vpc: str, subnets: list[str]) -> list[Problem]:
         )
         problems.append(
             Problem(
-                f"{ctx.job.subnets_path}.{n}",
+                f"{subnets_at}.{n}",
                 f"the subnet {subnet!r} has no route to S3: its route table "
                 f"{table['RouteTableId']} has no S3 gateway endpoint and no NAT route{through}, "
                 "and the VPC has no S3 interface endpoint. The job fails at the data download, "

@@ -18,7 +18,7 @@ def check(ctx: Context) -> list[Problem]:
     arn = job.training_plan
     if not arn or not job.remote:
         return []
-    path = job.training_plan_path
+    path = job.written("training_plan")
     name = arn.rpartition("/")[2]
     plan = ctx.call(path, "sagemaker", "DescribeTrainingPlan", lane="plans", TrainingPlanName=name)
     status = plan.get("Status")

@@ -277,6 +277,8 @@ _WORKDIR_HINT = (
     "pass custom_file_filter=CustomFileFilter(ignore_name_patterns=[...]) naming what to leave "
     "out."
 )
+_SITE_PACKAGES = f"{os.sep}site-packages{os.sep}"
+_LOOP_HINT = "remove the link, or start Python in a folder without it."
 
 
 def remote_workdir(ctx: RemoteContext) -> Iterator[Problem]:
@@ -389,10 +391,6 @@ def remote_workdir(ctx: RemoteContext) -> Iterator[Problem]:
             f"{copied} under it into the job at every call.",
             _WORKDIR_HINT,
         )
-
-
-_SITE_PACKAGES = f"{os.sep}site-packages{os.sep}"
-_LOOP_HINT = "remove the link, or start Python in a folder without it."
 
 
 def _multiplying(links: list[tuple[str, str]]) -> bool:

@@ -611,14 +611,15 @@ def _structure_spec(data: object, *, path: str = "") -> tuple[JobSpec | None, li
     grouped = "instance_groups" in fields
     # With a training recipe the SDK picks the entry point itself (and warns about one given).
     recipe = kind == "pytorch" and extra.get("training_recipe") is not None
-    if recipe or (words is not None and words.command):
+    names_its_script = recipe or (words is not None and bool(words.command))
+    if names_its_script:
         fields.setdefault("entry_point", "")  # a recipe or a command names the script
     for required in ("entry_point", *(() if grouped else ("instance_type",))):
         if required not in fields:
             problems.append(
                 Problem(join_path(path, required), "is required but missing.", "add it.")
             )
-    if fields.get("entry_point") == "" and not (recipe or (words is not None and words.command)):
+    if fields.get("entry_point") == "" and not names_its_script:
         # The SDK packs no script (fit() fails to add "" to the archive, or the container is
         # told to run sagemaker_program "" and exits): nothing of the job can run.
         problems.append(
